@@ -1,0 +1,37 @@
+# kquotactl — the two commands a fresh machine needs:
+#   make demo   run the main job: a throw-away local ZooKeeper, a few alter/describe calls, then stop it
+#   make test   run the whole test suite (what CI's .ci/run runs)
+# Everything they need (Python packages, Java artifacts from Maven Central) is installed by `make setup`.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml scripts/bootstrap.sh | cksum | cut -d' ' -f1)
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-fast lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/bootstrap.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap.sh
+	touch $@
+
+demo: setup
+	$(BIN)/python -m kquotactl.testing.demo
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not kafka and not spark and not slow" $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+bench: setup
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist src/*.egg-info

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install everything kquotactl's demo, tests and benchmarks need on a fresh Debian machine:
+# Java 17 + Maven (apt, only if missing), a virtualenv with the package and its extras, and the
+# Apache ZooKeeper/Kafka jars from Maven Central (cached under ~/.cache/kquotactl).
+set -euo pipefail
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn  >/dev/null 2>&1 || need_apt+=(maven)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${need_apt[*]} with apt-get"
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -e ".[dev,sasl,admin,impact]"
+
+# Java artifacts: resolved once, reused by tests, the demo and benchmarks.
+"$VENV/bin/python" -m kquotactl.testing.fetch
+echo "bootstrap: ready ($("$VENV/bin/python" -m kquotactl --version))"

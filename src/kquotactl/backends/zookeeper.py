@@ -1,0 +1,695 @@
+"""The ZooKeeper backend: quota znodes exactly as Kafka brokers read them.
+
+Layout (Kafka's ``ConfigEntityZNode`` / ``ConfigEntityChangeNotificationZNode``):
+
+- ``/config/<users|clients|ips>/<name>[/clients/<name>]`` holding ``{"version":1,"config":{k: "v"}}``
+  (every value a JSON string, keys in ``java.util.Properties`` order);
+- after each changed entity, one persistent sequential ``/config/changes/config_change_NNNNNNNNNN`` holding
+  ``{"version":2,"entity_path":"users/<u>/clients/<c>"}``.
+
+Every entity write and its notification commit together in one multi-op transaction, guarded by the
+znode version read just before (compare-and-set). Transactions carry many entities at once (bounded by op
+count and bytes, under ZooKeeper's 1 MiB ``jute.maxbuffer``); on a conflict the affected entities are
+re-read and the requested change is re-applied, so concurrent writers never lose an update. Every wait
+is bounded: kazoo's synchronous calls block forever on a lost connection, so this module only uses the
+``*_async`` calls with a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kquotactl.backends import ProgressCallback
+from kquotactl.entity import DEFAULT, Entity, EntityType
+from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError
+from kquotactl.filters import EntityFilter
+from kquotactl.javafmt import properties_order
+from kquotactl.keys import KEYS, Number, format_value, parse_stored
+from kquotactl.model import EntityChange, EntityResult, Outcome, QuotaRecord, apply_change
+
+log = logging.getLogger("kquotactl.zookeeper")
+
+CONFIG_ROOT = "/config"
+CHANGES_PATH = "/config/changes"
+NOTIFICATION_PREFIX = "/config/changes/config_change_"
+ENTITY_ROOTS = ("/config/users", "/config/clients", "/config/ips")
+
+MAX_TXN_OPS = 1000
+MAX_TXN_BYTES = 512 * 1024  # well under jute.maxbuffer (1 MiB): an oversized multi shows up as ConnectionLoss
+READ_WINDOW = 1000  # outstanding async reads
+MAX_ATTEMPTS = 25  # compare-and-set rounds per entity before giving up
+_KEY_ORDER = {k: i for i, k in enumerate(KEYS)}
+
+
+@dataclass
+class TlsSettings:
+    ca: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    keyfile_password: str | None = None
+    verify_certs: bool = True
+    check_hostname: bool = True
+
+
+@dataclass
+class ZkSettings:
+    """How to reach and authenticate to ZooKeeper. Secrets stay in here and never reach output."""
+
+    connect: str
+    connect_timeout: float = 10.0
+    op_timeout: float = 15.0
+    session_timeout: float = 10.0
+    digest_auth: list[str] = field(default_factory=list)  # "user:password"
+    sasl: dict[str, str] | None = None  # {"mechanism": "DIGEST-MD5", "username": ..., "password": ...}
+    tls: TlsSettings | None = None
+    secure_acl: bool = False
+
+    def __repr__(self) -> str:  # never print credentials
+        return f"ZkSettings(connect={self.connect!r}, tls={self.tls is not None}, secure_acl={self.secure_acl})"
+
+
+@dataclass
+class _Node:
+    """An entity znode as read: all stored keys (quota or not), its version and child count."""
+
+    path: str
+    props: dict[str, str]
+    version: int
+    num_children: int
+
+
+def encode_entity(props: dict[str, str]) -> bytes:
+    """``{"version":1,"config":{...}}``, compact, keys in JDK 9+ ``Properties`` iteration order."""
+    ordered = {k: props[k] for k in properties_order(props)}
+    return json.dumps({"version": 1, "config": ordered}, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def encode_notification(entity_path: str) -> bytes:
+    return json.dumps({"version": 2, "entity_path": entity_path}, separators=(",", ":")).encode()
+
+
+def decode_entity(path: str, data: bytes | None) -> dict[str, str]:
+    """Kafka's ``ConfigEntityZNode.decode``: missing/empty data is an empty config."""
+    if not data:
+        return {}
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise QuotaError(f"znode {path} does not hold Kafka config JSON; refusing to touch it") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
+        raise QuotaError(f"znode {path} does not hold Kafka config JSON; refusing to touch it")
+    config = doc.get("config") or {}
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+
+
+def typed_config(entity: Entity, props: dict[str, str], warnings: list[str] | None = None) -> dict[str, Number]:
+    """The quota keys of a stored config, typed; other keys (SCRAM credentials) are left out."""
+    out: dict[str, Number] = {}
+    kind = entity.kind
+    for k, v in sorted(props.items(), key=lambda kv: _KEY_ORDER.get(kv[0], 99)):
+        key = KEYS.get(k)
+        if key is None or key.kind is not kind:
+            continue
+        try:
+            out[k] = parse_stored(key, v)
+        except InvalidValue as e:
+            if warnings is not None:
+                warnings.append(f"{entity.path}: {e} (ignored)")
+    return out
+
+
+class ZooKeeperBackend:
+    """Quotas in a ZooKeeper-mode Kafka cluster's ZooKeeper (``--zookeeper host:port[/chroot]``)."""
+
+    name = "zookeeper"
+
+    def __init__(self, settings: ZkSettings) -> None:
+        self.settings = settings
+        self.warnings: list[str] = []
+        self._created: set[str] = set()  # parent znodes this backend created (skip re-creating them)
+        self._client = self._connect(settings)
+
+    # -- connection ------------------------------------------------------------------------------
+
+    def _connect(self, s: ZkSettings) -> Any:
+        from kazoo.client import KazooClient
+        from kazoo.handlers.threading import KazooTimeoutError
+        from kazoo.retry import KazooRetry
+
+        quiet = logging.getLogger("kquotactl.kazoo")
+        if not log.isEnabledFor(logging.DEBUG):
+            # kazoo logs connection drops and retries itself; the user gets one line from us instead.
+            for name in ("kquotactl.kazoo", "kazoo"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+                logging.getLogger(name).addHandler(logging.NullHandler())
+                logging.getLogger(name).propagate = False
+            warnings.filterwarnings("ignore", message="No chroot path exists", module="kazoo")
+        kwargs: dict[str, Any] = {
+            "hosts": s.connect,
+            "timeout": s.session_timeout,
+            "connection_retry": KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0),
+            "logger": quiet,
+        }
+        if s.digest_auth:
+            kwargs["auth_data"] = [("digest", cred) for cred in s.digest_auth]
+        if s.sasl:
+            kwargs["sasl_options"] = dict(s.sasl)
+        if s.tls:
+            kwargs.update(
+                use_ssl=True,
+                ca=s.tls.ca,
+                certfile=s.tls.certfile,
+                keyfile=s.tls.keyfile,
+                keyfile_password=s.tls.keyfile_password,
+                verify_certs=s.tls.verify_certs,
+                check_hostname=s.tls.check_hostname,
+            )
+        try:
+            client = KazooClient(**kwargs)
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"bad ZooKeeper connect string {s.connect!r}: {e}") from None
+        except ImportError as e:
+            raise UsageError(f"ZooKeeper SASL needs the pure-sasl package (pip install pure-sasl): {e}") from None
+        log.debug("connecting to ZooKeeper %s (timeout %.1fs)", s.connect, s.connect_timeout)
+        try:
+            client.start(timeout=s.connect_timeout)
+        except KazooTimeoutError:
+            client.stop()
+            client.close()
+            hint = " (TLS: check the certificates and that the port speaks TLS)" if s.tls else ""
+            raise BackendUnavailable(
+                f"cannot connect to ZooKeeper at {s.connect} within {s.connect_timeout:g}s{hint}"
+            ) from None
+        except Exception as e:
+            client.stop()
+            client.close()
+            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {_short(e)}") from None
+        self._client = client
+        # SASL failures arrive only after start() returned: probe once, bounded.
+        try:
+            root = self._wait(client.exists_async("/"), "probe")
+        except BackendUnavailable as e:
+            self.close()
+            if s.sasl:
+                raise BackendUnavailable(
+                    f"ZooKeeper at {s.connect} closed the session: SASL authentication failed ({e})"
+                ) from None
+            raise
+        if root is None:
+            chroot = client.chroot or "/"
+            self.close()
+            raise BackendUnavailable(
+                f"ZooKeeper path {chroot} does not exist: check the chroot in --zookeeper {s.connect}"
+            )
+        return client
+
+    def close(self) -> None:
+        client = getattr(self, "_client", None)
+        if client is not None:
+            try:
+                client.stop()
+                client.close()
+            except Exception:  # pragma: no cover - best effort on shutdown
+                pass
+            self._client = None
+
+    def __enter__(self) -> ZooKeeperBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wait(self, async_result: Any, what: str) -> Any:
+        """Wait for one async result with the op timeout; map connection problems to one-line errors."""
+        from kazoo.exceptions import (
+            AuthFailedError,
+            ConnectionClosedError,
+            ConnectionLoss,
+            NoAuthError,
+            SessionExpiredError,
+        )
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            return async_result.get(timeout=self.settings.op_timeout)
+        except KazooTimeoutError:
+            raise BackendUnavailable(
+                f"ZooKeeper {self.settings.connect} did not answer ({what}) within {self.settings.op_timeout:g}s"
+            ) from None
+        except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
+            raise BackendUnavailable(f"lost the ZooKeeper connection ({what}): {_short(e)}") from None
+        except NoAuthError:
+            raise BackendUnavailable(
+                f"not authorized by ZooKeeper for {what}: check --zk-auth / SASL credentials and the node ACLs"
+            ) from None
+        except AuthFailedError:
+            raise BackendUnavailable("ZooKeeper authentication failed (check the scheme and credentials)") from None
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def _get_many(self, paths: Sequence[str]) -> dict[str, _Node | None]:
+        """Read many znodes with a bounded window of outstanding async gets."""
+        from kazoo.exceptions import NoNodeError
+
+        out: dict[str, _Node | None] = {}
+        for start in range(0, len(paths), READ_WINDOW):
+            chunk = paths[start : start + READ_WINDOW]
+            pending = [(p, self._client.get_async(p)) for p in chunk]
+            for p, ar in pending:
+                log.debug("get %s", p)
+                try:
+                    data, stat = self._wait(ar, f"read {p}")
+                except NoNodeError:
+                    out[p] = None
+                    continue
+                out[p] = _Node(p, decode_entity(p, data), stat.version, stat.numChildren)
+        return out
+
+    def _children_many(self, paths: Sequence[str]) -> dict[str, list[str]]:
+        from kazoo.exceptions import NoNodeError
+
+        out: dict[str, list[str]] = {}
+        for start in range(0, len(paths), READ_WINDOW):
+            chunk = paths[start : start + READ_WINDOW]
+            pending = [(p, self._client.get_children_async(p)) for p in chunk]
+            for p, ar in pending:
+                log.debug("ls %s", p)
+                try:
+                    out[p] = sorted(self._wait(ar, f"list {p}"))
+                except NoNodeError:
+                    out[p] = []
+        return out
+
+    def _scan_paths(self, flt: EntityFilter) -> list[str]:
+        """The entity znode paths a filter may match, listing only the subtrees it can reach."""
+        comp_types = {c.entity_type for c in flt.components}
+
+        def shape_possible(shape: set[EntityType]) -> bool:
+            if not comp_types <= shape:
+                return False
+            return not flt.strict or shape == comp_types
+
+        u, c, ip = EntityType.USER, EntityType.CLIENT_ID, EntityType.IP
+        want_users, want_pairs = shape_possible({u}), shape_possible({u, c})
+        want_clients, want_ips = shape_possible({c}), shape_possible({ip})
+        paths: list[str] = []
+        lists = self._children_many(
+            [
+                p
+                for p, w in (
+                    ("/config/users", want_users or want_pairs),
+                    ("/config/clients", want_clients),
+                    ("/config/ips", want_ips),
+                )
+                if w
+            ]
+        )
+        users = lists.get("/config/users", [])
+        ucomp = flt.component(u)
+        if ucomp is not None and ucomp.match_type != 2:  # EXACT or DEFAULT: one user subtree only
+            only = Entity(user=DEFAULT if ucomp.match_type == 1 else ucomp.name).path.split("/")[1]
+            users = [x for x in users if x == only]
+        if want_users:
+            paths += [f"/config/users/{x}" for x in users]
+        if want_pairs and users:
+            client_lists = self._children_many([f"/config/users/{x}/clients" for x in users])
+            for x in users:
+                paths += [f"/config/users/{x}/clients/{y}" for y in client_lists[f"/config/users/{x}/clients"]]
+        if want_clients:
+            paths += [f"/config/clients/{x}" for x in lists.get("/config/clients", [])]
+        if want_ips:
+            paths += [f"/config/ips/{x}" for x in lists.get("/config/ips", [])]
+        return paths
+
+    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+        flt = (flt or EntityFilter.all()).validate()
+        exact = flt.exact_entity()
+        paths = ["/config/" + exact.path] if exact is not None else self._scan_paths(flt)
+        nodes = self._get_many(paths)
+        records: list[QuotaRecord] = []
+        for path, node in nodes.items():
+            if node is None:
+                continue
+            try:
+                entity = Entity.from_path(path[len("/config/") :])
+            except InvalidValue as e:
+                self.warnings.append(f"{path}: {e} (skipped)")
+                continue
+            if not flt.matches(entity):
+                continue
+            config = typed_config(entity, node.props, self.warnings)
+            if not config:
+                continue
+            raw = {k: node.props[k] for k in config}
+            records.append(QuotaRecord(entity, config, raw=raw, version=node.version))
+        records.sort(key=lambda r: r.entity.sort_key())
+        return records
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def _acl(self, path: str) -> list[Any] | None:
+        """Kafka's ``ZkData.defaultAcls`` with ``zookeeper.set.acl=true``: creator-all, plus world-read
+        except under the sensitive ``/config/users`` tree (SCRAM credentials live there)."""
+        if not self.settings.secure_acl:
+            return None
+        from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+
+        sensitive = path == "/config/users" or path.startswith("/config/users/")
+        return list(CREATOR_ALL_ACL) + ([] if sensitive else list(READ_ACL_UNSAFE))
+
+    def _ensure_base(self) -> None:
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
+        existing = self._get_many([CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS])
+        for path in (CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS):
+            if existing.get(path) is None:
+                log.debug("create %s", path)
+                try:
+                    self._wait(self._client.create_async(path, b"", acl=self._acl(path)), f"create {path}")
+                except NodeExistsError:
+                    pass
+                except NoNodeError:  # pragma: no cover - parents are created in order
+                    raise BackendUnavailable(f"cannot create {path}: parent missing") from None
+
+    def alter(
+        self,
+        changes: Sequence[EntityChange],
+        *,
+        validate_only: bool = False,
+        expected: dict | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> list[EntityResult]:
+        """Apply changes in batched transactions; see the module docstring for the guarantees."""
+        from kazoo.exceptions import InvalidACLError
+
+        seen: set[Entity] = set()
+        for ch in changes:
+            if ch.entity in seen:
+                raise UsageError(f"entity {ch.entity.label()} appears twice in one alter")
+            seen.add(ch.entity)
+        results: dict[Entity, EntityResult] = {}
+        pending = list(changes)
+        if not validate_only and pending:
+            try:
+                self._ensure_base()
+            except InvalidACLError:
+                raise UsageError(
+                    "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
+                ) from None
+        deleted_pairs: list[Entity] = []
+        attempts = 0
+        while pending:
+            attempts += 1
+            if attempts > MAX_ATTEMPTS:
+                for ch in pending:
+                    results[ch.entity] = EntityResult(
+                        ch.entity,
+                        Outcome.NOT_ATTEMPTED,
+                        message=f"gave up after {MAX_ATTEMPTS} compare-and-set conflicts",
+                    )
+                break
+            retry: list[EntityChange] = []
+            plans = self._plan_round(pending, expected, results)
+            if validate_only:
+                for plan in plans:
+                    results[plan.change.entity] = EntityResult(
+                        plan.change.entity, Outcome.VALIDATED, plan.before, plan.after
+                    )
+                break
+            for batch in _batches(plans):
+                try:
+                    committed = self._commit(batch)
+                except InvalidACLError:
+                    raise UsageError(
+                        "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
+                    ) from None
+                except BackendUnavailable as e:
+                    applied = [p for p in batch if self._was_applied(p)]  # a multi is all-or-nothing
+                    for p in applied:
+                        results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
+                    raise _partial(e, changes, results) from None
+                if committed:
+                    for p in batch:
+                        results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
+                        if p.deletes_node and p.is_pair:
+                            deleted_pairs.append(p.change.entity)
+                    if progress:
+                        progress(len(batch))
+                else:
+                    retry.extend(p.change for p in batch)
+            pending = retry
+            if pending:
+                log.debug("compare-and-set conflict: retrying %d entities", len(pending))
+                time.sleep(min(0.01 * attempts, 0.2))
+        if deleted_pairs:
+            self._clean_parents(deleted_pairs)
+        ordered = [results[ch.entity] for ch in changes if ch.entity in results]
+        if progress:
+            done = sum(1 for r in ordered if r.outcome in (Outcome.UNCHANGED, Outcome.REJECTED))
+            if done:
+                progress(done)
+        return ordered
+
+    def _plan_round(
+        self, pending: list[EntityChange], expected: dict | None, results: dict[Entity, EntityResult]
+    ) -> list[_EntityPlan]:
+        """Read the current state of every pending entity and decide its ops (pure after the reads)."""
+        paths: list[str] = []
+        for ch in pending:
+            ep = "/config/" + ch.entity.path
+            paths.append(ep)
+            if ch.entity.user is not None and ch.entity.client_id is not None:
+                user_path = ep.rsplit("/clients/", 1)[0]
+                paths += [user_path, user_path + "/clients"]
+        nodes = self._get_many(list(dict.fromkeys(paths)))
+        plans: list[_EntityPlan] = []
+        for ch in pending:
+            ep = "/config/" + ch.entity.path
+            node = nodes.get(ep)
+            props = dict(node.props) if node else {}
+            before = typed_config(ch.entity, props)
+            if expected is not None and ch.entity in expected and dict(expected[ch.entity]) != before:
+                results[ch.entity] = EntityResult(
+                    ch.entity,
+                    Outcome.REJECTED,
+                    before,
+                    before,
+                    message="changed since the plan was made (stale plan); re-run plan",
+                )
+                continue
+            try:
+                after = apply_change(before, ch)
+            except QuotaError as e:
+                results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
+                continue
+            if after == before:
+                results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)
+                continue
+            new_props = {k: v for k, v in props.items() if k not in ch.remove}
+            for k, v in ch.set.items():
+                if k not in before or before[k] != v:
+                    new_props[k] = format_value(KEYS[k], v)
+            parents: list[str] = []
+            if node is None and ch.entity.user is not None and ch.entity.client_id is not None:
+                user_path = ep.rsplit("/clients/", 1)[0]
+                if nodes.get(user_path) is None:
+                    parents.append(user_path)
+                if nodes.get(user_path + "/clients") is None:
+                    parents.append(user_path + "/clients")
+            plans.append(_EntityPlan(ch, ep, node, new_props, before, after, parents))
+        # Never delete a user node in the same round that writes a pair under it.
+        pair_users = {p.path.rsplit("/clients/", 1)[0] for p in plans if p.is_pair and p.new_props}
+        for p in plans:
+            if p.is_user_only and p.path in pair_users:
+                p.keep_node = True
+        return plans
+
+    def _commit(self, batch: list[_EntityPlan]) -> bool:
+        """Commit one multi-op transaction. True if committed; False on a compare-and-set conflict.
+
+        Within the transaction, user entities that are created come first so that pairs under them
+        need no separate parent create; a multi is atomic, so op order inside it is invisible to brokers.
+        """
+        tx = self._client.transaction()
+        created: set[str] = set()
+        first = [p for p in batch if p.node is None and p.is_user_only]
+        for p in first + [p for p in batch if not (p.node is None and p.is_user_only)]:
+            for parent in p.parents:
+                if parent not in created and parent not in self._created:
+                    tx.create(parent, b"", acl=self._acl(parent))
+                    created.add(parent)
+            for op in p.ops(self._acl(p.path)):
+                op(tx)
+            if p.node is None:
+                created.add(p.path)
+        log.debug("commit transaction: %d entities", len(batch))
+        results = self._wait(tx.commit_async(), f"commit of {len(batch)} entities")
+        failures = [r for r in results if isinstance(r, Exception)]
+        if not failures:
+            self._created |= created
+            return True
+        from kazoo.exceptions import (
+            BadVersionError,
+            InvalidACLError,
+            NodeExistsError,
+            NoNodeError,
+            NotEmptyError,
+            RolledBackError,
+            RuntimeInconsistency,
+        )
+
+        real = [f for f in failures if not isinstance(f, RolledBackError | RuntimeInconsistency)]
+        for f in real:
+            if isinstance(f, InvalidACLError):
+                raise f
+            if not isinstance(f, BadVersionError | NodeExistsError | NoNodeError | NotEmptyError):
+                if _is_no_auth(f):
+                    raise BackendUnavailable(
+                        "not authorized by ZooKeeper to write quota nodes: check --zk-auth / SASL credentials"
+                    )
+                raise ConflictError(f"ZooKeeper rejected the transaction: {_short(f)}")
+        return False
+
+    def _was_applied(self, plan: _EntityPlan) -> bool:
+        """After an ambiguous failure (connection lost mid-commit), did this entity's write land?"""
+        try:
+            node = self._get_many([plan.path])[plan.path]
+        except BackendUnavailable:
+            return False
+        if plan.deletes_node:
+            return node is None
+        if node is None:
+            return False
+        expected_version = 0 if plan.node is None else plan.node.version + 1
+        return node.version == expected_version and typed_config(plan.change.entity, node.props) == plan.after
+
+    def _clean_parents(self, pairs: Iterable[Entity]) -> None:
+        """Kafka 3.5+ (KAFKA-14285): drop ``users/<u>/clients`` and ``users/<u>`` once left empty."""
+        from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
+
+        user_paths = sorted({"/config/" + e.path.rsplit("/clients/", 1)[0] for e in pairs})
+        nodes = self._get_many([p for u in user_paths for p in (u, u + "/clients")])
+        for u in user_paths:
+            clients, user = nodes.get(u + "/clients"), nodes.get(u)
+            if clients is None or clients.num_children:
+                continue
+            tx = self._client.transaction()
+            tx.delete(u + "/clients", version=clients.version)
+            if user is not None and user.num_children == 1 and not user.props:
+                tx.delete(u, version=user.version)
+            log.debug("clean empty parents of %s", u)
+            try:
+                res = self._wait(tx.commit_async(), f"clean {u}")
+            except BackendUnavailable:
+                return
+            if any(isinstance(r, BadVersionError | NoNodeError | NotEmptyError) for r in res):
+                continue
+
+
+@dataclass
+class _EntityPlan:
+    change: EntityChange
+    path: str
+    node: _Node | None
+    new_props: dict[str, str]
+    before: dict[str, Number]
+    after: dict[str, Number]
+    parents: list[str]
+    keep_node: bool = False
+
+    @property
+    def is_user_only(self) -> bool:
+        return self.change.entity.user is not None and self.change.entity.client_id is None
+
+    @property
+    def is_pair(self) -> bool:
+        return self.change.entity.user is not None and self.change.entity.client_id is not None
+
+    @property
+    def deletes_node(self) -> bool:
+        return not self.new_props and self.node is not None and self.node.num_children == 0 and not self.keep_node
+
+    def ops(self, acl: list[Any] | None) -> list[Any]:
+        """Transaction ops for this entity: the CAS write, then its v2 notification."""
+        data = encode_entity(self.new_props)
+        path, node = self.path, self.node
+        notification = encode_notification(self.change.entity.path)
+        ops: list[Any] = []
+        if node is None:
+            ops.append(lambda tx: tx.create(path, data, acl=acl))
+        elif self.deletes_node:
+            ops.append(lambda tx: tx.delete(path, version=node.version))
+        else:
+            ops.append(lambda tx: tx.set_data(path, data, version=node.version))
+        ops.append(lambda tx: tx.create(NOTIFICATION_PREFIX, notification, acl=_notification_acl(acl), sequence=True))
+        return ops
+
+    def size(self) -> int:
+        return len(encode_entity(self.new_props)) + len(self.path) * 2 + 96 + sum(len(p) + 16 for p in self.parents)
+
+    def op_count(self) -> int:
+        return 2 + len(self.parents)
+
+
+def _notification_acl(acl: list[Any] | None) -> list[Any] | None:
+    """Notifications are not sensitive: creator-all plus world-read when ACLs are on."""
+    if acl is None:
+        return None
+    from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+
+    return list(CREATOR_ALL_ACL) + list(READ_ACL_UNSAFE)
+
+
+def _batches(plans: list[_EntityPlan]) -> Iterable[list[_EntityPlan]]:
+    """Group entity plans into transactions bounded by op count and bytes.
+
+    Two plans that create the same parent go in the same batch so the parent is created once.
+    """
+    batch: list[_EntityPlan] = []
+    ops = size = 0
+    for p in plans:
+        if batch and (ops + p.op_count() > MAX_TXN_OPS or size + p.size() > MAX_TXN_BYTES):
+            yield batch
+            batch, ops, size = [], 0, 0
+        batch.append(p)
+        ops += p.op_count()
+        size += p.size()
+    if batch:
+        yield batch
+
+
+def _partial(error: QuotaError, changes: Sequence[EntityChange], results: dict[Entity, EntityResult]) -> QuotaError:
+    """Say exactly what was applied before the failure (nothing is half-written per entity)."""
+    from kquotactl.errors import PartialFailure
+
+    applied = [
+        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
+    ]
+    missing = [ch.entity.label() for ch in changes if ch.entity not in results]
+    if not applied:
+        return error
+    shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
+    return PartialFailure(
+        f"{error}; applied {len(applied)} entities ({shown}); not applied: {len(missing)} — re-run to converge",
+        applied,
+        missing,
+    )
+
+
+def _is_no_auth(exc: Exception) -> bool:
+    from kazoo.exceptions import NoAuthError
+
+    return isinstance(exc, NoAuthError)
+
+
+def _short(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return text.splitlines()[0][:200]

@@ -1,0 +1,447 @@
+"""The command line: parse, call the core and a backend, render. Nothing else lives here.
+
+Only click is imported at start-up; rich, kazoo, YAML and Kafka clients load inside the commands that
+use them, so ``kquotactl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from kquotactl import __version__
+from kquotactl.connection import ConnectionOptions
+from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError
+
+KEYS_HELP = (
+    "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
+    "request_percentage, controller_mutation_rate (DOUBLE), request_rate (LONG, requests/s: the KIP-124 draft "
+    "key; stock Apache Kafka brokers enforce request_percentage and ignore request_rate) for users and clients; "
+    "connection_creation_rate (INT) for ips. Values must be greater than 0."
+)
+
+EPILOG_EXIT = "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan)."
+
+
+@dataclass
+class AppState:
+    """What the group options decided, shared with every command."""
+
+    conn: ConnectionOptions = field(default_factory=ConnectionOptions)
+    output: str | None = None
+    color: bool = False
+    verbose: bool = False
+    kafka_compat: bool = False  # invoked in kafka-configs' flat form (--alter/--describe)
+    _backend: Any = None
+
+    def backend(self, ctx: click.Context) -> Any:
+        if self._backend is None:
+            from kquotactl.connection import open_backend
+
+            self._backend = open_backend(self.conn.with_env())
+            ctx.call_on_close(self._backend.close)
+        return self._backend
+
+    def output_format(self) -> str:
+        if self.output:
+            return self.output
+        if self.kafka_compat:
+            return "kafka"
+        return "table" if sys.stdout.isatty() else "json"
+
+    def warn(self, message: str) -> None:
+        click.echo(f"kquotactl: warning: {message}", err=True)
+
+
+pass_state = click.make_pass_decorator(AppState, ensure=True)
+
+
+# -- option groups ------------------------------------------------------------------------------
+
+
+def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--zookeeper",
+            metavar="HOST:PORT[/CHROOT]",
+            help=f"ZooKeeper connect string of a ZooKeeper-mode cluster (env {'KQUOTACTL_ZOOKEEPER'}).",
+        ),
+        click.option(
+            "--bootstrap-server",
+            metavar="HOST:PORT[,...]",
+            help="Brokers to use the admin API (KIP-546) with: KRaft and ZooKeeper-mode clusters.",
+        ),
+        click.option(
+            "--bootstrap-controller",
+            metavar="HOST:PORT[,...]",
+            help="KRaft controllers to use the admin API with (Kafka 3.7+).",
+        ),
+        click.option(
+            "--command-config",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="Java client properties for the admin API (security.protocol, sasl.*, ssl.*).",
+        ),
+        click.option(
+            "--connect-timeout",
+            "--zk-timeout",
+            "connect_timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=10.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up connecting after this long.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=30.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up on any single request after this long.",
+        ),
+        click.option(
+            "--zk-auth",
+            multiple=True,
+            metavar="SCHEME:USER:PASSWORD",
+            help="ZooKeeper authentication: digest:USER:PASSWORD or sasl:USER:PASSWORD "
+            "(env KQUOTACTL_ZK_AUTH keeps it off the command line).",
+        ),
+        click.option(
+            "--zk-sasl-jaas",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="JAAS file whose 'Client' section has the ZooKeeper SASL login "
+            "(default: -Djava.security.auth.login.config in KAFKA_OPTS).",
+        ),
+        click.option(
+            "--zk-tls-config-file",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="ZooKeeper TLS client properties (Kafka's zookeeper.ssl.* names, PEM stores).",
+        ),
+        click.option(
+            "--zk-acl",
+            type=click.Choice(["open", "secure"]),
+            default="open",
+            show_default=True,
+            help="ACLs for nodes kquotactl creates: 'secure' = what brokers use with zookeeper.set.acl=true.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--entity-type",
+            "entity_types",
+            multiple=True,
+            type=click.Choice(["users", "clients", "ips"]),
+            help="Entity type; repeat to combine users and clients into a pair.",
+        ),
+        click.option(
+            "--entity-name",
+            "entity_names",
+            multiple=True,
+            metavar="NAME",
+            help="Name for the --entity-type at the same position.",
+        ),
+        click.option(
+            "--entity-default",
+            "entity_names",
+            flag_value="",
+            multiple=True,
+            help="The default entity for the --entity-type at the same position.",
+        ),
+        click.option("--user", metavar="NAME", help="A user principal (same as --entity-type users --entity-name)."),
+        click.option("--client", "--client-id", "client", metavar="NAME", help="A client-id."),
+        click.option("--ip", metavar="ADDRESS", help="An IPv4/IPv6 address (connection_creation_rate only)."),
+        click.option("--user-defaults", is_flag=True, help="The default user."),
+        click.option("--client-defaults", is_flag=True, help="The default client-id."),
+        click.option("--ip-defaults", is_flag=True, help="The default ip."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _entity_args(kw: dict[str, Any]) -> Any:
+    from kquotactl.entityargs import EntityArgs
+
+    return EntityArgs(
+        entity_types=kw.pop("entity_types"),
+        entity_names=kw.pop("entity_names"),
+        user=kw.pop("user"),
+        client=kw.pop("client"),
+        ip=kw.pop("ip"),
+        user_defaults=kw.pop("user_defaults"),
+        client_defaults=kw.pop("client_defaults"),
+        ip_defaults=kw.pop("ip_defaults"),
+    )
+
+
+def _dialect(backend: Any) -> str:
+    return "zookeeper" if getattr(backend, "name", "") == "zookeeper" else "bootstrap"
+
+
+def _flush_warnings(state: AppState, backend: Any) -> None:
+    for w in getattr(backend, "warnings", []):
+        state.warn(w)
+
+
+# -- the group ----------------------------------------------------------------------------------
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="kafka-configs' flat form works too: kquotactl --zookeeper HOST:PORT --alter --entity-type users "
+    "--entity-name alice --add-config producer_byte_rate=1048576.\n\n" + EPILOG_EXIT,
+)
+@connection_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml", "kafka"]),
+    help="Output format (default: table on a terminal, json otherwise; kafka in the flat form).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Say more about what is done.")
+@click.option("--debug", is_flag=True, help="Trace the ZooKeeper paths and Kafka requests involved.")
+@click.option("--no-color", is_flag=True, help="No colour (also: NO_COLOR set, or not a terminal).")
+@click.version_option(__version__, "--version", prog_name="kquotactl")
+@click.pass_context
+def cli(ctx: click.Context, output: str | None, verbose: bool, debug: bool, no_color: bool, **conn: Any) -> None:
+    """Manage Apache Kafka client quotas: a drop-in for kafka-configs' quota commands.
+
+    Quotas apply to users, client-ids, (user, client-id) pairs and their defaults, and to ips.
+    Talk to a ZooKeeper-mode cluster with --zookeeper, or to any cluster (KRaft included) through the
+    broker admin API with --bootstrap-server.
+    """
+    state = ctx.ensure_object(AppState)
+    state.conn = ConnectionOptions(
+        zookeeper=conn["zookeeper"],
+        bootstrap_server=conn["bootstrap_server"],
+        bootstrap_controller=conn["bootstrap_controller"],
+        command_config=conn["command_config"],
+        connect_timeout=conn["connect_timeout"],
+        timeout=conn["timeout"],
+        zk_auth=list(conn["zk_auth"]),
+        zk_sasl_jaas=conn["zk_sasl_jaas"],
+        zk_tls_config_file=conn["zk_tls_config_file"],
+        zk_acl=conn["zk_acl"],
+    )
+    state.output = output
+    state.verbose = verbose or debug
+    state.kafka_compat = ctx.meta.get("kquotactl.flat", False)
+    state.color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    if debug:
+        import logging
+
+        logging.basicConfig(stream=sys.stderr, format="kquotactl: debug: %(name)s: %(message)s")
+        logging.getLogger("kquotactl").setLevel(logging.DEBUG)
+
+
+@cli.command()
+@entity_options
+@pass_state
+@click.pass_context
+def describe(ctx: click.Context, state: AppState, **kw: Any) -> None:
+    """Show quotas: every quota entity, or those matching the entity options.
+
+    With no entity options, lists users, (user, client-id) pairs, client-ids and ips. An entity type
+    without a name matches every entity of that type (the default included), and only entities made of
+    exactly the given types are shown, as kafka-configs does.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka describe
+      kquotactl --zookeeper zk:2181 describe --user alice --client-id app1
+      kquotactl --zookeeper zk:2181 describe --entity-type users --entity-type clients -o json
+      kquotactl --zookeeper zk:2181 --describe --entity-type users --entity-name alice   # flat form
+    """
+    from kquotactl.entityargs import filter_for_describe
+    from kquotactl.render import render_records
+
+    flt = filter_for_describe(_entity_args(kw))
+    backend = state.backend(ctx)
+    records = backend.describe(flt)
+    _flush_warnings(state, backend)
+    render_records(records, state.output_format(), sys.stdout, _dialect(backend), state.color)
+
+
+@cli.command()
+@entity_options
+@click.option(
+    "--add-config",
+    metavar="K=V,...",
+    help="Keys to set: k1=v1,k2=[v2,v3] (kafka-configs grammar). " + KEYS_HELP,
+)
+@click.option(
+    "--add-config-file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Keys to set, from a Java properties file.",
+)
+@click.option("--delete-config", "delete_config", multiple=True, metavar="K,...", help="Keys to remove.")
+@click.option("--if-exists", is_flag=True, help="Removing a key that is not set is not an error.")
+@click.option("--dry-run", is_flag=True, help="Check and show the change; write nothing.")
+@pass_state
+@click.pass_context
+def alter(
+    ctx: click.Context,
+    state: AppState,
+    add_config: str | None,
+    add_config_file: str | None,
+    delete_config: Sequence[str],
+    if_exists: bool,
+    dry_run: bool,
+    **kw: Any,
+) -> None:
+    """Set or remove quota keys on one entity, atomically.
+
+    The entity's keys are read, changed and written back with compare-and-set, together with the change
+    notification brokers watch; concurrent alters of one entity never lose an update. Removing the last
+    key removes the entity.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181 alter --user alice --add-config producer_byte_rate=10MiB
+      kquotactl --zookeeper zk:2181 alter --user alice --client-id app1 --add-config request_percentage=50
+      kquotactl --zookeeper zk:2181 alter --user-defaults --delete-config consumer_byte_rate
+      kquotactl --zookeeper zk:2181 alter --ip 192.0.2.10 --add-config connection_creation_rate=20
+    """
+    from kquotactl.entityargs import entity_for_alter
+    from kquotactl.grammar import load_properties, parse_add_config, parse_delete_config
+    from kquotactl.model import Outcome, build_change
+    from kquotactl.render import dump_json, dump_yaml, kafka_alter_line, result_line
+
+    entity = entity_for_alter(_entity_args(kw))
+    if add_config is not None and add_config_file is not None:
+        raise UsageError("Only one of --add-config or --add-config-file must be specified")
+    adds = parse_add_config(add_config) if add_config is not None else {}
+    if add_config_file is not None:
+        adds = load_properties(add_config_file)
+    change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
+    backend = state.backend(ctx)
+    [result] = backend.alter([change], validate_only=dry_run)
+    _flush_warnings(state, backend)
+    if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
+        raise QuotaError(result.message)
+    fmt = state.output_format()
+    if fmt == "json":
+        dump_json(result.to_json(), sys.stdout)
+    elif fmt == "yaml":
+        dump_yaml(result.to_json(), sys.stdout)
+    elif fmt == "kafka" and result.outcome is not Outcome.VALIDATED:
+        click.echo(kafka_alter_line(result, _dialect(backend)))
+    else:
+        click.echo(result_line(result))
+
+
+# -- entry point --------------------------------------------------------------------------------
+
+
+def _option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]:
+    """Long/short option names -> takes a value, for the group and for all subcommands."""
+
+    def table(params: Sequence[click.Parameter]) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for p in params:
+            if isinstance(p, click.Option):
+                for name in (*p.opts, *p.secondary_opts):
+                    out[name] = not p.is_flag and not p.count
+        return out
+
+    sub: dict[str, bool] = {}
+    for cmd in group.commands.values():
+        sub.update(table(cmd.params))
+    return table(group.params), sub
+
+
+def normalize_argv(argv: Sequence[str], group: click.Group = cli) -> tuple[list[str], bool]:
+    """Make kafka-configs habits work with click.
+
+    - ``-add-config`` (jopt accepts one dash on long options) becomes ``--add-config``;
+    - group options may appear anywhere (they are moved before the command);
+    - the flat form ``--alter`` / ``--describe`` becomes the ``alter`` / ``describe`` command.
+
+    Returns the new argv and whether the flat form was used.
+    """
+    glob, sub = _option_table(group)
+    known = {**glob, **sub}
+    head: list[str] = []
+    rest: list[str] = []
+    actions: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok == "--":
+            rest += args[i:]
+            break
+        if tok.startswith("-") and not tok.startswith("--") and len(tok) > 2 and "--" + tok[1:].split("=")[0] in known:
+            tok = "-" + tok
+        name = tok.split("=", 1)[0] if tok.startswith("--") else tok
+        if name in ("--alter", "--describe") and "=" not in tok:
+            actions.append(name[2:])
+            i += 1
+            continue
+        target = head if name in glob else rest
+        target.append(tok)
+        if known.get(name) and "=" not in tok and i + 1 < len(args):
+            target.append(args[i + 1])  # jopt/click: a value-taking option consumes the next token
+            i += 1
+        i += 1
+    flat = False
+    if actions:
+        if len(set(actions)) != 1 or any(a in group.commands for a in rest[:1]):
+            raise UsageError("Command must include exactly one action: --describe, --alter")
+        rest = [actions[0], *rest]
+        flat = True
+    return head + rest, flat
+
+
+def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> None:
+    """Console entry point: one-line errors, exit 1 on any failure, no tracebacks for user errors."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        if os.environ.get("_KQUOTACTL_COMPLETE"):
+            cli.main(args=args, prog_name=prog_name)
+            return
+        args, flat = normalize_argv(args)
+        with cli.make_context(prog_name, args) as ctx:
+            ctx.meta["kquotactl.flat"] = flat
+            cli.invoke(ctx)
+    except QuotaError as e:
+        click.echo(f"{prog_name}: error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_ERROR)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(EXIT_ERROR)
+    except Exception as e:  # a bug: one line, the traceback only with --debug
+        if debug:
+            raise
+        click.echo(
+            f"{prog_name}: internal error: {type(e).__name__}: {e} (re-run with --debug for details)",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
+    sys.exit(0)

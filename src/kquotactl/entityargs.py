@@ -1,0 +1,128 @@
+"""kafka-configs' entity options -> entities and filters (pure).
+
+Mirrors ``ConfigCommandOptions.entityTypes`` / ``entityNames``: types from ``--entity-type`` in order,
+then the entity flags in Kafka's fixed order (client, user, ip), then the default flags (client-defaults,
+user-defaults, ip-defaults); names from every ``--entity-name``/``--entity-default`` occurrence in order
+(a default is ``""``), then the flags' values, then one ``""`` per default flag. Types and names pair up
+by position (the bootstrap-mode ``zipAll``; ZooKeeper-mode kafka-configs additionally swapped a lone name
+for ``--entity-type clients --entity-type users``, which is not reproduced).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kquotactl.entity import DEFAULT, Entity, EntityType, Name
+from kquotactl.errors import InvalidRequest, UsageError
+from kquotactl.filters import EntityFilter, FilterComponent, MatchType
+
+
+@dataclass
+class EntityArgs:
+    entity_types: Sequence[str] = ()
+    entity_names: Sequence[str] = ()  # "" is the default entity
+    user: str | None = None
+    client: str | None = None
+    ip: str | None = None
+    user_defaults: bool = False
+    client_defaults: bool = False
+    ip_defaults: bool = False
+    _pairs: list[tuple[EntityType, str | None]] = field(default_factory=list, init=False)
+
+    @property
+    def given(self) -> bool:
+        return bool(
+            self.entity_types
+            or self.entity_names
+            or self.user is not None
+            or self.client is not None
+            or self.ip is not None
+            or self.user_defaults
+            or self.client_defaults
+            or self.ip_defaults
+        )
+
+    def pairs(self) -> list[tuple[EntityType, str | None]]:
+        """(type, name) in Kafka's order; name None = no name given, "" = default."""
+        flags_used = (
+            self.user is not None
+            or self.client is not None
+            or self.ip is not None
+            or self.user_defaults
+            or self.client_defaults
+            or self.ip_defaults
+        )
+        if flags_used and (self.entity_types or self.entity_names):
+            raise UsageError(
+                "--entity-{type,name,default} should not be used in conjunction with specific entity flags"
+            )
+        types: list[EntityType] = [EntityType.from_plural(t) for t in self.entity_types]
+        names: list[str] = list(self.entity_names)
+        for value, t in (
+            (self.client, EntityType.CLIENT_ID),
+            (self.user, EntityType.USER),
+            (self.ip, EntityType.IP),
+        ):
+            if value is not None:
+                types.append(t)
+                names.append(value)
+        for flag, t in (
+            (self.client_defaults, EntityType.CLIENT_ID),
+            (self.user_defaults, EntityType.USER),
+            (self.ip_defaults, EntityType.IP),
+        ):
+            if flag:
+                types.append(t)
+                names.append("")
+        dups = sorted({t.plural for t in types if types.count(t) > 1})
+        if dups:
+            raise UsageError(f"Duplicate entity type(s) specified: {','.join(dups)}")
+        if len(names) > len(types):
+            raise UsageError("More entity names specified than entity types")
+        if EntityType.IP in types and len(types) > 1:
+            raise InvalidRequest(
+                "Invalid quota entity combination, IP entity should not be used with user/client ID entity."
+            )
+        return [(t, names[i] if i < len(names) else None) for i, t in enumerate(types)]
+
+
+def _name(t: EntityType, name: str) -> Name:
+    if name == "":
+        return DEFAULT
+    if t is EntityType.IP and name == "<default>":  # kafka-configs treats it as the default ip
+        return DEFAULT
+    return name
+
+
+def entity_for_alter(args: EntityArgs) -> Entity:
+    pairs = args.pairs()
+    if not pairs:
+        raise UsageError("At least one entity type must be specified (e.g. --user NAME or --entity-type users)")
+    missing = [t.plural for t, n in pairs if n is None]
+    if missing:
+        raise UsageError(
+            "an entity-name or default entity must be specified with --alter of users, clients or ips "
+            f"(missing for: {', '.join(missing)})"
+        )
+    return Entity.from_components({t: _name(t, n) for t, n in pairs if n is not None})
+
+
+def filter_for_describe(args: EntityArgs) -> EntityFilter:
+    """No entity options: everything. Otherwise a strict KIP-546 filter, as kafka-configs builds it."""
+    pairs = args.pairs()
+    if not pairs:
+        return EntityFilter.all()
+    comps = []
+    for t, n in pairs:
+        if n is None:
+            comps.append(FilterComponent(t, MatchType.ANY))
+        elif _name(t, n) is DEFAULT:
+            comps.append(FilterComponent(t, MatchType.DEFAULT))
+        else:
+            if t is EntityType.IP:
+                from kquotactl.entity import canonical_ip
+
+                n = canonical_ip(n)
+            comps.append(FilterComponent(t, MatchType.EXACT, n))
+    return EntityFilter(tuple(comps), strict=True).validate()

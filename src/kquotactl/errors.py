@@ -1,0 +1,63 @@
+"""Errors the tool reports to people: each carries a one-line message and an exit code.
+
+Anything raised as a :class:`QuotaError` is printed as ``kquotactl: error: <message>`` with no traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_PENDING = 2  # manifests: changes pending (plan)
+
+
+class QuotaError(Exception):
+    """Base class: a problem the user can act on."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(QuotaError):
+    """The command line is wrong (missing or conflicting options)."""
+
+
+class InvalidValue(QuotaError):
+    """A quota key or value is not acceptable."""
+
+
+class InvalidRequest(QuotaError):
+    """An entity or request Kafka itself would answer with INVALID_REQUEST."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"INVALID_REQUEST: {message}")
+
+
+class InvalidConfigs(QuotaError):
+    """Deleting keys that are not set (Kafka: ``Invalid config(s): a,b``)."""
+
+    def __init__(self, keys: list[str], entity_desc: str) -> None:
+        super().__init__(f"Invalid config(s): {','.join(keys)} (not set on {entity_desc}; use --if-exists to ignore)")
+        self.keys = keys
+
+
+class BackendUnavailable(QuotaError):
+    """The cluster could not be reached, or refused us (auth, version)."""
+
+
+class ConflictError(QuotaError):
+    """The live state changed under us and the change could not be applied safely."""
+
+
+class PartialFailure(QuotaError):
+    """Some entities were applied and some were not; the message says exactly which."""
+
+    def __init__(self, message: str, applied: list[str], not_applied: list[str]) -> None:
+        super().__init__(message)
+        self.applied = applied
+        self.not_applied = not_applied

@@ -1,0 +1,285 @@
+"""Quota keys: their types and the exact values Kafka accepts.
+
+One home for everything about a key: its Kafka config type (LONG / DOUBLE / INT), which entities take it,
+its unit, whether a stock broker enforces it, and whether its throttle is capped at one window sample.
+Values are checked here, before anything is written, as strictly as a KRaft 3.6+ controller would:
+finite, greater than zero, integral for LONG/INT keys, inside the type's range.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+
+from kquotactl.errors import InvalidValue
+
+Number = int | float
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+DOUBLE_MAX = 1.7976931348623157e308
+
+
+class ValueType(StrEnum):
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    INT = "INT"
+
+
+class EntityKind(StrEnum):
+    """Quota keys apply either to user/client-id entities or to ip entities (KIP-612)."""
+
+    CLIENT = "client"  # users, clients, (user, client-id) pairs and their defaults
+    IP = "ip"
+
+
+@dataclass(frozen=True)
+class QuotaKey:
+    name: str
+    type: ValueType
+    kind: EntityKind
+    unit: str
+    doc: str
+    enforced: bool = True  # does a stock Apache Kafka broker enforce it?
+    throttle_capped: bool = False  # throttle capped at one window sample (request and connection quotas)
+    byte_rate: bool = False  # accepts unit suffixes such as 10MiB
+
+    @property
+    def integral(self) -> bool:
+        return self.type is not ValueType.DOUBLE
+
+
+KEYS: dict[str, QuotaKey] = {
+    k.name: k
+    for k in (
+        QuotaKey(
+            "producer_byte_rate",
+            ValueType.LONG,
+            EntityKind.CLIENT,
+            "bytes/s",
+            "Upper bound (bytes/second) for producer traffic.",
+            byte_rate=True,
+        ),
+        QuotaKey(
+            "consumer_byte_rate",
+            ValueType.LONG,
+            EntityKind.CLIENT,
+            "bytes/s",
+            "Upper bound (bytes/second) for consumer traffic.",
+            byte_rate=True,
+        ),
+        QuotaKey(
+            "request_rate",
+            ValueType.LONG,
+            EntityKind.CLIENT,
+            "requests/s",
+            "Requests per second (KIP-124 draft). Stock Apache Kafka brokers ignore it and enforce "
+            "request_percentage instead.",
+            enforced=False,
+            throttle_capped=True,
+        ),
+        QuotaKey(
+            "request_percentage",
+            ValueType.DOUBLE,
+            EntityKind.CLIENT,
+            "%",
+            "Percentage of one request-handler/network thread's time per quota window.",
+            throttle_capped=True,
+        ),
+        QuotaKey(
+            "controller_mutation_rate",
+            ValueType.DOUBLE,
+            EntityKind.CLIENT,
+            "mutations/s",
+            "Rate of partition mutations (create/delete topics and partitions) per second (KIP-599).",
+        ),
+        QuotaKey(
+            "connection_creation_rate",
+            ValueType.INT,
+            EntityKind.IP,
+            "connections/s",
+            "Upper bound of connections accepted per second for the IP (KIP-612).",
+            throttle_capped=True,
+        ),
+    )
+}
+
+CLIENT_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is EntityKind.CLIENT)
+IP_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is EntityKind.IP)
+SCRAM_KEYS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
+
+_KIND_WORDS = {EntityKind.CLIENT: "users and clients", EntityKind.IP: "ips"}
+
+# Unit suffixes for byte rates. IEC (KiB) are powers of 1024, SI (kB/KB) powers of 1000; "B" is bytes.
+UNIT_FACTORS: dict[str, int] = {
+    "B": 1,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+    "TiB": 1024**4,
+    "kB": 1000,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+}
+_NUMBER = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)$")
+
+
+def keys_for(kind: EntityKind) -> tuple[str, ...]:
+    return CLIENT_KEYS if kind is EntityKind.CLIENT else IP_KEYS
+
+
+def lookup_key(name: str, kind: EntityKind | None = None) -> QuotaKey:
+    """Return the key definition, or raise naming the bad key (with the closest valid one)."""
+    key = KEYS.get(name)
+    if key is None:
+        if name in SCRAM_KEYS:
+            raise InvalidValue(
+                f"{name} is a SCRAM credential, not a quota: manage credentials with kafka-configs "
+                "or the admin API's user SCRAM credential calls"
+            )
+        candidates = list(keys_for(kind)) if kind else list(KEYS)
+        close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+        hint = f" — did you mean {close[0]}?" if close else f" (valid keys: {', '.join(candidates)})"
+        raise InvalidValue(f"unknown key {name!r}{hint}")
+    if kind is not None and key.kind is not kind:
+        if key.kind is EntityKind.IP:
+            raise InvalidValue(f"{name} is only valid for ips, not for users or clients")
+        raise InvalidValue(f"{name} is not valid for ips (ips take only connection_creation_rate)")
+    return key
+
+
+def _range_for(key: QuotaKey) -> int | float:
+    return {ValueType.LONG: LONG_MAX, ValueType.INT: INT_MAX, ValueType.DOUBLE: DOUBLE_MAX}[key.type]
+
+
+def _describe(key: QuotaKey) -> str:
+    return f"{key.type.value}, {key.unit}"
+
+
+def parse_value(key: QuotaKey, text: str) -> Number:
+    """Parse a value typed on a command line or read from a file: '1024', '1e6', '10MiB' (byte rates).
+
+    Returns an ``int`` for LONG/INT keys and a ``float`` for DOUBLE keys.
+    """
+    stripped = java_trim(text)
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    if not stripped:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: empty (expected a number, {_describe(key)})")
+    m = _NUMBER.match(stripped)
+    if not m:
+        low = stripped.lower().lstrip("+-")
+        why = "NaN and Infinity are not allowed" if low in ("nan", "infinity", "inf") else "not a number"
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: {why} ({_describe(key)})")
+    digits, unit = m.group(1), m.group(2)
+    try:
+        number = Decimal(digits)
+    except InvalidOperation:  # pragma: no cover - the regex only admits valid decimals
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: not a number ({_describe(key)})") from None
+    if unit:
+        factor = UNIT_FACTORS.get(unit)
+        if factor is None or not key.byte_rate:
+            allowed = ", ".join(UNIT_FACTORS) if key.byte_rate else "none (plain numbers only)"
+            raise InvalidValue(
+                f"invalid value {shown!r} for {key.name}: unknown unit {unit!r} (units allowed: {allowed})"
+            )
+        number *= factor
+    return _check_decimal(key, number, shown)
+
+
+def check_number(key: QuotaKey, value: object, shown: str | None = None) -> Number:
+    """Check a number that arrived already typed (manifest YAML/JSON, an admin API response)."""
+    if isinstance(value, bool):
+        raise InvalidValue(f"invalid value {value!r} for {key.name}: not a number ({_describe(key)})")
+    if isinstance(value, str):
+        return parse_value(key, value)
+    if isinstance(value, int):
+        return _check_decimal(key, Decimal(value), shown or str(value))
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise InvalidValue(
+                f"invalid value {shown or value!r} for {key.name}: NaN and Infinity are not allowed ({_describe(key)})"
+            )
+        return _check_decimal(key, Decimal(repr(value)), shown or repr(value))
+    raise InvalidValue(f"invalid value {value!r} for {key.name}: not a number ({_describe(key)})")
+
+
+def _check_decimal(key: QuotaKey, number: Decimal, shown: str) -> Number:
+    if number <= 0:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: must be greater than 0")
+    limit = _range_for(key)
+    if key.integral:
+        if number != number.to_integral_value():
+            raise InvalidValue(f"invalid value {shown!r} for {key.name}: must be a whole number ({_describe(key)})")
+        as_int = int(number)
+        if as_int > limit:
+            raise InvalidValue(f"invalid value {shown!r} for {key.name}: too large for {key.type.value} (max {limit})")
+        return as_int
+    as_float = float(number)
+    if math.isinf(as_float) or as_float > limit:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: too large for DOUBLE")
+    if as_float <= 0:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: must be greater than 0 (underflows)")
+    return as_float
+
+
+def java_trim(text: str) -> str:
+    """``String.trim()``: strips every char <= U+0020 at both ends (not the same as ``str.strip``)."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def format_value(key: QuotaKey, value: Number) -> str:
+    """The canonical stored string: integers for LONG/INT, Java ``Double.toString`` for DOUBLE.
+
+    This is what a broker's AlterClientQuotas path writes to ZooKeeper for the same value.
+    """
+    if key.integral:
+        return str(int(value))
+    from kquotactl.javafmt import double_to_string
+
+    return double_to_string(float(value))
+
+
+def parse_stored(key: QuotaKey, text: str) -> Number:
+    """Read a value stored by Kafka or another tool (lenient: ``1024.0`` for a LONG is fine).
+
+    Raises :class:`InvalidValue` if the broker itself could not read it.
+    """
+    t = java_trim(text)
+    try:
+        f = float(t)
+    except ValueError:
+        raise InvalidValue(f"stored value {text!r} for {key.name} is not a number") from None
+    if key.integral:
+        try:
+            return int(Decimal(t)) if "e" not in t.lower() and "." not in t else int(f)
+        except (InvalidOperation, ValueError, OverflowError):
+            raise InvalidValue(f"stored value {text!r} for {key.name} is not a number") from None
+    return f
+
+
+def human(key: QuotaKey, value: Number | None) -> str:
+    """A reading aid: ``1048576`` bytes/s -> ``1 MiB/s``; other units as plain numbers."""
+    if value is None:
+        return "unlimited"
+    if key.byte_rate:
+        v = float(value)
+        for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+            if v >= factor:
+                q = v / factor
+                text = f"{q:.0f}" if q == int(q) else f"{q:.2f}".rstrip("0").rstrip(".")
+                return f"{text} {unit}/s"
+        return f"{int(v)} B/s"
+    if key.integral:
+        return f"{int(value)} {key.unit}"
+    return f"{value:g} {key.unit}"

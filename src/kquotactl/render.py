@@ -1,0 +1,151 @@
+"""Render records and results: rich tables for people, JSON/YAML for programs, kafka-configs lines
+for scripts that already parse them. No I/O beyond writing to the given stream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import IO, Any
+
+from kquotactl.entity import DEFAULT, EntityType
+from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
+from kquotactl.keys import KEYS, human
+from kquotactl.model import EntityResult, Outcome, QuotaRecord
+
+FORMATS = ("table", "json", "yaml", "kafka")
+
+
+def records_json(records: Sequence[QuotaRecord]) -> list[dict[str, Any]]:
+    return [r.to_json() for r in records]
+
+
+def dump_json(data: Any, out: IO[str]) -> None:
+    json.dump(data, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def dump_yaml(data: Any, out: IO[str]) -> None:
+    import yaml
+
+    yaml.safe_dump(data, out, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def kafka_zk_line(record: QuotaRecord) -> str:
+    """ZooKeeper-mode kafka-configs: ``Configs for user-principal 'u' are k=v,k2=v2`` (raw stored strings)."""
+    raw = dict(record.raw) if record.raw is not None else {k: _plain(v) for k, v in record.config.items()}
+    entries = ",".join(f"{k}={raw[k]}" for k in properties_order(raw))
+    return f"Configs for {record.entity.words()} are {entries}"
+
+
+def _plain(v: int | float) -> str:
+    return str(v) if isinstance(v, int) else double_to_string(v)
+
+
+def kafka_bootstrap_entity(record: QuotaRecord) -> str:
+    parts = []
+    comps = record.entity.components()
+    for t in (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP):
+        if t not in comps:
+            continue
+        n = comps[t]
+        parts.append(f"the default {t.principal_word}" if n is DEFAULT else f"{t.principal_word} '{n}'")
+    return ", ".join(parts)
+
+
+def kafka_bootstrap_line(record: QuotaRecord) -> str:
+    """Bootstrap-mode kafka-configs: ``Quota configs for user-principal 'u' are k=1024.0, k2=2.0``."""
+    keys = hashmap_order(record.config.keys())
+    entries = ", ".join(f"{k}={double_to_string(float(record.config[k]))}" for k in keys)
+    return f"Quota configs for {kafka_bootstrap_entity(record)} are {entries}"
+
+
+def render_records(
+    records: Sequence[QuotaRecord], fmt: str, out: IO[str], dialect: str = "zookeeper", color: bool = False
+) -> None:
+    if fmt == "json":
+        dump_json(records_json(records), out)
+    elif fmt == "yaml":
+        dump_yaml(records_json(records), out)
+    elif fmt == "kafka":
+        line = kafka_zk_line if dialect == "zookeeper" else kafka_bootstrap_line
+        for r in records:
+            out.write(line(r) + "\n")
+    else:
+        records_table(records, out, color)
+
+
+def _name_cell(value: object) -> str:
+    if value is None:
+        return ""
+    return "<default>" if value is DEFAULT else str(value)
+
+
+def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out, no_color=not color, highlight=False, soft_wrap=False, width=200 if not color else None)
+    if not records:
+        console.print("No quotas found.")
+        return
+    present_types = [t for t in EntityType if any(t in r.entity.components() for r in records)]
+    present_keys = [k for k in KEYS if any(k in r.config for r in records)]
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
+    for t in present_types:
+        table.add_column(t.value.upper(), overflow="fold")
+    for k in present_keys:
+        table.add_column(k, justify="right")
+    for r in records:
+        comps = r.entity.components()
+        row = [_name_cell(comps.get(t)) if t in comps else "-" for t in present_types]
+        for k in present_keys:
+            v = r.config.get(k)
+            if v is None:
+                row.append("")
+            else:
+                text = _plain(v) if not isinstance(v, float) else f"{v:g}"
+                h = human(KEYS[k], v) if KEYS[k].byte_rate and v >= 1024 else ""
+                row.append(f"{text} ({h})" if h else text)
+        table.add_row(*row)
+    console.print(table)
+
+
+def change_words(result: EntityResult) -> str:
+    """``producer_byte_rate 1024 -> 2048, consumer_byte_rate +4096, request_percentage removed``."""
+    parts = []
+    for k in sorted(set(result.before) | set(result.after), key=list(KEYS).index):
+        b, a = result.before.get(k), result.after.get(k)
+        if b == a:
+            continue
+        if b is None:
+            parts.append(f"{k} = {_plain(a)} (new)")  # type: ignore[arg-type]
+        elif a is None:
+            parts.append(f"{k} removed (was {_plain(b)})")
+        else:
+            parts.append(f"{k} {_plain(b)} -> {_plain(a)}")
+    return ", ".join(parts) or "no change"
+
+
+def result_line(result: EntityResult) -> str:
+    label = result.entity.label()
+    if result.outcome is Outcome.APPLIED:
+        return f"updated {label}: {change_words(result)}"
+    if result.outcome is Outcome.VALIDATED:
+        return f"would update {label}: {change_words(result)} (dry run, nothing written)"
+    if result.outcome is Outcome.UNCHANGED:
+        return f"unchanged {label}: already as requested"
+    return f"{result.outcome.value} {label}: {result.message}"
+
+
+def kafka_alter_line(result: EntityResult, dialect: str) -> str:
+    """kafka-configs' success line for the flat ``--alter`` form."""
+    if dialect == "zookeeper":
+        return f"Completed updating config for entity: {result.entity.words()}."
+    comps = result.entity.components()
+    # Kafka reports the head type only, and its flag order puts clients first.
+    head = next(t for t in (EntityType.CLIENT_ID, EntityType.USER, EntityType.IP) if t in comps)
+    word = {EntityType.CLIENT_ID: "client", EntityType.USER: "user", EntityType.IP: "ip"}[head]
+    if comps[head] is DEFAULT:
+        return f"Completed updating default config for {head.plural} in the cluster."
+    return f"Completed updating config for {word} {comps[head]}."

@@ -1,0 +1,128 @@
+"""Shared fixtures: a real ZooKeeper (session-scoped) and a fresh chroot per test.
+
+The server comes from Maven Central jars run with the machine's Java (``kquotactl.testing``); nothing is
+mocked. Each test gets its own chroot, so tests never see each other's znodes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from click.testing import CliRunner
+
+from kquotactl.testing.servers import ZooKeeperServer
+
+
+@pytest.fixture(scope="session")
+def zk_server() -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer()
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def zk_admin(zk_server: ZooKeeperServer):
+    from kazoo.client import KazooClient
+
+    client = KazooClient(zk_server.connect)
+    client.start(timeout=30)
+    yield client
+    client.stop()
+    client.close()
+
+
+@dataclass
+class Chroot:
+    """A throw-away chroot: ``connect`` for kquotactl, ``zk``/``root`` to inspect what it wrote."""
+
+    connect: str
+    root: str
+    zk: object
+
+    def get(self, path: str) -> bytes:
+        return self.zk.get(self.root + path)[0]
+
+    def exists(self, path: str) -> bool:
+        return self.zk.exists(self.root + path) is not None
+
+    def children(self, path: str) -> list[str]:
+        return sorted(self.zk.get_children(self.root + path))
+
+    def notifications(self) -> list[bytes]:
+        if not self.exists("/config/changes"):
+            return []
+        return [self.get("/config/changes/" + c) for c in self.children("/config/changes")]
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every znode under the chroot with its data (to prove that nothing was written)."""
+        out: dict[str, bytes] = {}
+
+        def walk(p: str) -> None:
+            full = self.root + p
+            data, _ = self.zk.get(full)
+            out[p or "/"] = data
+            for c in self.zk.get_children(full):
+                walk(f"{p}/{c}")
+
+        walk("")
+        return out
+
+
+@pytest.fixture
+def chroot(zk_server: ZooKeeperServer, zk_admin) -> Iterator[Chroot]:
+    root = f"/t-{uuid.uuid4().hex[:12]}"
+    zk_admin.ensure_path(root)
+    yield Chroot(connect=f"{zk_server.connect}{root}", root=root, zk=zk_admin)
+    zk_admin.delete(root, recursive=True)
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
+    """Run the CLI in-process (fast) through the same ``main`` as the console script."""
+    from kquotactl.cli import main
+
+    runner = CliRunner()
+    result = runner.invoke(_MainShim(main), list(args), env=env, input=input, catch_exceptions=False)
+    return Result(result.exit_code, result.stdout, result.stderr)
+
+
+class _MainShim:
+    """Lets CliRunner drive ``kquotactl.cli.main`` (argv normalisation and error mapping included)."""
+
+    def __init__(self, main):
+        self._main = main
+        self.name = "kquotactl"
+
+    def main(self, args, prog_name=None, **extra):
+        self._main(args, prog_name="kquotactl")
+
+
+def run_subprocess(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+    """Run the real console entry point in a subprocess (start-up, signals, exit codes)."""
+    full_env = {**os.environ, **(env or {})}
+    p = subprocess.run(
+        [sys.executable, "-m", "kquotactl", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,119 @@
+"""Pure core: sanitizer, grammar, key validation (no I/O)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kquotactl.errors import InvalidValue, UsageError
+from kquotactl.grammar import parse_add_config
+from kquotactl.keys import KEYS, parse_value
+from kquotactl.sanitizer import desanitize, sanitize
+
+SANITIZER_VECTORS = [
+    ("CN=user1", "CN%3Duser1"),
+    ("user with spaces", "user%20with%20spaces"),
+    ("a*b", "a%2Ab"),
+    ("a+b", "a%2Bb"),
+    ("<default>", "%3Cdefault%3E"),
+    ("client1?@%", "client1%3F%40%25"),
+    ("O=A client,CN=localhost", "O%3DA%20client%2CCN%3Dlocalhost"),
+    ("QuotasTestConsumer-!@#$%^&*()", "QuotasTestConsumer-%21%40%23%24%25%5E%26%2A%28%29"),
+    ("ünïcødé", "%C3%BCn%C3%AFc%C3%B8d%C3%A9"),
+    ("a.b_c-d~e", "a.b_c-d%7Ee"),
+    ("x/y", "x%2Fy"),
+    ("1.2.3.4", "1.2.3.4"),
+    ("::1", "%3A%3A1"),
+    ("%2A", "%252A"),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), SANITIZER_VECTORS)
+def test_sanitize_matches_kafka_vectors(name: str, expected: str) -> None:
+    assert sanitize(name) == expected
+    assert desanitize(expected) == name
+
+
+def test_desanitize_rejects_malformed_escapes() -> None:
+    with pytest.raises(ValueError, match="Incomplete trailing escape"):
+        desanitize("100%")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a=b,c=d", {"a": "b", "c": "d"}),
+        ("a=b,c=,d=e,f=", {"a": "b", "c": "", "d": "e", "f": ""}),
+        ("a=b,c=[d,e ,f],g=[h,i]", {"a": "b", "c": "d,e ,f", "g": "h,i"}),
+        ("a=b,", {"a": "b"}),
+        ("a=b,,", {"a": "b"}),
+        (" a = b , c = d ", {"a": "b", "c": "d"}),
+        ("k=[v1,v2],k2=v3]", {"k": "v1,v2,k2=v3"}),
+        ("=v", {"": "v"}),
+        ("k=[a=b]", {"k": "a=b"}),
+        ("k= [ 1 ] ", {"k": "1"}),
+        ("k=1,k=2", {"k": "2"}),
+    ],
+)
+def test_add_config_grammar_vectors(text: str, expected: dict[str, str]) -> None:
+    assert parse_add_config(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["a==", "a=[b,c,d=e", ",a=b", "a=b,,c=d", "k=a]b", "k=]x[", "k", "", "k=v=w", "a=b, ,c=d"]
+)
+def test_add_config_grammar_errors(text: str) -> None:
+    with pytest.raises(UsageError, match="key=val"):
+        parse_add_config(text)
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "value"),
+    [
+        ("producer_byte_rate", "1024", 1024),
+        ("producer_byte_rate", "1e6", 1_000_000),
+        ("producer_byte_rate", " 1024 ", 1024),
+        ("producer_byte_rate", "1024.0", 1024),
+        ("producer_byte_rate", "10MiB", 10 * 1024 * 1024),
+        ("consumer_byte_rate", "5MB", 5_000_000),
+        ("request_percentage", "12.5", 12.5),
+        ("request_percentage", "200", 200.0),
+        ("controller_mutation_rate", "0.5", 0.5),
+        ("connection_creation_rate", "20", 20),
+        ("request_rate", "100", 100),
+        ("producer_byte_rate", str(2**63 - 1), 2**63 - 1),
+        ("connection_creation_rate", str(2**31 - 1), 2**31 - 1),
+    ],
+)
+def test_values_accepted(key: str, text: str, value: float) -> None:
+    parsed = parse_value(KEYS[key], text)
+    assert parsed == value
+    assert type(parsed) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "why"),
+    [
+        ("producer_byte_rate", "abc", "not a number"),
+        ("producer_byte_rate", "NaN", "NaN and Infinity"),
+        ("request_percentage", "Infinity", "NaN and Infinity"),
+        ("producer_byte_rate", "0", "greater than 0"),
+        ("producer_byte_rate", "-5", "greater than 0"),
+        ("request_percentage", "0.0", "greater than 0"),
+        ("producer_byte_rate", "10.5", "whole number"),
+        ("connection_creation_rate", "2.5", "whole number"),
+        ("producer_byte_rate", str(2**63), "too large for LONG"),
+        ("connection_creation_rate", str(2**31), "too large for INT"),
+        ("request_percentage", "1e400", "too large for DOUBLE"),
+        ("producer_byte_rate", "", "empty"),
+        ("producer_byte_rate", "1_000", "not a number"),
+        ("producer_byte_rate", "0x10", "not a number"),
+        ("request_percentage", "10MiB", "unit"),
+        ("producer_byte_rate", "10XB", "unknown unit"),
+    ],
+)
+def test_values_rejected_with_the_key_and_value_named(key: str, text: str, why: str) -> None:
+    with pytest.raises(InvalidValue) as e:
+        parse_value(KEYS[key], text)
+    assert why in str(e.value)
+    assert key in str(e.value)
+    assert "\n" not in str(e.value)

@@ -345,6 +345,11 @@ def alter(
         click.echo(result_line(result))
 
 
+from kquotactl.commands import register_all  # noqa: E402 - commands attach to the group defined above
+
+register_all(cli)
+
+
 # -- entry point --------------------------------------------------------------------------------
 
 

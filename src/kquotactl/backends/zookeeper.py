@@ -134,7 +134,7 @@ class ZooKeeperBackend:
     def __init__(self, settings: ZkSettings) -> None:
         self.settings = settings
         self.warnings: list[str] = []
-        self._created: set[str] = set()  # parent znodes this backend created (skip re-creating them)
+        self._created: set[str] = set()  # parents created earlier in the current alter call
         self._client = self._connect(settings)
 
     # -- connection ------------------------------------------------------------------------------
@@ -397,6 +397,7 @@ class ZooKeeperBackend:
             seen.add(ch.entity)
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
+        self._created = set()
         if not validate_only and pending:
             try:
                 self._ensure_base()
@@ -536,6 +537,7 @@ class ZooKeeperBackend:
         if not failures:
             self._created |= created
             return True
+        self._created.clear()  # the conflict may be a parent someone else removed: re-read everything
         from kazoo.exceptions import (
             BadVersionError,
             InvalidACLError,

@@ -126,6 +126,17 @@ def typed_config(entity: Entity, props: dict[str, str], warnings: list[str] | No
     return out
 
 
+def unstorable_reason(entity: Entity) -> str | None:
+    """Names ZooKeeper cannot hold: Kafka's Sanitizer keeps dots, and ZooKeeper forbids "." and ".." segments."""
+    for segment in entity.path.split("/"):
+        if segment in (".", ".."):
+            return (
+                f"{entity.label()}: the name {segment!r} cannot be stored in ZooKeeper (Kafka keeps dots unescaped "
+                "and ZooKeeper forbids '.' and '..' path segments)"
+            )
+    return None
+
+
 class ZooKeeperBackend:
     """Quotas in a ZooKeeper-mode Kafka cluster's ZooKeeper (``--zookeeper host:port[/chroot]``)."""
 
@@ -332,6 +343,8 @@ class ZooKeeperBackend:
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         exact = flt.exact_entity()
+        if exact is not None and unstorable_reason(exact):
+            return []
         paths = ["/config/" + exact.path] if exact is not None else self._scan_paths(flt)
         nodes = self._get_many(paths)
         records: list[QuotaRecord] = []
@@ -398,13 +411,7 @@ class ZooKeeperBackend:
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
         self._created = set()
-        if not validate_only and pending:
-            try:
-                self._ensure_base()
-            except InvalidACLError:
-                raise UsageError(
-                    "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
-                ) from None
+        base_ready = False
         deleted_pairs: list[Entity] = []
         attempts = 0
         while pending:
@@ -425,6 +432,14 @@ class ZooKeeperBackend:
                         plan.change.entity, Outcome.VALIDATED, plan.before, plan.after
                     )
                 break
+            if plans and not base_ready:  # only once there is something to write
+                try:
+                    self._ensure_base()
+                except InvalidACLError:
+                    raise UsageError(
+                        "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
+                    ) from None
+                base_ready = True
             for batch in _batches(plans):
                 try:
                     committed = self._commit(batch)
@@ -464,6 +479,14 @@ class ZooKeeperBackend:
     ) -> list[_EntityPlan]:
         """Read the current state of every pending entity and decide its ops (pure after the reads)."""
         paths: list[str] = []
+        storable = []
+        for ch in pending:
+            problem = unstorable_reason(ch.entity)
+            if problem:
+                results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, message=problem)
+            else:
+                storable.append(ch)
+        pending = storable
         for ch in pending:
             ep = "/config/" + ch.entity.path
             paths.append(ep)

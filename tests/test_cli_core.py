@@ -1,0 +1,460 @@
+"""`kquotactl alter` / `describe` end to end against a real ZooKeeper (in-process and real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import run_cli, run_subprocess
+from kquotactl.entityargs import EntityArgs
+
+pytestmark = pytest.mark.zookeeper
+
+
+def zk(chroot, *args: str):
+    return run_cli("--zookeeper", chroot.connect, *args)
+
+
+# -- bad input: one line, exit 1, nothing written ------------------------------------------------------
+
+REJECTED = [
+    (["alter", "--user", "alice", "--add-config", "producer_byte_rat=5"], "did you mean producer_byte_rate"),
+    (["alter", "--ip", "192.0.2.1", "--add-config", "producer_byte_rate=5"], "producer_byte_rate is not valid for ips"),
+    (["alter", "--user", "alice", "--add-config", "connection_creation_rate=5"], "only valid for ips"),
+    (["alter", "--user", "alice", "--add-config", "producer_byte_rate=NaN"], "NaN"),
+    (["alter", "--user", "alice", "--add-config", "request_percentage=Infinity"], "Infinity"),
+    (["alter", "--user", "alice", "--add-config", "producer_byte_rate=0"], "greater than 0"),
+    (["alter", "--user", "alice", "--add-config", "consumer_byte_rate=-1"], "greater than 0"),
+    (["alter", "--user", "alice", "--add-config", "producer_byte_rate=10.5"], "whole number"),
+    (["alter", "--ip", "192.0.2.1", "--add-config", "connection_creation_rate=1.5"], "whole number"),
+    (["alter", "--user", "alice", "--add-config", "producer_byte_rate=9223372036854775808"], "too large for LONG"),
+    (["alter", "--ip", "192.0.2.1", "--add-config", "connection_creation_rate=2147483648"], "too large for INT"),
+    (["alter", "--user", "alice", "--add-config", "producer_byte_rate=lots"], "not a number"),
+    (["alter", "--user", "alice", "--add-config", "producer_byte_rate="], "empty"),
+    (
+        ["alter", "--ip", "192.0.2.1", "--user", "alice", "--add-config", "connection_creation_rate=5"],
+        "INVALID_REQUEST",
+    ),
+    (
+        [
+            "alter",
+            "--entity-type",
+            "ips",
+            "--entity-name",
+            "1.2.3.4",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "c",
+            "--add-config",
+            "connection_creation_rate=5",
+        ],
+        "INVALID_REQUEST",
+    ),
+    (["alter", "--ip", "not-an-ip", "--add-config", "connection_creation_rate=5"], "valid IP address"),
+    (["alter", "--ip", "1.2.3.256", "--add-config", "connection_creation_rate=5"], "valid IP address"),
+    (["alter", "--user", "alice", "--add-config", "a=="], 'format "key=val"'),
+    (
+        ["alter", "--user", "alice", "--add-config", "producer_byte_rate=1", "--delete-config", "producer_byte_rate"],
+        "both added and deleted",
+    ),
+    (["alter", "--user", "alice", "--delete-config", "consumer_byte_rate"], "Invalid config(s): consumer_byte_rate"),
+    (["alter", "--entity-type", "users", "--add-config", "producer_byte_rate=1"], "entity-name or default entity"),
+    (["alter", "--user", "alice"], "nothing to change"),
+    (
+        ["alter", "--user", "alice", "--entity-type", "users", "--add-config", "producer_byte_rate=1"],
+        "should not be used in conjunction",
+    ),
+    (
+        [
+            "alter",
+            "--entity-type",
+            "users",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "a",
+            "--entity-name",
+            "b",
+            "--add-config",
+            "producer_byte_rate=1",
+        ],
+        "Duplicate entity type(s) specified: users",
+    ),
+    (["alter", "--user", "alice", "--add-config", "SCRAM-SHA-256=[iterations=4096,password=x]"], "SCRAM credential"),
+    (
+        [
+            "alter",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "a",
+            "--entity-name",
+            "b",
+            "--add-config",
+            "producer_byte_rate=1",
+        ],
+        "More entity names",
+    ),
+    (["alter", "--user", "", "--add-config", "producer_byte_rate=1", "--entity-type", "clients"], "should not be used"),
+    (["--alter", "--describe", "--user", "alice"], "exactly one action"),
+    (
+        ["alter", "--user", "alice", "--add-config", "request_percentage=5", "--add-config-file", "/nonexistent"],
+        "Only one of --add-config or --add-config-file",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), REJECTED, ids=[" ".join(a)[:60] for a, _ in REJECTED])
+def test_bad_input_is_one_line_exit_1_and_writes_nothing(chroot, args, message) -> None:
+    seed = zk(chroot, "alter", "--user", "seed", "--add-config", "producer_byte_rate=1")
+    assert seed.exit_code == 0
+    before = chroot.snapshot()
+    r = zk(chroot, *args)
+    assert r.exit_code == 1, r
+    assert message in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert r.stdout == ""
+    assert chroot.snapshot() == before
+
+
+def test_unreachable_zookeeper_fails_fast_with_one_line() -> None:
+    t = time.monotonic()
+    r = run_subprocess("--zookeeper", "127.0.0.1:1", "--connect-timeout", "1", "describe")
+    assert r.exit_code == 1
+    assert r.stderr.strip() == "kquotactl: error: cannot connect to ZooKeeper at 127.0.0.1:1 within 1s"
+    assert time.monotonic() - t < 10
+
+
+def test_missing_chroot_is_an_error_not_a_silent_new_tree(zk_server) -> None:
+    r = run_cli("--zookeeper", zk_server.connect + "/no-such-chroot", "describe")
+    assert r.exit_code == 1
+    assert "/no-such-chroot does not exist" in r.stderr
+
+
+def test_no_cluster_given_says_what_to_pass() -> None:
+    r = run_cli("describe", env={"KQUOTACTL_ZOOKEEPER": "", "KQUOTACTL_BOOTSTRAP_SERVER": ""})
+    assert r.exit_code == 1
+    assert "--zookeeper" in r.stderr and "--bootstrap-server" in r.stderr
+
+
+# -- alter/describe behaviour -------------------------------------------------------------------------
+
+NAMES = [
+    "user with spaces",
+    "a,b",
+    "CN=x,O=y",
+    "star*",
+    "ünïcødé",
+    "<default>",
+    "tilde~",
+    "100%",
+    "a/b",
+    "../x",
+    "+plus",
+    "...",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_describe_round_trips_real_names(chroot, name: str) -> None:
+    assert (
+        zk(chroot, "alter", "--user", name, "--client-id", name, "--add-config", "producer_byte_rate=1024").exit_code
+        == 0
+    )
+    r = zk(chroot, "describe", "-o", "json")
+    assert json.loads(r.stdout) == [
+        {"entity": {"user": name, "client-id": name}, "config": {"producer_byte_rate": 1024}}
+    ]
+    r = zk(chroot, "describe", "--user", name, "--client-id", name, "-o", "json")
+    assert json.loads(r.stdout)[0]["entity"] == {"user": name, "client-id": name}
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_names_zookeeper_cannot_hold_are_refused_cleanly(chroot, name: str) -> None:
+    before = chroot.snapshot()
+    r = zk(chroot, "alter", "--user", name, "--add-config", "producer_byte_rate=1")
+    assert r.exit_code == 1 and "cannot be stored in ZooKeeper" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert chroot.snapshot() == before
+    assert zk(chroot, "describe", "--user", name, "-o", "json").stdout.strip() == "[]"
+
+
+def test_default_entities_appear_as_null_and_real_default_name_does_not_collide(chroot) -> None:
+    assert zk(chroot, "alter", "--user-defaults", "--add-config", "producer_byte_rate=1").exit_code == 0
+    assert (
+        zk(
+            chroot,
+            "alter",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "<default>",
+            "--add-config",
+            "producer_byte_rate=2",
+        ).exit_code
+        == 0
+    )
+    assert (
+        zk(chroot, "alter", "--user", "alice", "--client-defaults", "--add-config", "request_percentage=3").exit_code
+        == 0
+    )
+    out = json.loads(zk(chroot, "describe", "-o", "json").stdout)
+    assert out == [
+        {"entity": {"user": None}, "config": {"producer_byte_rate": 1}},
+        {"entity": {"user": "<default>"}, "config": {"producer_byte_rate": 2}},
+        {"entity": {"user": "alice", "client-id": None}, "config": {"request_percentage": 3.0}},
+    ]
+    assert chroot.children("/config/users") == ["%3Cdefault%3E", "<default>", "alice"]
+
+
+def test_describe_filters_like_kafka_configs(chroot) -> None:
+    for args in (
+        ["--user", "u1"],
+        ["--user", "u1", "--client-id", "c1"],
+        ["--user-defaults"],
+        ["--client-id", "c1"],
+        ["--ip", "10.0.0.1"],
+    ):
+        key = "connection_creation_rate=5" if "--ip" in args else "producer_byte_rate=5"
+        assert zk(chroot, "alter", *args, "--add-config", key).exit_code == 0
+
+    def entities(*args: str) -> list[dict]:
+        r = zk(chroot, "describe", *args, "-o", "json")
+        assert r.exit_code == 0, r
+        return [e["entity"] for e in json.loads(r.stdout)]
+
+    assert len(entities()) == 5
+    assert entities("--entity-type", "users") == [{"user": None}, {"user": "u1"}]
+    assert entities("--entity-type", "users", "--entity-name", "u1") == [{"user": "u1"}]
+    assert entities("--entity-type", "users", "--entity-name", "u1", "--entity-type", "clients") == [
+        {"user": "u1", "client-id": "c1"}
+    ]
+    assert entities("--entity-type", "clients") == [{"client-id": "c1"}]
+    assert entities("--entity-type", "users", "--entity-default") == [{"user": None}]
+    assert entities("--ip", "10.0.0.1") == [{"ip": "10.0.0.1"}]
+    assert entities("--entity-type", "ips") == [{"ip": "10.0.0.1"}]
+    assert entities("--user", "nobody") == []
+
+
+def test_alter_updates_and_removes_keys_and_reports_the_change(chroot) -> None:
+    r = zk(
+        chroot,
+        "alter",
+        "--user",
+        "alice",
+        "--add-config",
+        "producer_byte_rate=10MiB,consumer_byte_rate=1e6",
+        "-o",
+        "table",
+    )
+    assert r.exit_code == 0
+    assert "updated user=alice" in r.stdout and "producer_byte_rate = 10485760 (new)" in r.stdout
+    r = zk(
+        chroot,
+        "alter",
+        "--user",
+        "alice",
+        "--add-config",
+        "producer_byte_rate=2048",
+        "--delete-config",
+        "consumer_byte_rate",
+        "-o",
+        "json",
+    )
+    assert json.loads(r.stdout) == {
+        "entity": {"user": "alice"},
+        "outcome": "applied",
+        "before": {"producer_byte_rate": 10485760, "consumer_byte_rate": 1000000},
+        "after": {"producer_byte_rate": 2048},
+    }
+    assert len(chroot.notifications()) == 2
+
+
+def test_add_config_file_and_dry_run(chroot, tmp_path) -> None:
+    props = tmp_path / "quota.properties"
+    props.write_text("# a comment\nproducer_byte_rate = 1024\nrequest_percentage: 25\n")
+    r = zk(chroot, "alter", "--client-id", "app", "--add-config-file", str(props), "--dry-run", "-o", "table")
+    assert r.exit_code == 0 and "dry run, nothing written" in r.stdout
+    assert not chroot.exists("/config/clients/app")
+    assert zk(chroot, "alter", "--client-id", "app", "--add-config-file", str(props)).exit_code == 0
+    assert json.loads(chroot.get("/config/clients/app"))["config"] == {
+        "request_percentage": "25.0",
+        "producer_byte_rate": "1024",
+    }
+
+
+def test_if_exists_makes_deleting_an_unset_key_a_no_op(chroot) -> None:
+    r = zk(chroot, "alter", "--user", "alice", "--delete-config", "producer_byte_rate", "--if-exists", "-o", "table")
+    assert r.exit_code == 0 and "unchanged" in r.stdout
+    assert not chroot.exists("/config/changes") or chroot.notifications() == []
+
+
+# -- kafka-configs' flat form and output ------------------------------------------------------------------
+
+
+def test_flat_kafka_configs_form_and_output(chroot) -> None:
+    r = run_cli(
+        "--zookeeper",
+        chroot.connect,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "user1",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "clientA",
+        "--add-config",
+        "producer_byte_rate=1024,request_percentage=200",
+    )
+    assert r.exit_code == 0
+    assert r.stdout == "Completed updating config for entity: user-principal 'user1', client-id 'clientA'.\n"
+    r = run_cli(
+        "--zookeeper",
+        chroot.connect,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-default",
+        "-add-config",
+        "consumer_byte_rate=2048",
+    )  # jopt also accepts one dash on long options
+    assert r.stdout == "Completed updating config for entity: default user-principal.\n"
+    r = run_cli(
+        "--alter", "--ip", "1.2.3.4", "--add-config", "connection_creation_rate=10", "--zookeeper", chroot.connect
+    )
+    assert r.stdout == "Completed updating config for entity: ips '1.2.3.4'.\n"
+    r = run_cli("--describe", "--zookeeper", chroot.connect, "--entity-type", "users", "--entity-type", "clients")
+    assert r.stdout == (
+        "Configs for user-principal 'user1', client-id 'clientA' are request_percentage=200.0,producer_byte_rate=1024\n"
+    )
+    r = run_cli("--zookeeper", chroot.connect, "--describe", "--entity-type", "users")
+    assert r.stdout == "Configs for default user-principal are consumer_byte_rate=2048\n"
+    r = run_cli("--zookeeper", chroot.connect, "--describe", "--ip-defaults")
+    assert r.exit_code == 0 and r.stdout == ""
+
+
+def test_yaml_output(chroot) -> None:
+    import yaml
+
+    zk(chroot, "alter", "--ip-defaults", "--add-config", "connection_creation_rate=7")
+    r = zk(chroot, "describe", "-o", "yaml")
+    assert yaml.safe_load(r.stdout) == [{"entity": {"ip": None}, "config": {"connection_creation_rate": 7}}]
+
+
+def test_environment_supplies_the_cluster(chroot) -> None:
+    r = run_cli(
+        "alter", "--user", "env", "--add-config", "producer_byte_rate=1", env={"KQUOTACTL_ZOOKEEPER": chroot.connect}
+    )
+    assert r.exit_code == 0 and chroot.exists("/config/users/env")
+
+
+# -- positional pairing (pure) --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (EntityArgs(entity_types=["users", "clients"], entity_names=["A", ""]), [("user", "A"), ("client-id", "")]),
+        (EntityArgs(entity_types=["users", "clients"], entity_names=["", "B"]), [("user", ""), ("client-id", "B")]),
+        (EntityArgs(client="B", user="A"), [("client-id", "B"), ("user", "A")]),
+        (EntityArgs(client="B", user_defaults=True), [("client-id", "B"), ("user", "")]),
+        (EntityArgs(entity_types=["clients", "users"], entity_names=["A"]), [("client-id", "A"), ("user", None)]),
+        (EntityArgs(entity_types=["users"]), [("user", None)]),
+        (EntityArgs(entity_types=["ips"], entity_names=["1.2.3.4"]), [("ip", "1.2.3.4")]),
+        (EntityArgs(ip="1.2.3.4"), [("ip", "1.2.3.4")]),
+    ],
+)
+def test_entity_type_name_pairing_vectors(args: EntityArgs, expected) -> None:
+    assert [(t.value, n) for t, n in args.pairs()] == expected
+
+
+def test_entity_default_interleaves_with_entity_name_in_command_line_order(chroot) -> None:
+    r = zk(
+        chroot,
+        "alter",
+        "--entity-default",
+        "--entity-name",
+        "B",
+        "--entity-type",
+        "users",
+        "--entity-type",
+        "clients",
+        "--add-config",
+        "producer_byte_rate=1",
+        "-o",
+        "json",
+    )
+    assert json.loads(r.stdout)["entity"] == {"user": None, "client-id": "B"}
+
+
+# -- concurrency: compare-and-set across processes ---------------------------------------------------------
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from kquotactl.backends.zookeeper import ZooKeeperBackend, ZkSettings
+    from kquotactl.entity import Entity
+    from kquotactl.model import EntityChange, Outcome
+    connect, key, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    b = ZooKeeperBackend(ZkSettings(connect=connect))
+    for i in range(1, rounds + 1):
+        [r] = b.alter([EntityChange(Entity(user="shared", client_id="app"), {key: i})])
+        assert r.outcome is Outcome.APPLIED, r
+    b.close()
+    """
+)
+
+
+def test_concurrent_processes_never_lose_an_update(chroot) -> None:
+    keys = [
+        "producer_byte_rate",
+        "consumer_byte_rate",
+        "request_rate",
+        "request_percentage",
+        "controller_mutation_rate",
+    ]
+    rounds = 15
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, chroot.connect, k, str(rounds)]) for k in keys]
+    assert [p.wait(timeout=300) for p in procs] == [0] * len(keys)
+    stored = json.loads(chroot.get("/config/users/shared/clients/app"))["config"]
+    assert {k: float(v) for k, v in stored.items()} == {k: float(rounds) for k in keys}
+    assert len(chroot.notifications()) == rounds * len(keys)  # every change notified exactly once
+
+
+# -- start-up cost ------------------------------------------------------------------------------------------
+
+PROBE = textwrap.dedent(
+    """
+    import sys
+    from kquotactl.cli import main
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+    heavy = sorted(m for m in ("kazoo", "rich", "yaml", "kafka", "confluent_kafka", "pyspark", "pandas")
+                   if m in sys.modules)
+    print("HEAVY=" + ",".join(heavy), file=sys.stderr)
+    """
+)
+
+
+def _heavy_modules(*args: str) -> list[str]:
+    p = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60)
+    line = [x for x in p.stderr.splitlines() if x.startswith("HEAVY=")][-1]
+    return [m for m in line[len("HEAVY=") :].split(",") if m]
+
+
+def test_help_imports_nothing_heavy() -> None:
+    assert _heavy_modules("--help") == []
+
+
+def test_describe_imports_only_what_it_uses(chroot) -> None:
+    assert _heavy_modules("--zookeeper", chroot.connect, "describe", "-o", "json") == ["kazoo"]

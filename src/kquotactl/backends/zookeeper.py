@@ -42,7 +42,7 @@ ENTITY_ROOTS = ("/config/users", "/config/clients", "/config/ips")
 
 MAX_TXN_OPS = 1000
 MAX_TXN_BYTES = 512 * 1024  # well under jute.maxbuffer (1 MiB): an oversized multi shows up as ConnectionLoss
-READ_WINDOW = 1000  # outstanding async reads
+READ_WINDOW = 5000  # outstanding async reads (more in flight pipelines better; memory is trivial)
 MAX_ATTEMPTS = 25  # compare-and-set rounds per entity before giving up
 _KEY_ORDER = {k: i for i, k in enumerate(KEYS)}
 
@@ -299,8 +299,11 @@ class ZooKeeperBackend:
                     out[p] = []
         return out
 
-    def _scan_paths(self, flt: EntityFilter) -> list[str]:
-        """The entity znode paths a filter may match, listing only the subtrees it can reach."""
+    def _scan(self, flt: EntityFilter) -> dict[str, _Node | None]:
+        """Read the entity znodes a filter may match, visiting only the subtrees it can reach.
+
+        User nodes are read first; only users whose node has children get their ``clients`` listed.
+        """
         comp_types = {c.entity_type for c in flt.components}
 
         def shape_possible(shape: set[EntityType]) -> bool:
@@ -311,42 +314,45 @@ class ZooKeeperBackend:
         u, c, ip = EntityType.USER, EntityType.CLIENT_ID, EntityType.IP
         want_users, want_pairs = shape_possible({u}), shape_possible({u, c})
         want_clients, want_ips = shape_possible({c}), shape_possible({ip})
-        paths: list[str] = []
-        lists = self._children_many(
-            [
-                p
-                for p, w in (
-                    ("/config/users", want_users or want_pairs),
-                    ("/config/clients", want_clients),
-                    ("/config/ips", want_ips),
-                )
-                if w
-            ]
+        roots = (
+            ("/config/users", want_users or want_pairs),
+            ("/config/clients", want_clients),
+            ("/config/ips", want_ips),
         )
+        lists = self._children_many([p for p, wanted in roots if wanted])
         users = lists.get("/config/users", [])
         ucomp = flt.component(u)
         if ucomp is not None and ucomp.match_type != 2:  # EXACT or DEFAULT: one user subtree only
             only = Entity(user=DEFAULT if ucomp.match_type == 1 else ucomp.name).path.split("/")[1]
             users = [x for x in users if x == only]
+        nodes: dict[str, _Node | None] = {}
+        user_nodes = self._get_many([f"/config/users/{x}" for x in users])
         if want_users:
-            paths += [f"/config/users/{x}" for x in users]
-        if want_pairs and users:
-            client_lists = self._children_many([f"/config/users/{x}/clients" for x in users])
-            for x in users:
-                paths += [f"/config/users/{x}/clients/{y}" for y in client_lists[f"/config/users/{x}/clients"]]
+            nodes.update(user_nodes)
+        if want_pairs:
+            with_pairs = [x for x in users if (n := user_nodes.get(f"/config/users/{x}")) and n.num_children]
+            client_lists = self._children_many([f"/config/users/{x}/clients" for x in with_pairs])
+            nodes.update(
+                self._get_many(
+                    [
+                        f"/config/users/{x}/clients/{y}"
+                        for x in with_pairs
+                        for y in client_lists[f"/config/users/{x}/clients"]
+                    ]
+                )
+            )
         if want_clients:
-            paths += [f"/config/clients/{x}" for x in lists.get("/config/clients", [])]
+            nodes.update(self._get_many([f"/config/clients/{x}" for x in lists.get("/config/clients", [])]))
         if want_ips:
-            paths += [f"/config/ips/{x}" for x in lists.get("/config/ips", [])]
-        return paths
+            nodes.update(self._get_many([f"/config/ips/{x}" for x in lists.get("/config/ips", [])]))
+        return nodes
 
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         exact = flt.exact_entity()
         if exact is not None and unstorable_reason(exact):
             return []
-        paths = ["/config/" + exact.path] if exact is not None else self._scan_paths(flt)
-        nodes = self._get_many(paths)
+        nodes = self._get_many(["/config/" + exact.path]) if exact is not None else self._scan(flt)
         records: list[QuotaRecord] = []
         for path, node in nodes.items():
             if node is None:

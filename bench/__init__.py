@@ -1,0 +1,1 @@
+"""Benchmarks: each module is a script (``python bench/<name>.py``) printing medians; see bench/README.md."""

@@ -12,11 +12,16 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kquotactl.testing.servers import ZooKeeperServer
+
+# Fixture modules beside this file (``fixtures_kafka.py``, ``fixtures_spark.py``...) are plugins: each
+# feature area keeps its servers and helpers in its own file.
+pytest_plugins = sorted(p.stem for p in Path(__file__).parent.glob("fixtures_*.py"))
 
 
 @pytest.fixture(scope="session")

@@ -1,19 +1,24 @@
 """Sub-commands beyond alter/describe, one module each (manifests, explain, impact, config, completion...).
 
 Each module defines click commands and a ``register(group)`` function, and imports only click at module
-level (everything heavy is imported inside the command body), so registering them costs nothing at
-start-up. Add a module here by appending its name to ``MODULES``.
+level (everything heavy is imported inside the command body), so registering them costs little at
+start-up. Modules are discovered: adding a command is adding a file here (names starting with ``_``
+are helpers, not commands).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 import click
 
-MODULES: list[str] = []
+
+def module_names() -> list[str]:
+    """The command modules in this package, sorted (deterministic help order)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
 def register_all(group: click.Group) -> None:
-    for name in MODULES:
-        importlib.import_module(f"kquotactl.commands.{name}").register(group)
+    for name in module_names():
+        importlib.import_module(f"{__name__}.{name}").register(group)

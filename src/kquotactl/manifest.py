@@ -538,3 +538,55 @@ def json_schema() -> dict[str, Any]:
     from importlib.resources import files
 
     return json.loads(files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8"))
+
+
+# -- export ---------------------------------------------------------------------------------------------
+
+
+def _export_name(name: Name) -> Any:
+    if name is DEFAULT:
+        return DEFAULT_MARKER
+    return {"name": name} if name == DEFAULT_MARKER else name
+
+
+def export_document(records: Iterable[QuotaRecord]) -> dict[str, Any]:
+    """Live quotas as a manifest: lossless (defaults, real ``<default>`` names, pairs, ips), in ``describe``
+    order, keys in the core's order, integers for LONG/INT keys — so applying it to the same cluster is a no-op."""
+    quotas = []
+    for r in sorted(records, key=lambda r: r.entity.sort_key()):
+        entity = {t.value: _export_name(n) for t, n in r.entity.components().items()}
+        config = {
+            k: (int(v) if KEYS[k].integral else float(v))
+            for k, v in sorted(r.config.items(), key=lambda kv: _KEY_ORDER.get(kv[0], 99))
+        }
+        quotas.append({"entity": entity, "config": config})
+    return {"quotas": quotas}
+
+
+def dump_manifest_yaml(doc: Mapping[str, Any]) -> str:
+    """YAML with one flow mapping per entity and per config (``- entity: {user: alice}``), C emitter if present;
+    ``"<default>"`` is quoted as in the documentation."""
+    import yaml
+
+    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class Dumper(base):  # type: ignore[valid-type,misc]
+        pass
+
+    def str_repr(dumper: Any, data: str) -> Any:
+        style = '"' if data == DEFAULT_MARKER else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+    def flow_repr(dumper: Any, data: dict) -> Any:
+        return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True)
+
+    Dumper.add_representer(str, str_repr)
+    Dumper.add_representer(_Flow, flow_repr)
+    body = dict(doc)
+    if isinstance(body.get("quotas"), list):
+        body["quotas"] = [{k: _Flow(v) if isinstance(v, dict) else v for k, v in q.items()} for q in body["quotas"]]
+    return yaml.dump(body, Dumper=Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 20)
+
+
+class _Flow(dict):
+    """A mapping written in flow style (``{user: alice}``)."""

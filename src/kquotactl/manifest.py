@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -514,12 +515,28 @@ def _kind(node: Any) -> str:
     return f"the scalar {node.value!r}"
 
 
+_SURROGATE_PAIR = re.compile(r"(?<!\\)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _json_surrogates(text: str) -> str:
+    """JSON writes characters beyond U+FFFF as surrogate pairs (``\\ud83d\\ude00``), which YAML refuses:
+    rewrite them as YAML's ``\\U0001f600`` (same line, so line numbers are unchanged)."""
+    if "\\u" not in text:
+        return text
+
+    def joined(m: re.Match[str]) -> str:
+        hi, lo = int(m.group(1), 16), int(m.group(2), 16)
+        return f"\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
+
+    return _SURROGATE_PAIR.sub(joined, text)
+
+
 def _compose_all(text: str) -> Iterator[Any]:
     """``yaml.compose_all`` with the C parser when available (same nodes and marks, much faster)."""
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_cls(text)
+    loader = loader_cls(_json_surrogates(text))
     try:
         while loader.check_node():
             yield loader.get_node()

@@ -311,8 +311,8 @@ def test_a_limit_moving_to_a_more_specific_level_is_written_before_the_general_o
     plan = make_plan(load_text(manifest_of(want, ["users/<default>", "clients/*"])), recs(live), prune=True)
     order = [(d.entity, d.action.value) for d in plan.diffs]
     assert order == [
-        (Entity(user="alice", client_id="c"), "create"),
         (Entity(user="alice"), "create"),
+        (Entity(user="alice", client_id="c"), "create"),
         (Entity(ip=D), "create"),
         (Entity(user=D), "delete"),
         (Entity(client_id="c"), "delete"),

@@ -5,10 +5,12 @@
   inside the manifest's ``prune`` scope, and :func:`check_deletions` caps how many entities may lose quotas.
 - Each entity gets exactly one change (its sets and removes in one write), so no entity is ever deleted
   and recreated.
-- Order: entities that only gain or change keys first, then entities that both set and remove, then
-  entities that only lose keys; inside each group the more specific precedence level first. So when a
-  limit moves between levels (say from ``users/<default>`` to ``users/alice``), the new entry is written
-  before the old one is removed, and no connection is ever left without a limit in between.
+- Order: entities that only gain or change keys first (in ``describe`` order: users before their pairs, which
+  spares the ZooKeeper backend creating a user node as a pair's parent and then again as an entity), then
+  entities that both set and remove, then entities that only lose keys, both by precedence level, the more
+  specific first. So when a limit moves between levels (say from ``users/<default>`` to ``users/alice``),
+  the new entry is written before the old one is removed, and no connection is ever left without a limit
+  in between.
 - A plan carries a fingerprint of the live state it was computed from; ``apply --plan`` refuses when the
   cluster no longer has that fingerprint (stale-plan protection).
 """
@@ -272,8 +274,9 @@ def precedence(entity: Entity) -> int:
 
 
 def _apply_order(d: EntityDiff) -> tuple:
-    group = 2 if not d.sets else 1 if d.removes else 0
-    return (group, precedence(d.entity), d.entity.sort_key())
+    if not d.removes:
+        return (0, 0, d.entity.sort_key())  # adding limits opens no window: any order is safe
+    return (2 if not d.sets else 1, precedence(d.entity), d.entity.sort_key())
 
 
 def check_deletions(plan: Plan, max_deletions: int) -> None:

@@ -21,16 +21,18 @@ from kquotactl.testing.servers import ZooKeeperServer
 
 SIZES = [int(x) for x in os.environ.get("BENCH_MEMORY_SIZES", "10000,100000").split(",")]
 
-# Run the real entry point in this process and report its peak RSS (KiB on Linux) on stderr's last line.
+# Run the real entry point in this process and report its peak RSS (KiB) on stderr's last line. VmHWM, not
+# ru_maxrss: on Linux ru_maxrss survives exec, so it would include this (forking) benchmark process.
 _PROBE = """
-import resource, sys
+import sys
 from kquotactl.cli import main
 code = 0
 try:
     main(sys.argv[1:])
 except SystemExit as e:
     code = e.code or 0
-print(f"maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} exit={code}", file=sys.stderr)
+hwm = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(f"maxrss={hwm} exit={code}", file=sys.stderr)
 """
 
 

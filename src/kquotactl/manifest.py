@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.errors import QuotaError
@@ -71,7 +71,7 @@ class ManifestError(QuotaError):
         super().__init__(self.problems[0] + suffix)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: 100,000 entries stay small
 class ManifestEntry:
     """One ``quotas`` item: an entity, its validated config, where it came from, and its metadata."""
 
@@ -517,7 +517,7 @@ def _kind(node: Any) -> str:
     return f"the scalar {node.value!r}"
 
 
-_SURROGATE_PAIR = re.compile(r"(?<!\\)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+_SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
 
 
 def _json_surrogates(text: str) -> str:
@@ -527,8 +527,8 @@ def _json_surrogates(text: str) -> str:
         return text
 
     def joined(m: re.Match[str]) -> str:
-        hi, lo = int(m.group(1), 16), int(m.group(2), 16)
-        return f"\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
+        hi, lo = int(m.group(2), 16), int(m.group(3), 16)
+        return f"{m.group(1)}\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
 
     return _SURROGATE_PAIR.sub(joined, text)
 
@@ -644,9 +644,12 @@ def export_document(records: Iterable[QuotaRecord]) -> dict[str, Any]:
     return {"quotas": quotas}
 
 
-def dump_manifest_yaml(doc: Mapping[str, Any]) -> str:
+def dump_manifest_yaml(doc: Mapping[str, Any], out: IO[str] | None = None, chunk: int = 1000) -> str | None:
     """YAML with one flow mapping per entity and per config (``- entity: {user: alice}``), C emitter if present;
-    ``"<default>"`` is quoted as in the documentation."""
+    ``"<default>"`` is quoted as in the documentation. With ``out``, entries are written in chunks, so
+    memory does not grow with a whole document's representation; without it, the text is returned."""
+    import io
+
     import yaml
 
     base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -663,10 +666,29 @@ def dump_manifest_yaml(doc: Mapping[str, Any]) -> str:
 
     Dumper.add_representer(str, str_repr)
     Dumper.add_representer(_Flow, flow_repr)
+
+    def dump(data: Any, stream: IO[str]) -> None:
+        yaml.dump(
+            data, stream, Dumper=Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 20
+        )
+
+    target = out if out is not None else io.StringIO()
     body = dict(doc)
-    if isinstance(body.get("quotas"), list):
-        body["quotas"] = [{k: _Flow(v) if isinstance(v, dict) else v for k, v in q.items()} for q in body["quotas"]]
-    return yaml.dump(body, Dumper=Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 20)
+    quotas = body.pop("quotas", None)
+    if body:
+        dump(body, target)
+    if isinstance(quotas, list):
+        if not quotas:
+            target.write("quotas: []\n")
+        else:
+            target.write("quotas:\n")
+            for start in range(0, len(quotas), chunk):
+                items = [
+                    {k: _Flow(v) if isinstance(v, dict) else v for k, v in q.items()}
+                    for q in quotas[start : start + chunk]
+                ]
+                dump(items, target)
+    return target.getvalue() if out is None else None  # type: ignore[attr-defined]
 
 
 class _Flow(dict):

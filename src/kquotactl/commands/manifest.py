@@ -466,7 +466,7 @@ def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
         if fmt == "json":
             dump_json(doc, out)
         else:
-            out.write(dump_manifest_yaml(doc))
+            dump_manifest_yaml(doc, out)
     finally:
         if out_path:
             out.close()

@@ -117,7 +117,7 @@ class EntityDiff:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EntityDiff:
+    def from_json(cls, data: Mapping[str, Any]) -> EntityDiff | None:
         entity = Entity.from_json(data["entity"])
         before = _typed(entity, data.get("before") or {})
         after = _typed(entity, data.get("after") or {})
@@ -127,7 +127,7 @@ class EntityDiff:
             after,
             source=data.get("source"),
             meta={k: str(data[k]) for k in ("owner", "reason", "ticket") if data.get(k) is not None},
-        )  # type: ignore[return-value]
+        )  # None when before == after (an edited plan): nothing to do
 
 
 @dataclass
@@ -193,7 +193,7 @@ class Plan:
         if data.get("version") != PLAN_VERSION:
             raise UsageError(f"{name}: plan version {data.get('version')!r} is not supported (expected {PLAN_VERSION})")
         try:
-            diffs = [EntityDiff.from_json(c) for c in data["changes"]]
+            diffs = [d for d in (EntityDiff.from_json(c) for c in data["changes"]) if d is not None]
             fingerprint = str(data["fingerprint"])
         except QuotaError as e:
             raise UsageError(f"{name}: {e}") from None

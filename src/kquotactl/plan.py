@@ -167,11 +167,12 @@ class Plan:
 
     def summary_line(self) -> str:
         c = self.counts()
+        other = f"; {c['unmanaged']} other live entities left alone" if c["unmanaged"] else ""
         if not self.diffs:
-            return f"in sync: {c['unchanged']} entities as declared, nothing to change"
+            return f"in sync: {c['unchanged']} entities as declared, nothing to change{other}"
         return (
             f"{len(self.diffs)} entities to change: {c['create']} to create, {c['update']} to update, "
-            f"{c['delete']} to delete; {c['unchanged']} unchanged"
+            f"{c['delete']} to delete; {c['unchanged']} unchanged{other}"
         )
 
     def to_json(self, target: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -311,8 +311,10 @@ def apply(
     from kquotactl.plan import Plan, check_deletions, fingerprint
 
     fmt = _fmt(state)
-    if bool(files) == bool(plan_path):
+    if files and plan_path:
         raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
+    if not files and not plan_path:
+        raise UsageError("nothing to apply: give the manifests (-f FILE) or a saved plan (--plan FILE)")
     if plan_path:
         if prune:
             raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")

@@ -78,7 +78,8 @@ class ConnectionOptions:
         if not given:
             raise UsageError(
                 "no cluster given: pass --zookeeper HOST:PORT[/chroot] or --bootstrap-server HOST:PORT "
-                f"(or set {ENV_ZOOKEEPER} / {ENV_BOOTSTRAP}, or use a context)"
+                f"(or set {ENV_ZOOKEEPER} / {ENV_BOOTSTRAP}, or pick a context: --context NAME, "
+                "KQUOTACTL_CONTEXT, or `kquotactl config use-context NAME`)"
             )
         if len(given) > 1:
             raise UsageError(

@@ -378,43 +378,79 @@ def _tmux(*args: str, sock: str) -> str:
     return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, timeout=30, check=True).stdout
 
 
+class TmuxShell:
+    """An interactive shell in a detached tmux session: type, press Tab, read the screen."""
+
+    def __init__(self, command: str) -> None:
+        self.sock = f"kq-{uuid.uuid4().hex[:8]}"
+        _tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "20", command, sock=self.sock)
+
+    def type(self, *keys: str, literal: bool = False) -> None:
+        _tmux("send-keys", "-t", "t", *(("-l", "--") if literal else ()), *keys, sock=self.sock)
+
+    def wait_for(self, pattern: str) -> str:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = _tmux("capture-pane", "-p", "-t", "t", sock=self.sock)
+            if re.search(pattern, text, re.M):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"{pattern!r} never appeared:\n{text}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=30)
+
+
+def _need(*programs: str) -> None:
+    for prog in programs:
+        if shutil.which(prog) is None:
+            pytest.skip(f"{prog} not installed (scripts/bootstrap.sh installs it)")
+
+
 def test_real_bash_session_in_tmux_completes_add_config_for_ips(tmp_path) -> None:
-    if shutil.which("tmux") is None or shutil.which("bash") is None:
-        pytest.skip("tmux not installed (scripts/bootstrap.sh installs it)")
+    _need("tmux", "bash")
     script = tmp_path / "kquotactl.bash"
     script.write_text(source("bash"))
-    bindir = _shim_dir(tmp_path)
     rc = tmp_path / "bashrc"
-    rc.write_text(f"PS1='$ '\nexport PATH={bindir}:$PATH\nsource {script}\n")
-    sock = f"kq-{uuid.uuid4().hex[:8]}"
-    _tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "20", f"bash --noprofile --rcfile {rc} -i", sock=sock)
+    rc.write_text(f"PS1='$ '\nexport PATH={_shim_dir(tmp_path)}:$PATH\nsource {script}\n")
+    sh = TmuxShell(f"bash --noprofile --rcfile {rc} -i")
     try:
-
-        def screen() -> str:
-            return _tmux("capture-pane", "-p", "-t", "t", sock=sock)
-
-        def wait_for(pattern: str) -> str:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                text = screen()
-                if re.search(pattern, text, re.M):
-                    return text
-                time.sleep(0.1)
-            raise AssertionError(f"{pattern!r} never appeared:\n{screen()}")
-
-        wait_for(r"^\$ ?$")
-        _tmux(
-            "send-keys", "-t", "t", "kquotactl alter --entity-type ips --entity-name 192.0.2.1 --add-config ", sock=sock
-        )
-        _tmux("send-keys", "-t", "t", "Tab", sock=sock)
+        sh.wait_for(r"^\$ ?$")
+        sh.type("kquotactl alter --entity-type ips --entity-name 192.0.2.1 --add-config ", "Tab")
         # the only candidate is inserted with its '=' and no space, so the value goes straight after it
-        wait_for(r"--add-config connection_creation_rate=")
-        _tmux("send-keys", "-t", "t", "20", sock=sock)
-        wait_for(r"--add-config connection_creation_rate=20$")
-        _tmux("send-keys", "-t", "t", "C-u", sock=sock)
-        _tmux("send-keys", "-t", "t", "kquotactl alter --entity-type u", "Tab", sock=sock)
-        wait_for(r"--entity-type users")
-        _tmux("send-keys", "-t", "t", "-l", "--", "--user-defaults", sock=sock)
-        wait_for(r"--entity-type users --user-defaults$")  # a plain word: followed by a space
+        sh.wait_for(r"--add-config connection_creation_rate=")
+        sh.type("20")
+        sh.wait_for(r"--add-config connection_creation_rate=20$")
+        sh.type("C-u")
+        sh.type("kquotactl alter --entity-type u", "Tab")
+        sh.wait_for(r"--entity-type users")
+        sh.type("--user-defaults", literal=True)
+        sh.wait_for(r"--entity-type users --user-defaults$")  # a plain word: followed by a space
+        sh.type("C-u")
+        sh.type("kquotactl alter --user alice --add-config producer_byte_rate=1,cons", "Tab")
+        sh.wait_for(r"--add-config producer_byte_rate=1,consumer_byte_rate=")  # bash's '=' word break undone
     finally:
-        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True, timeout=30)
+        sh.close()
+
+
+def test_real_zsh_session_in_tmux(tmp_path) -> None:
+    _need("tmux", "zsh")
+    script = tmp_path / "kquotactl.zsh"
+    script.write_text(source("zsh"))
+    (tmp_path / ".zshrc").write_text(
+        f"PS1='%% '\nexport PATH={_shim_dir(tmp_path)}:$PATH\nautoload -U compinit && compinit -u\nsource {script}\n"
+    )
+    sh = TmuxShell(f"env ZDOTDIR={tmp_path} zsh -i")
+    try:
+        sh.wait_for(r"^% ?$")
+        sh.type("kquotactl alter --ip 192.0.2.1 --add-config ", "Tab")
+        sh.wait_for(r"--add-config connection_creation_rate=")
+        sh.type("7")
+        sh.wait_for(r"--add-config connection_creation_rate=7$")
+        sh.type("C-u")
+        sh.type("kquotactl describe -o y", "Tab")
+        sh.wait_for(r"-o yaml")
+        sh.type("X")
+        sh.wait_for(r"-o yaml X$")
+    finally:
+        sh.close()

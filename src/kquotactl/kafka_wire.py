@@ -14,6 +14,7 @@ imported when a ``--bootstrap-server`` command runs.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -163,6 +164,11 @@ class QuotaWire:
 
     def _send(self, request, what: str):
         async def go():
+            # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
+            # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
+            deadline = time.monotonic() + self.request_timeout
+            while self._conn.paused and "throttle" in self._conn.paused and time.monotonic() < deadline:
+                await self._net.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
             fut = self._conn.send_request(request, request_timeout_ms=int(self.request_timeout * 1000))
             return await self._manager.wait_for(fut, int(self.request_timeout * 1000) + 1000)
 

@@ -45,11 +45,18 @@ _ORDER = (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP)
 
 
 def filter_components(flt: EntityFilter) -> list[tuple[str, int, str | None]]:
-    """An :class:`EntityFilter` as KIP-546 components: (entity_type, match_type, match)."""
-    return [
-        (c.entity_type.value, int(c.match_type), c.name if c.match_type is MatchType.EXACT else None)
-        for c in flt.components
-    ]
+    """An :class:`EntityFilter` as KIP-546 components: (entity_type, match_type, match).
+
+    An exact IPv6 ip is asked for as "any ip" and matched here: ZooKeeper-mode brokers sanitize the match
+    string (``::1`` -> ``%3A%3A1``) and never find the node (see docs/admin-api.md). ips are few.
+    """
+    out: list[tuple[str, int, str | None]] = []
+    for c in flt.components:
+        if c.match_type is MatchType.EXACT and c.entity_type is EntityType.IP and ":" in (c.name or ""):
+            out.append((c.entity_type.value, int(MatchType.ANY), None))
+        else:
+            out.append((c.entity_type.value, int(c.match_type), c.name if c.match_type is MatchType.EXACT else None))
+    return out
 
 
 def entity_to_wire(entity: Entity) -> WireEntity:

@@ -198,6 +198,35 @@ def test_live_names_through_a_context(populated, tmp_path) -> None:
     assert complete("bash", "kquotactl config use-context o", env=env) == ["other"]
 
 
+@pytest.mark.kafka
+def test_names_and_keys_through_the_admin_api(kraft) -> None:
+    from conftest import run_cli, run_subprocess
+
+    b = f"kquotactl --bootstrap-server {kraft.bootstrap}"
+    for args in (
+        ["--user", "alice", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048"],
+        ["--client-id", "app1", "--add-config", "request_percentage=10"],
+    ):
+        assert run_cli("--bootstrap-server", kraft.bootstrap, "alter", *args).exit_code == 0
+    assert complete("bash", f"{b} describe --user ") == ["alice"]
+    assert complete("zsh", f"{b} describe --client-id ") == ["app1"]
+    assert complete("fish", f"{b} alter --user alice --delete-config ") == ["producer_byte_rate", "consumer_byte_rate"]
+    # --verbose names the Kafka request that writes
+    r = run_subprocess(
+        "--bootstrap-server",
+        kraft.bootstrap,
+        "-v",
+        "alter",
+        "--ip",
+        "192.0.2.9",
+        "--add-config",
+        "connection_creation_rate=3",
+        "-o",
+        "json",
+    )
+    assert r.exit_code == 0 and "kquotactl: AlterClientQuotas 1 entries" in r.stderr, r.stderr
+
+
 # -- names from a manifest given with -f -----------------------------------------------------------
 
 
@@ -230,6 +259,15 @@ def test_names_come_from_the_manifest_given_with_f(tmp_path) -> None:
     assert values(["-f", str(manifest), "--client"], "") == ["app1"]
     assert values(["-f", str(manifest), "--ip"], "") == ["192.0.2.1"]
     assert values(["-f", str(tmp_path / "missing.yaml"), "--user"], "") == []  # no file, no cluster: nothing
+    # a directory of manifests, and a half-edited file that does not load yet: names still come
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "a.yaml").write_text("quotas:\n  - entity: {user: zed}\n    config: {producer_byte_rate: 1}\n")
+    (more / "b.yaml").write_text("quotas:\n  - entity: {user: yan}\n    config: {producer_byte_rate: 1}\n")
+    assert values(["-f", str(more), "--user"], "") == ["yan", "zed"]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("quotas:\n  - entity: {user: wip}\n    config: {producer_byte_rat: 1}\n")
+    assert values(["-f", str(broken), "--user"], "") == ["wip"]
 
 
 def test_commands_added_later_get_name_and_key_completion(tmp_path) -> None:

@@ -351,12 +351,29 @@ def _manifest_file(ctx: click.Context) -> str | None:
             value = ctx.params.get(param.name or "")
             if isinstance(value, (list, tuple)):
                 value = value[0] if value else None
-            if isinstance(value, str) and os.path.isfile(value):
+            if isinstance(value, str) and os.path.exists(value):
                 return value
     return None
 
 
 def names_from_manifest(path: str) -> dict[str, set[str]]:
+    """Names in a manifest file or directory: through the manifest loader, or (a manifest that does not load
+    yet, say half-edited) by walking the YAML for ``user``/``client-id``/``ip`` keys."""
+    from kquotactl.entity import DEFAULT, EntityType
+
+    try:
+        from kquotactl.manifest import load_manifests
+
+        out: dict[str, set[str]] = {"user": set(), "client": set(), "ip": set()}
+        fields = {EntityType.USER: "user", EntityType.CLIENT_ID: "client", EntityType.IP: "ip"}
+        for entry in load_manifests([path]).entries:
+            for etype, name in entry.entity.components().items():
+                if name is not DEFAULT:
+                    out[fields[etype]].add(str(name))
+        return out
+    except Exception:
+        if not os.path.isfile(path):
+            return {"user": set(), "client": set(), "ip": set()}
     import yaml
 
     with open(path, encoding="utf-8") as f:

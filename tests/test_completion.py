@@ -124,6 +124,16 @@ def test_add_config_after_a_finished_pair_offers_the_remaining_keys() -> None:
     assert complete("bash", "kquotactl alter --user alice --add-config producer_byte_rate=") == []
 
 
+def test_option_equals_value_form() -> None:
+    # zsh/fish replace the whole word, bash only what follows the '=' (its word break)
+    line = "kquotactl alter --ip 192.0.2.1 --add-config=c"
+    assert complete("zsh", line) == ["--add-config=connection_creation_rate="]
+    assert complete("fish", line) == ["--add-config=connection_creation_rate="]
+    assert complete("bash", line) == ["connection_creation_rate="]
+    assert complete("bash", "kquotactl --output=") == ["=table", "=json", "=yaml", "=kafka"]  # bash's word is '='
+    assert complete("zsh", "kquotactl --output=j") == ["--output=json"]
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_group_options_after_the_command_and_the_flat_form(shell: str) -> None:
     line = "kquotactl alter --zookeeper 127.0.0.1:9 --ip 192.0.2.1 --add-config "
@@ -467,6 +477,9 @@ def test_real_bash_session_in_tmux_completes_add_config_for_ips(tmp_path) -> Non
         sh.type("C-u")
         sh.type("kquotactl alter --user alice --add-config producer_byte_rate=1,cons", "Tab")
         sh.wait_for(r"--add-config producer_byte_rate=1,consumer_byte_rate=")  # bash's '=' word break undone
+        sh.type("C-u")
+        sh.type("kquotactl alter --ip 192.0.2.1 --add-config=c", "Tab")
+        sh.wait_for(r"--add-config=connection_creation_rate=")
     finally:
         sh.close()
 

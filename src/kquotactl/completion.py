@@ -168,6 +168,17 @@ def normalize_completion_args(cli: click.Group, args: list[str]) -> list[str]:
 
 
 class _Normalising(ShellComplete):
+    def complete(self) -> str:
+        args, incomplete = self.get_completion_args()
+        completions = self.get_completions(args, incomplete)
+        # ``--add-config=pro``: click completes the value alone, but the shell replaces the whole word
+        opt, eq, _ = incomplete.partition("=")
+        if eq and opt.startswith("-"):
+            for item in completions:
+                if not str(item.value).startswith("-"):
+                    item.value = f"{opt}={item.value}"
+        return "\n".join(self.format_completion(item) for item in completions)
+
     def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem[str]]:
         args = normalize_completion_args(self.cli, args) if isinstance(self.cli, click.Group) else args
         try:
@@ -197,7 +208,7 @@ class KquotactlBash(_Normalising, BashComplete):
     def format_completion(self, item: CompletionItem[Any]) -> str:
         value = str(item.value)
         # bash replaces only its own current word (after the last '='): send the part it will replace.
-        cut = len(self._merged_word) - len(self._bash_word) if self._bash_word != "=" else len(self._merged_word) - 1
+        cut = len(self._merged_word) - len(self._bash_word)
         prefix = self._merged_word[:cut]
         if cut > 0 and value.startswith(prefix):
             value = value[cut:]

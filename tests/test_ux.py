@@ -100,6 +100,14 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(chroot, cli) -> None:
         (["completion", "tcsh"], ["'SHELL'", "tcsh", "bash"]),
         (["describe", "--usr", "a"], ["'--usr'", "Did you mean '--user'?", "kquotactl describe --help"]),
         (["descibe"], ["'descibe'", "Did you mean 'describe'?"]),
+        (
+            ["alter", "--user", "a", "--add-config-file", "/nonexistent.properties"],
+            ["--add-config-file", "no such file"],
+        ),
+        (
+            ["--zookeeper", "z:1", "--zk-tls-config-file", "/nonexistent", "describe"],
+            ["--zk-tls-config-file", "no such"],
+        ),
     ],
 )
 def test_errors_name_the_bad_part_and_the_fix(args: list[str], needles: list[str], tmp_path) -> None:

@@ -393,6 +393,8 @@ def alter(
         raise UsageError("Only one of --add-config or --add-config-file must be specified")
     adds = parse_add_config(add_config) if add_config is not None else {}
     if add_config_file is not None:
+        if not os.path.isfile(add_config_file):
+            raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
     backend = state.backend(ctx)

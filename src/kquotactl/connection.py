@@ -132,6 +132,8 @@ def zk_tls_settings(path: str) -> TlsSettings:
     from kquotactl.backends.zookeeper import TlsSettings
     from kquotactl.grammar import load_properties
 
+    if not os.path.isfile(path):
+        raise UsageError(f"--zk-tls-config-file {path}: no such file (a properties file with zookeeper.ssl.* keys)")
     props = load_properties(path)
 
     def get(name: str) -> str | None:

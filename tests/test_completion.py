@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kquotactl.completion import (
     key_candidates,
@@ -328,6 +330,15 @@ def test_manifest_names_whatever_the_layout() -> None:
 # -- pure helpers ----------------------------------------------------------------------------------
 
 
+@given(st.text(alphabet="abcdeprot_=,[]01", max_size=40))
+def test_key_candidates_extend_what_was_typed(typed: str) -> None:
+    from kquotactl.keys import KEYS
+
+    for candidate in key_candidates(typed, list(KEYS)):
+        assert candidate.startswith(split_key_list(typed)[0])
+        assert candidate.endswith("=") and candidate.startswith(typed)
+
+
 def test_split_key_list_respects_brackets() -> None:
     assert split_key_list("a=1,b=[x,y],con") == ("a=1,b=[x,y],", "con")
     assert split_key_list("a=[x,y") == ("", "a=[x,y")
@@ -373,6 +384,18 @@ def _run_completion_command(shell: str) -> str:
     )
     assert p.returncode == 0 and p.stderr == "", p.stderr
     return p.stdout
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_command_prints_what_clicks_own_source_instruction_prints(shell: str) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "kquotactl"],
+        env={**os.environ, "PYTHONPATH": str(SRC), "_KQUOTACTL_COMPLETE": f"{shell}_source"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0 and p.stdout == _run_completion_command(shell)
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -193,7 +193,8 @@ def man_page(page: Page, all_pages: list[Page]) -> str:
             out += [
                 ".TP",
                 f"\\fB{roff_escape(child.path[-1])}\\fR",
-                _line(child.command.get_short_help_str(limit=200)) + f" See \\fB{roff_escape(child.man_name)}\\fR(1).",
+                _line(child.command.get_short_help_str(limit=200))
+                + f" See \\fB\\%{roff_escape(child.man_name)}\\fR({MAN_SECTION}).",
             ]
     if examples:
         out += [".SH EXAMPLES", ".nf", ".RS 4"]
@@ -209,7 +210,7 @@ def man_page(page: Page, all_pages: list[Page]) -> str:
     for name, text in FILES:
         out += [".TP", f"\\fI{roff_escape(name)}\\fR", _line(text)]
     related = sorted({p.man_name for p in all_pages} - {page.man_name})
-    out += [".SH SEE ALSO", ",\n".join(f"\\fB{roff_escape(n)}\\fR({MAN_SECTION})" for n in related)]
+    out += [".SH SEE ALSO", ".ad l", ",\n".join(f"\\fB\\%{roff_escape(n)}\\fR({MAN_SECTION})" for n in related)]
     return "\n".join(out) + "\n"
 
 

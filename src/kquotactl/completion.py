@@ -416,7 +416,7 @@ def complete_add_config(ctx: click.Context, param: click.Parameter, incomplete: 
 
 @_safe
 def complete_delete_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-    """Keys set on the entity on the line (live); without a reachable cluster, the keys of its type."""
+    """Keys set on the entity on the line (live); nothing when the cluster cannot be asked."""
     try:
         keys: Sequence[str] = live_keys(ctx, ctx.params)
     except Exception:

@@ -294,12 +294,17 @@ def _with_backend(ctx: click.Context, fn: Any) -> Any:
 
     from kquotactl.connection import open_backend
 
-    logging.getLogger("kquotactl").setLevel(logging.CRITICAL)
-    backend = open_backend(_connection(ctx))
+    logger = logging.getLogger("kquotactl")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)  # nothing may reach the terminal in the middle of a Tab
     try:
-        return fn(backend)
+        backend = open_backend(_connection(ctx))
+        try:
+            return fn(backend)
+        finally:
+            backend.close()
     finally:
-        backend.close()
+        logger.setLevel(level)
 
 
 def live_names(ctx: click.Context, etype: str) -> list[str]:

@@ -528,3 +528,23 @@ def test_real_zsh_session_in_tmux(tmp_path) -> None:
         sh.wait_for(r"-o yaml X$")
     finally:
         sh.close()
+
+
+def test_real_fish_session_in_tmux(tmp_path) -> None:
+    _need("tmux", "fish")
+    script = tmp_path / "kquotactl.fish"
+    script.write_text(source("fish"))
+    conf = tmp_path / "fish"
+    conf.mkdir()
+    (conf / "config.fish").write_text(
+        f"set -gx PATH {_shim_dir(tmp_path)} $PATH\nsource {script}\nfunction fish_prompt; echo '> '; end\n"
+    )
+    sh = TmuxShell(f"env XDG_CONFIG_HOME={tmp_path} fish -i")
+    try:
+        sh.wait_for(r"^> ?$")
+        sh.type("kquotactl alter --ip 192.0.2.1 --add-config ", "Tab")
+        sh.wait_for(r"--add-config connection_creation_rate=")
+        sh.type("20")
+        sh.wait_for(r"--add-config connection_creation_rate=20$")  # fish adds no space after '='
+    finally:
+        sh.close()

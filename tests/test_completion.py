@@ -548,3 +548,11 @@ def test_real_fish_session_in_tmux(tmp_path) -> None:
         sh.wait_for(r"--add-config connection_creation_rate=20$")  # fish adds no space after '='
     finally:
         sh.close()
+
+
+def test_our_additions_to_clicks_scripts_are_in_place() -> None:
+    """The scripts are click's templates plus two small edits; fail loudly if a click upgrade moved the lines."""
+    assert "[[ $value == *= ]] && compopt -o nospace" in source("bash")
+    assert "compadd -U -S '' -V unsorted -a completions_nospace" in source("zsh")
+    assert 'completions_nospace+=("$key")' in source("zsh")
+    assert "_KQUOTACTL_COMPLETE=fish_complete" in source("fish")

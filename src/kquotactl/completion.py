@@ -33,7 +33,7 @@ from click.shell_completion import (
 PROG = "kquotactl"
 COMPLETE_VAR = "_KQUOTACTL_COMPLETE"
 SHELLS = ("bash", "zsh", "fish")
-LIVE_TIMEOUT = float(os.environ.get("KQUOTACTL_COMPLETE_TIMEOUT", "1.0"))  # a Tab must never hang on a dead cluster
+LIVE_TIMEOUT = 1.0  # seconds a Tab may wait for a live cluster (KQUOTACTL_COMPLETE_TIMEOUT overrides)
 MAX_NAMES = 500
 
 # -- pure helpers ---------------------------------------------------------------------------------
@@ -285,7 +285,11 @@ def _connection(ctx: click.Context) -> Any:
         zk_acl=p.get("zk_acl") or "open",
     )
     opts = resolve(opts, p.get("context_name"), p.get("config_path"))
-    short = min(LIVE_TIMEOUT, opts.connect_timeout, opts.timeout)
+    try:
+        limit = float(os.environ.get("KQUOTACTL_COMPLETE_TIMEOUT") or LIVE_TIMEOUT)
+    except ValueError:
+        limit = LIVE_TIMEOUT
+    short = max(0.1, min(limit, opts.connect_timeout, opts.timeout))
     return replace(opts, connect_timeout=short, timeout=short)
 
 

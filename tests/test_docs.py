@@ -104,3 +104,51 @@ def test_man_page_escapes_roff() -> None:
     paragraphs, examples = docsgen.split_help("Title.\n\n  Body\n  text.\n\n  \b\n  Examples:\n    kquotactl a\n")
     assert paragraphs == [(False, "Title."), (False, "Body text.")]
     assert examples == ["kquotactl a"]
+
+
+def _doc_examples() -> list[tuple[str, list[str]]]:
+    """Every ``kquotactl ...`` line in the code blocks of README.md and docs/*.md (hand-written ones)."""
+    import shlex
+
+    out = []
+    for path in [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "cli.md")]:
+        in_code = False
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("```"):
+                in_code = not in_code
+                continue
+            m = re.search(r"(?:^|[\s(])kquotactl((?:\s.*)?)$", line)
+            if not in_code or not m or "<Tab>" in line:
+                continue
+            text = re.split(r"\s#", m.group(1))[0]
+            text = re.split(r"&&|\||;", text)[0].strip().rstrip(')"')
+            out.append((f"{path.name}:{n}", shlex.split(text)))
+    return out
+
+
+@pytest.mark.parametrize(("where", "args"), _doc_examples(), ids=lambda x: x if isinstance(x, str) else "")
+def test_examples_in_the_docs_parse_with_the_current_cli(where: str, args: list[str]) -> None:
+    """A renamed option or command breaks this test, not the reader. Commands that have not landed in this
+    build (the docs may describe them ahead) are skipped."""
+    import click
+
+    from kquotactl.cli import cli, normalize_argv
+
+    argv, _ = normalize_argv(args)
+    try:
+        ctx = cli.make_context("kquotactl", list(argv))
+        group: click.Command = cli
+        rest = [*ctx._protected_args, *ctx.args]
+        while rest and isinstance(group, click.Group):
+            name, cmd, rest = group.resolve_command(ctx, rest)
+            if cmd is None:
+                pytest.skip(f"{where}: command {rest[:1]} not in this build")
+            ctx = cmd.make_context(name, rest, parent=ctx)
+            group = cmd
+            rest = [*ctx._protected_args, *ctx.args] if isinstance(cmd, click.Group) else []
+    except click.exceptions.Exit:
+        pass
+    except click.UsageError as e:
+        if "No such command" in e.format_message():
+            pytest.skip(f"{where}: {e.format_message()}")
+        pytest.fail(f"{where}: kquotactl {' '.join(args)}: {e.format_message()}")

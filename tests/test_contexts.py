@@ -196,3 +196,16 @@ def test_commands_reach_the_cluster_of_the_context(cli, chroot, tmp_path: Path) 
     # a --zookeeper flag wins over the context
     r = cli("--context", "dead", "--zookeeper", chroot.connect, "-o", "json", "describe", env=env)
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["entity"] == {"user": "alice"}
+
+
+@pytest.mark.kafka
+def test_a_bootstrap_context_serves_every_command(cli, kraft, tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"current-context: kraft\ncontexts:\n  kraft:\n    bootstrap-server: {kraft.bootstrap}\n")
+    env = {"KQUOTACTL_CONFIG": str(cfg)}
+    r = cli("alter", "--client-id", "app1", "--add-config", "request_percentage=10", env=env)
+    assert r.exit_code == 0, r.stderr
+    r = cli("-o", "json", "describe", env=env)
+    assert json.loads(r.stdout) == [{"entity": {"client-id": "app1"}, "config": {"request_percentage": 10.0}}]
+    r = cli("-o", "json", "connection-rate", env=env)  # a command that reads the connection itself
+    assert r.exit_code == 0, r.stderr

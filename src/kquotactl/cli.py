@@ -42,12 +42,17 @@ class AppState:
     config_path: str | None = None  # --config (else KQUOTACTL_CONFIG, else XDG)
     _backend: Any = None
 
+    def connection(self) -> ConnectionOptions:
+        """The cluster to use: flags > environment > context (see kquotactl.contexts)."""
+        from kquotactl.contexts import resolve
+
+        return resolve(self.conn, self.context_name, self.config_path)
+
     def backend(self, ctx: click.Context) -> Any:
         if self._backend is None:
             from kquotactl.connection import open_backend
-            from kquotactl.contexts import resolve
 
-            self._backend = open_backend(resolve(self.conn, self.context_name, self.config_path))
+            self._backend = open_backend(self.connection())
             ctx.call_on_close(self._backend.close)
         return self._backend
 

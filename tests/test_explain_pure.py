@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kquotactl.connections import InputError, read_connections, read_events
 from kquotactl.entity import DEFAULT, Entity
-from kquotactl.explanation import ANONYMOUS, Connection, ThrottleModel, explain_json, parse_observed
+from kquotactl.explanation import ANONYMOUS, Connection, ThrottleModel, explain_json, explain_line, parse_observed
 from kquotactl.keys import CLIENT_KEYS
 from kquotactl.rate import SampledRate, replay
 from kquotactl.resolve import ChainStatus, QuotaIndex, Sharing
@@ -441,3 +441,34 @@ def test_read_events() -> None:
         read_events(io.StringIO("0 1\n1 2 3\n"))
     with pytest.raises(InputError, match="before the previous"):
         read_events(io.StringIO("5 1\n1 1\n"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    quotas_st,
+    st.text(max_size=8),
+    st.text(max_size=8),
+    st.sampled_from([None, "10.0.0.1", "::1"]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_bulk_json_line_equals_the_json_contract(quotas, user, client, ip, observe, static) -> None:
+    quotas = {**quotas, Entity(ip=DEFAULT): {"connection_creation_rate": 3}}
+    idx = QuotaIndex(quotas, static_defaults={P: 1234} if static else None)
+    conn = Connection.of(user, client, ip)
+    throttle = (
+        ThrottleModel({P: 5000.0, "request_percentage": 99.5, "connection_creation_rate": 9}) if observe else None
+    )
+    assert json.loads(explain_line(idx, conn, throttle)) == explain_json(idx, conn, throttle)
+    if ip:
+        ip_only = Connection.of(ip=ip)
+        assert json.loads(explain_line(idx, ip_only, throttle)) == explain_json(idx, ip_only, throttle)
+
+
+@settings(max_examples=200, deadline=None)
+@given(quotas_st, st.sampled_from(["", *NAMES]), st.sampled_from(["", *NAMES]), st.booleans(), st.booleans())
+def test_bulk_resolution_equals_single_key_resolution(quotas, user, client, per_key, static) -> None:
+    idx = QuotaIndex(quotas, per_key_levels=per_key, static_defaults={P: 99} if static else None)
+    bulk = idx.resolve_all_raw(user, client)
+    single = [idx.resolve(k, user, client) for k in CLIENT_KEYS]
+    assert bulk == [(r.key, r.limit, r.level, r.entity, r.sharing, r.quota_id) for r in single]

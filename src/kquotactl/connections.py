@@ -41,16 +41,8 @@ def _pick(row: dict, names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _connection(row: dict, csv_mode: bool) -> Connection:
-    user = _pick(row, USER_COLUMNS)
-    client = _pick(row, CLIENT_COLUMNS)
-    ip = _pick(row, IP_COLUMNS)
-    if csv_mode:  # an empty cell is a missing value, except that a client-id cell may be empty on purpose
-        user = user or None
-        ip = ip or None
-        if client == "" and user is None:
-            client = None
-    return Connection.of(user=user, client_id=client, ip=ip)
+def _connection(row: dict) -> Connection:
+    return Connection.of(user=_pick(row, USER_COLUMNS), client_id=_pick(row, CLIENT_COLUMNS), ip=_pick(row, IP_COLUMNS))
 
 
 def read_connections(stream: IO[str], name: str = "connections") -> Iterator[Connection]:
@@ -75,32 +67,49 @@ def _json_lines(first: str, lines: Iterable[str], name: str) -> Iterator[Connect
             row = json.loads(raw)
             if not isinstance(row, dict):
                 raise ValueError("expected a JSON object")
-            yield _connection({k.lower(): v for k, v in row.items()}, csv_mode=False)
+            yield _connection({k.lower(): v for k, v in row.items()})
         except (ValueError, QuotaError) as e:
             raise InputError(
                 f'{name}: line {lineno}: {e} (expected e.g. {{"user": "alice", "client-id": "app1"}})'
             ) from None
 
 
+def _column(header: list[str], names: tuple[str, ...]) -> int | None:
+    for n in names:
+        if n in header:
+            return header.index(n)
+    return None
+
+
 def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connection]:
     reader = csv.reader(_chain_one(first, lines))
     header = [h.strip().lower() for h in next(reader)]
-    known = set(USER_COLUMNS) | set(CLIENT_COLUMNS) | set(IP_COLUMNS)
-    if not known & set(header):
+    ui, ci, ii = (_column(header, names) for names in (USER_COLUMNS, CLIENT_COLUMNS, IP_COLUMNS))
+    if ui is None and ci is None and ii is None:
         raise InputError(
             f"{name}: line 1: the CSV header must name at least one of the columns user, client-id, ip "
             f"(got {', '.join(header) or 'nothing'})"
         )
+    width = len(header)
+    of = Connection.of
     for row in reader:
-        lineno = reader.line_num
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) > len(header):
-            raise InputError(f"{name}: line {lineno}: {len(row)} fields but the header has {len(header)}")
+        n = len(row)
+        if n > width:
+            raise InputError(f"{name}: line {reader.line_num}: {n} fields but the header has {width}")
+        # An empty cell is a missing value, except that a client-id cell may be empty on purpose.
+        user = row[ui] or None if ui is not None and ui < n else None
+        client = row[ci] if ci is not None and ci < n else None
+        ip = row[ii] or None if ii is not None and ii < n else None
+        if user is None and ip is None and not client:
+            if not any(c.strip() for c in row):
+                continue
+            client = client if client else None
+        elif client == "" and user is None:
+            client = None
         try:
-            yield _connection(dict(zip(header, row, strict=False)), csv_mode=True)
-        except (ValueError, QuotaError) as e:
-            raise InputError(f"{name}: line {lineno}: {e}") from None
+            yield of(user=user, client_id=client, ip=ip)
+        except QuotaError as e:
+            raise InputError(f"{name}: line {reader.line_num}: {e}") from None
 
 
 def _chain_one(first: str, rest: Iterable[str]) -> Iterator[str]:

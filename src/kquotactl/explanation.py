@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from kquotactl.entity import canonical_ip
@@ -26,7 +27,8 @@ from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human
 from kquotactl.resolve import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
 from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, steady_state_throttle_ms
 
-ANONYMOUS = "ANONYMOUS"  # the principal brokers give unauthenticated (PLAINTEXT) clients
+ANONYMOUS = "ANONYMOUS"
+_canonical_ip = lru_cache(maxsize=65536)(canonical_ip)  # the principal brokers give unauthenticated (PLAINTEXT) clients
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,7 @@ class Connection:
     @classmethod
     def of(cls, user: str | None = None, client_id: str | None = None, ip: str | None = None) -> Connection:
         """Fill what the broker would: a missing user is ANONYMOUS, a missing client-id is ``""``."""
-        ip = canonical_ip(ip) if ip else None
+        ip = _canonical_ip(ip) if ip else None
         if user is None and client_id is None:
             if ip is None:
                 raise UsageError("a connection needs a user, a client-id or an ip")
@@ -104,20 +106,19 @@ def parse_observed(items: list[str]) -> dict[str, float]:
 
 def sharing_words(res: Resolution, conn: Connection) -> str:
     """Who shares the quota, in words (the broker's metric tags decide it)."""
-    s = res.sharing
+    return _sharing_words(res.sharing, res.level, conn)
+
+
+def _sharing_words(s: Sharing, level: int | None, conn: Connection) -> str:
     if s is Sharing.NONE:
         return "unlimited (not enforced)"
     if s is Sharing.PAIR:
-        return (
-            f"only user {conn.user} with client-id {conn.client_id!r}"
-            if conn.client_id == ""
-            else (f"only user {conn.user} with client-id {conn.client_id}")
-        )
+        return f"only user {conn.user} with client-id {conn.client_id if conn.client_id else repr('')}"
     if s is Sharing.USER:
         return f"shared by every client of user {conn.user}"
     if s is Sharing.CLIENT:
         return f"shared by every user's connections with client-id {conn.client_id}"
-    if res.level == 1:
+    if level == 1:
         return f"every connection from {conn.ip}"
     return f"every connection from {conn.ip} (each ip has its own count)"
 
@@ -181,14 +182,101 @@ def chain_for(index: QuotaIndex, conn: Connection, res: Resolution) -> list[Chai
 def explain_json(
     index: QuotaIndex, conn: Connection, throttle: ThrottleModel | None = None, chain: bool = False
 ) -> dict[str, Any]:
-    """The JSON contract for one connection."""
-    quotas = []
-    for res in resolutions(index, conn):
-        d = _quota_json(res, conn, throttle)
-        if chain:
+    """The JSON contract for one connection (a lean path: this runs once per line of --connections)."""
+    if chain:
+        quotas = []
+        for res in resolutions(index, conn):
+            d = _quota_json(res, conn, throttle)
             d["chain"] = chain_json(chain_for(index, conn, res))
-        quotas.append(d)
+            quotas.append(d)
+        return {"connection": conn.to_json(), "quotas": quotas}
+    observed = throttle.observed if throttle is not None else None
+    quotas = []
+    if conn.user is not None:
+        words: dict[tuple[Sharing, int | None], str] = {}
+        for key, limit, level, entity, sharing, tags in index.resolve_all_raw(conn.user, conn.client_id or ""):
+            w = words.get((sharing, level))
+            if w is None:
+                w = words[(sharing, level)] = _sharing_words(sharing, level, conn)
+            d: dict[str, Any] = {
+                "key": key,
+                "limit": limit,
+                "level": level,
+                "entity_path": index.path(entity) if entity is not None else None,
+                "quota_id": {"user": tags[0], "client-id": tags[1]},
+                "sharing": w,
+            }
+            if level == STATIC_LEVEL:
+                d["static_config"] = STATIC_CONFIGS[key]
+            if observed and key in observed:
+                assert throttle is not None
+                d["throttle_ms"] = steady_state_throttle_ms(
+                    key, observed[key], limit, throttle.window_num, throttle.window_size_seconds
+                )
+            quotas.append(d)
+    if conn.ip is not None:
+        quotas.extend(_quota_json(res, conn, throttle) for res in index.resolve_all_ip(conn.ip))
     return {"connection": conn.to_json(), "quotas": quotas}
+
+
+def _num(v: Number | None) -> str:
+    """A number as ``json.dumps`` writes it."""
+    if v is None:
+        return "null"
+    return float.__repr__(v) if isinstance(v, float) else int.__repr__(v)
+
+
+def explain_line(index: QuotaIndex, conn: Connection, throttle: ThrottleModel | None = None) -> str:
+    """``explain_json`` already encoded as one compact JSON line, built directly (the bulk path: about twice as
+    fast as building the dicts and encoding them). Same content as ``json.dumps(explain_json(...))``."""
+    from json.encoder import encode_basestring as q  # type: ignore[attr-defined]
+
+    observed = throttle.observed if throttle is not None else None
+    parts = []
+    if conn.user is not None:
+        user, client = conn.user, conn.client_id or ""
+        head = '{"connection":{"user":' + q(user) + ',"client-id":' + q(client)
+        if conn.ip is not None:
+            head += ',"ip":' + q(conn.ip)
+        words: dict[tuple[Sharing, int | None], str] = {}
+        for key, limit, level, entity, sharing, tags in index.resolve_all_raw(user, client):
+            w = words.get((sharing, level))
+            if w is None:
+                w = words[(sharing, level)] = q(_sharing_words(sharing, level, conn))
+            item = (
+                '{"key":"'
+                + key
+                + '","limit":'
+                + _num(limit)
+                + ',"level":'
+                + ("null" if level is None else str(level))
+                + ',"entity_path":'
+                + ("null" if entity is None else q(index.path(entity)))
+                + ',"quota_id":{"user":'
+                + q(tags[0])
+                + ',"client-id":'
+                + q(tags[1])
+                + '},"sharing":'
+                + w
+            )
+            if level == STATIC_LEVEL:
+                item += ',"static_config":"' + STATIC_CONFIGS[key] + '"'
+            if observed and key in observed:
+                assert throttle is not None
+                ms = steady_state_throttle_ms(
+                    key, observed[key], limit, throttle.window_num, throttle.window_size_seconds
+                )
+                item += ',"throttle_ms":' + str(ms)
+            parts.append(item + "}")
+    else:
+        assert conn.ip is not None
+        head = '{"connection":{"ip":' + q(conn.ip)
+    if conn.ip is not None:
+        import json
+
+        for res in index.resolve_all_ip(conn.ip):
+            parts.append(json.dumps(_quota_json(res, conn, throttle), ensure_ascii=False, separators=(",", ":")))
+    return head + '},"quotas":[' + ",".join(parts) + "]}"
 
 
 def limit_words(key: str, value: Number | None) -> str:

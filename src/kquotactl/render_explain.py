@@ -128,13 +128,13 @@ def connections_table(
     console.print(table)
 
 
-def json_lines(objs: Iterable[dict[str, Any]], out: IO[str], batch: int = 512) -> int:
-    """One compact JSON object per line, in order, written in batches; returns the count."""
+def json_lines(objs: Iterable[dict[str, Any] | str], out: IO[str], batch: int = 512) -> int:
+    """One compact JSON object per line (dicts, or lines already encoded), in order, in batches; returns the count."""
     buf: list[str] = []
     n = 0
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     for obj in objs:
-        buf.append(dumps(obj))
+        buf.append(obj if isinstance(obj, str) else dumps(obj))
         n += 1
         if len(buf) >= batch:
             out.write("\n".join(buf) + "\n")

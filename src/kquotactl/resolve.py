@@ -151,6 +151,19 @@ _CLIENT_BIT, _USER_BIT, _PAIR_BIT = 1, 2, 4
 _EMPTY: Mapping[str, Number] = {}
 
 
+# The (user, client-id) index key of levels 1..8 for a connection.
+_LEVEL_KEY = (
+    lambda u, c: (u, c),
+    lambda u, c: (u, DEFAULT),
+    lambda u, c: (u, None),
+    lambda u, c: (DEFAULT, c),
+    lambda u, c: (DEFAULT, DEFAULT),
+    lambda u, c: (DEFAULT, None),
+    lambda u, c: (None, c),
+    lambda u, c: (None, DEFAULT),
+)
+
+
 def _bit(entity: Entity) -> int:
     if entity.user is not None:
         return _PAIR_BIT if entity.client_id is not None else _USER_BIT
@@ -185,6 +198,8 @@ class QuotaIndex:
         self.per_key_levels = per_key_levels
         # (user, client_id) -> config, with DEFAULT/None as in Entity: the probes build no Entity objects.
         self._pairs: dict[tuple[Name | None, Name | None], Mapping[str, Number]] = {}
+        self._pair_entity: dict[tuple[Name | None, Name | None], Entity] = {}
+        self._paths: dict[Entity, str] = {}
         self._ips: dict[Name, Mapping[str, Number]] = {}
         all_bits = 0
         key_bits: dict[str, int] = {}
@@ -193,6 +208,7 @@ class QuotaIndex:
                 self._ips[e.ip] = cfg
                 continue
             self._pairs[(e.user, e.client_id)] = cfg
+            self._pair_entity[(e.user, e.client_id)] = e
             b = _bit(e)
             all_bits |= b
             for k in cfg:
@@ -262,15 +278,23 @@ class QuotaIndex:
             return STATIC_LEVEL
         return None
 
-    def _resolve(self, key: str, user: str, client_id: str, cfgs: tuple[Mapping[str, Number], ...]) -> Resolution:
+    def _raw(
+        self, key: str, user: str, client_id: str, cfgs: tuple[Mapping[str, Number], ...]
+    ) -> tuple[Number | None, int | None, Entity | None, Sharing, tuple[str, str]]:
+        """(limit, level, entity, sharing, tags) without building a :class:`Resolution` (bulk paths)."""
         tags = self._tags(key, user, client_id, cfgs)
         lv = self._limit(key, tags, cfgs)
         if lv is None:
-            return Resolution(key, None, None, None, Sharing.NONE, tags)
+            return (None, None, None, Sharing.NONE, tags)
         if lv == STATIC_LEVEL:
-            return Resolution(key, self.static_defaults[key], lv, None, Sharing.CLIENT, tags)
+            return (self.static_defaults[key], lv, None, Sharing.CLIENT, tags)
         level = LEVELS[lv - 1]
-        return Resolution(key, cfgs[lv - 1][key], lv, level.entity(user, client_id), level.sharing, tags)
+        u = DEFAULT if level.user == "default" else None if level.user is None else user
+        c = DEFAULT if level.client == "default" else None if level.client is None else client_id
+        return (cfgs[lv - 1][key], lv, self._pair_entity[(u, c)], level.sharing, tags)
+
+    def _resolve(self, key: str, user: str, client_id: str, cfgs: tuple[Mapping[str, Number], ...]) -> Resolution:
+        return Resolution(key, *self._raw(key, user, client_id, cfgs))
 
     def resolve(self, key: str, user: str = "", client_id: str = "") -> Resolution:
         """Resolve a user/client key for a connection, exactly as the broker does (empty names included)."""
@@ -280,6 +304,48 @@ class QuotaIndex:
         """Every user/client key for one connection (the 8 probes are shared by all keys)."""
         cfgs = self._configs(user, client_id)
         return [self._resolve(k, user, client_id, cfgs) for k in CLIENT_KEYS]
+
+    def resolve_all_raw(
+        self, user: str = "", client_id: str = ""
+    ) -> list[tuple[str, Number | None, int | None, Entity | None, Sharing, tuple[str, str]]]:
+        """:meth:`resolve_all` as plain tuples ``(key, limit, level, entity, sharing, quota_id)``: for bulk use.
+
+        With both names non-empty the broker's two phases reduce to "the first level that sets the key"
+        (the tags follow from that level), which is computed here from the few levels that exist.
+        """
+        cfgs = self._configs(user, client_id)
+        if not user or not client_id:
+            return [(k, *self._raw(k, user, client_id, cfgs)) for k in CLIENT_KEYS]
+        present = [(i, cfg) for i, cfg in enumerate(cfgs) if cfg]
+        su = _sanitized(user)
+        out = []
+        for key in CLIENT_KEYS:
+            for i, cfg in present:
+                if key in cfg:
+                    level = LEVELS[i]
+                    sharing = level.sharing
+                    tags = (
+                        (su, client_id)
+                        if sharing is Sharing.PAIR
+                        else (su, "")
+                        if sharing is Sharing.USER
+                        else ("", client_id)
+                    )
+                    out.append((key, cfg[key], i + 1, self._pair_entity[_LEVEL_KEY[i](user, client_id)], sharing, tags))
+                    break
+            else:
+                if key in self.static_defaults:
+                    out.append((key, self.static_defaults[key], STATIC_LEVEL, None, Sharing.CLIENT, ("", client_id)))
+                else:
+                    out.append((key, None, None, None, Sharing.NONE, self._tags(key, user, client_id, cfgs)))
+        return out
+
+    def path(self, entity: Entity) -> str:
+        """``entity.path``, cached (sanitizing names is the costly part of explaining many connections)."""
+        p = self._paths.get(entity)
+        if p is None:
+            p = self._paths[entity] = entity.path
+        return p
 
     def chain(
         self, key: str, user: str = "", client_id: str = "", resolution: Resolution | None = None

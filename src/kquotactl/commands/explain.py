@@ -187,7 +187,12 @@ def explain(
         from kquotactl.render_explain import json_lines
 
         obs = throttle if throttle.observed else None
-        json_lines((explain_json(index, c, obs, with_chain) for c in conns), out)
+        if with_chain:
+            json_lines((explain_json(index, c, obs, True) for c in conns), out)
+        else:
+            from kquotactl.explanation import explain_line
+
+            json_lines((explain_line(index, c, obs) for c in conns), out)
     else:
         from kquotactl.render import dump_yaml
 

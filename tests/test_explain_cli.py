@@ -71,6 +71,20 @@ def quotas(zk_server, zk_admin):
     zk_admin.delete(root, recursive=True)
 
 
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory) -> str:
+    """The same quotas as SETUP, as a manifest file (offline)."""
+    import yaml
+
+    entries = [
+        {"entity": {k: "<default>" if v is None else v for k, v in e.to_json().items()}, "config": cfg}
+        for _, e, cfg in SETUP
+    ]
+    path = tmp_path_factory.mktemp("manifest") / "quotas.yaml"
+    path.write_text(yaml.safe_dump({"quotas": entries}, sort_keys=False))
+    return str(path)
+
+
 def explain(connect: str, *args: str):
     return run_cli("--zookeeper", connect, "explain", *args)
 
@@ -249,3 +263,27 @@ def test_static_default_on_a_2_8_broker(quotas) -> None:
         "value": 1048576,
         "status": "shadowed",
     }
+
+
+@pytest.mark.parametrize("conn", CONNECTIONS, ids=lambda c: str(c.to_json()))
+def test_offline_manifest_answers_exactly_as_live(quotas, manifest, conn: Connection) -> None:
+    live = explain(quotas, *conn_args(conn), "-o", "json", "--chain")
+    offline = run_cli("explain", "-f", manifest, *conn_args(conn), "-o", "json", "--chain")
+    assert offline.exit_code == 0, offline.stderr
+    assert json.loads(offline.stdout) == json.loads(live.stdout)
+
+
+def test_offline_and_live_connections_streams_are_identical(quotas, manifest, tmp_path) -> None:
+    f = tmp_path / "conns.jsonl"
+    f.write_text("".join(json.dumps(c.to_json()) + "\n" for c in CONNECTIONS * 3))
+    live = explain(quotas, "--connections", str(f), "-o", "json")
+    offline = run_cli("explain", "-f", manifest, "--connections", str(f), "-o", "json")
+    assert live.exit_code == offline.exit_code == 0
+    assert offline.stdout == live.stdout and len(live.stdout.splitlines()) == 3 * len(CONNECTIONS)
+
+
+def test_offline_needs_no_cluster_and_refuses_one_too(quotas, manifest) -> None:
+    r = run_cli("explain", "-f", manifest, "--user", "userA", "--client-id", "client1", "-o", "table")
+    assert r.exit_code == 0 and "users/userA/clients/client1" in r.stdout
+    r = explain(quotas, "-f", manifest, "--user", "userA")
+    assert r.exit_code == 1 and "drop -f" in r.stderr

@@ -27,8 +27,8 @@ def register(group: click.Group) -> None:
     "files",
     multiple=True,
     metavar="MANIFEST",
-    type=click.Path(exists=True),
-    help="Explain against manifest files instead of a cluster (offline; repeatable).",
+    type=click.Path(exists=True, allow_dash=True),
+    help="Explain against manifest files or directories instead of a cluster (offline; repeatable; '-' = stdin).",
 )
 @click.option(
     "--connections",
@@ -240,6 +240,10 @@ def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics:
     from kquotactl.resolve import QuotaIndex
 
     if files:
+        if state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller:
+            from kquotactl.errors import UsageError
+
+            raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
         return QuotaIndex(_manifest_records(files), static_defaults=statics)
     backend = state.backend(ctx)
     records = backend.describe()
@@ -250,13 +254,11 @@ def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics:
 
 
 def _manifest_records(files: tuple[str, ...]) -> list[Any]:
-    from kquotactl.errors import UsageError
+    """Offline: the manifests' quotas through the read-only manifest backend (same protocol as a cluster)."""
+    from kquotactl.backends.manifest import ManifestBackend
 
-    try:
-        from kquotactl.manifest import load_manifests  # type: ignore[import-not-found]
-    except ImportError:
-        raise UsageError("-f needs the manifest support (kquotactl.manifest), which this build does not have") from None
-    return list(load_manifests(list(files)).records())
+    with ManifestBackend.open(list(files)) as backend:
+        return backend.describe()
 
 
 def _replay(

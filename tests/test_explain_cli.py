@@ -170,7 +170,7 @@ def test_table_shows_the_chain_with_shadowed_levels(quotas) -> None:
     out = r.stdout
     assert "users/userB/clients/client1" in out and "applied 7000 B/s" in out
     assert "shadowed 8000 B/s" in out and "shadowed 6000 B/s" in out
-    assert "only user userB with client-id client1" in out
+    assert "exclusive to user userB with client-id client1" in out
 
 
 def test_connections_csv_streams_json_lines_in_order(quotas, tmp_path) -> None:

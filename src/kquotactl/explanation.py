@@ -113,7 +113,7 @@ def _sharing_words(s: Sharing, level: int | None, conn: Connection) -> str:
     if s is Sharing.NONE:
         return "unlimited (not enforced)"
     if s is Sharing.PAIR:
-        return f"only user {conn.user} with client-id {conn.client_id if conn.client_id else repr('')}"
+        return f"exclusive to user {conn.user} with client-id {conn.client_id if conn.client_id else repr('')}"
     if s is Sharing.USER:
         return f"shared by every client of user {conn.user}"
     if s is Sharing.CLIENT:

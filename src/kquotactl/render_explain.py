@@ -46,7 +46,9 @@ def explain_table(
 
     console = _console(out, color)
     res_list = resolutions(index, conn)
-    console.print(f"[bold]Quotas for {connection_title(conn)}[/bold]")
+    from rich.markup import escape
+
+    console.print(f"[bold]Quotas for {escape(connection_title(conn))}[/bold]")
     show_throttle = throttle is not None and any(r.key in throttle.observed for r in res_list)
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
     for col in ("KEY", "LIMIT", "LEVEL", "FROM", "SHARED BY"):
@@ -59,8 +61,9 @@ def explain_table(
         if show_throttle:
             assert throttle is not None
             row.append(_throttle_cell(r.key, r.limit, throttle))
-        table.add_row(*row)
+        table.add_row(*(escape(c) for c in row))
     console.print(table)
+    ignored = False
     for kind_keys in (
         [r for r in res_list if r.quota_id is not None],
         [r for r in res_list if r.quota_id is None],
@@ -79,12 +82,18 @@ def explain_table(
                 level_pattern(step.level) + " (n/a: empty name)" if step.level < 9 else level_pattern(step.level)
             )
             cells = [step_words(chains[r.key][i], r.key) for r in kind_keys]
-            if color:
-                cells = [_colored(c) for c in cells]
-            chain.add_row(str(step.level), label, *cells)
+            ignored = ignored or any(c.startswith("ignored") for c in cells)
+            cells = [_colored(c) if color else escape(c) for c in cells]
+            chain.add_row(str(step.level), escape(label), *cells)
         console.print()
         console.print("[bold]Precedence chain[/bold] (first level that sets a key wins; later ones are shadowed)")
         console.print(chain)
+    if ignored:
+        console.print(
+            "ignored: set, but brokers never consult that level for this connection (an empty client-id can only "
+            "get users/<user> or users/<default>; an empty user only clients/<client-id> or clients/<default>)",
+            markup=False,
+        )
 
 
 def _throttle_cell(key: str, limit: float | None, throttle: ThrottleModel) -> str:
@@ -95,6 +104,9 @@ def _throttle_cell(key: str, limit: float | None, throttle: ThrottleModel) -> st
 
 
 def _colored(cell: str) -> str:
+    from rich.markup import escape
+
+    cell = escape(cell)
     if cell.startswith("applied"):
         return f"[green]{cell}[/green]"
     if cell.startswith(("shadowed", "ignored")):
@@ -105,6 +117,7 @@ def _colored(cell: str) -> str:
 def connections_table(
     index: QuotaIndex, conns: Iterable[Connection], out: IO[str], color: bool, throttle: ThrottleModel | None
 ) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     console = _console(out, color)
@@ -123,7 +136,7 @@ def connections_table(
             if show_throttle:
                 assert throttle is not None
                 row.append(_throttle_cell(r.key, r.limit, throttle))
-            table.add_row(*row)
+            table.add_row(*(escape(c) for c in row))
             title = ""
     console.print(table)
 

@@ -287,3 +287,14 @@ def test_offline_needs_no_cluster_and_refuses_one_too(quotas, manifest) -> None:
     assert r.exit_code == 0 and "users/userA/clients/client1" in r.stdout
     r = explain(quotas, "-f", manifest, "--user", "userA")
     assert r.exit_code == 1 and "drop -f" in r.stderr
+
+
+def test_replay_controller_mutations_uses_the_token_bucket(tmp_path) -> None:
+    events = tmp_path / "mutations.txt"
+    events.write_text("0 60\n500 0\n")
+    r = run_cli("explain", "--replay", str(events), "--key", "controller_mutation_rate", "--limit", "5", "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(x) for x in r.stdout.splitlines()] == [
+        {"time_ms": 0, "value": 60.0, "tokens": -5.0, "throttle_ms": 1000},
+        {"time_ms": 500, "value": 0.0, "tokens": -2.5, "throttle_ms": 500},
+    ]

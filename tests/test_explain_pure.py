@@ -14,7 +14,7 @@ from kquotactl.connections import InputError, read_connections, read_events
 from kquotactl.entity import DEFAULT, Entity
 from kquotactl.explanation import ANONYMOUS, Connection, ThrottleModel, explain_json, explain_line, parse_observed
 from kquotactl.keys import CLIENT_KEYS
-from kquotactl.rate import SampledRate, replay
+from kquotactl.rate import SampledRate, replay, replay_token_bucket
 from kquotactl.resolve import ChainStatus, QuotaIndex, Sharing
 from kquotactl.throttle import steady_state_throttle_ms
 
@@ -472,3 +472,12 @@ def test_bulk_resolution_equals_single_key_resolution(quotas, user, client, per_
     bulk = idx.resolve_all_raw(user, client)
     single = [idx.resolve(k, user, client) for k in CLIENT_KEYS]
     assert bulk == [(r.key, r.limit, r.level, r.entity, r.sharing, r.quota_id) for r in single]
+
+
+def test_token_bucket_replay_for_controller_mutations() -> None:
+    # quota 5/s, 11 x 1 s: a burst of 55 credits. 60 mutations at once leave -5 credits: 1 s to refill.
+    steps = replay_token_bucket([(0, 60), (500, 0), (1000, 1), (3000, 5)], 5)
+    assert [s.throttle_ms for s in steps] == [1000, 500, 200, 0]
+    assert steps[0].rate == -5
+    # the bucket never holds more than the burst
+    assert replay_token_bucket([(0, 0), (100000, 56)], 5)[-1].throttle_ms == 200

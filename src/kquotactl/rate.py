@@ -151,3 +151,51 @@ def replay(
                 rate.record(-v, t)
         out.append(ReplayStep(t, v, measured, w, throttle))
     return out
+
+
+class TokenBucket:
+    """Kafka's ``TokenBucket`` stat (KIP-599, ``controller_mutation_rate``): credits refill at the quota per second
+    up to a burst of ``samples × window × quota``; a recording takes its value out; below zero is throttled.
+
+    A broker's bucket starts full (its clock starts long before the first recording).
+    """
+
+    def __init__(self, limit: float, samples: int = 11, window_ms: int = 1000) -> None:
+        self.limit = limit
+        self.burst = samples * (window_ms / 1000.0) * limit
+        self.tokens = self.burst
+        self.last_ms: int | None = None
+
+    def _refill(self, now: int) -> None:
+        if self.last_ms is not None:
+            self.tokens = min(self.burst, self.tokens + self.limit * (now - self.last_ms) / 1000.0)
+        self.last_ms = now
+
+    def record(self, value: float, now: int) -> None:
+        self._refill(now)
+        self.tokens = min(self.burst, self.tokens - value)
+
+    def measure(self, now: int) -> float:
+        self._refill(now)
+        return self.tokens
+
+
+def replay_token_bucket(
+    events: Iterable[tuple[int, float]], limit: float, *, samples: int = 11, window_ms: int = 1000
+) -> list[ReplayStep]:
+    """Like :func:`replay`, for ``controller_mutation_rate``: throttle ``round(−tokens / quota × 1000)`` once the
+    bucket is below zero (``ControllerMutationQuotaManager.throttleTimeMs``). ``rate`` holds the tokens left."""
+    if limit <= 0:
+        raise ValueError("the quota must be greater than 0")
+    bucket = TokenBucket(limit, samples, window_ms)
+    out = []
+    last = None
+    for t, v in events:
+        if last is not None and t < last:
+            raise ValueError(f"event at {t} ms goes back in time (previous event at {last} ms)")
+        last = t
+        bucket.record(v, t)
+        tokens = bucket.measure(t)
+        throttle = java_round(-tokens / limit * 1000) if tokens < 0 else 0
+        out.append(ReplayStep(t, v, tokens, samples * window_ms, throttle))
+    return out

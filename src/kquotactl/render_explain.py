@@ -161,17 +161,30 @@ def json_lines(objs: Iterable[dict[str, Any] | str], out: IO[str], batch: int = 
 def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[str], color: bool) -> None:
     from rich.table import Table
 
+    bucket = key == "controller_mutation_rate"
     console = _console(out, color)
-    console.print(f"[bold]Replay of {len(steps)} recordings of {key} against a quota of {limit:g}[/bold]")
+    how = "a token bucket (KIP-599)" if bucket else "Kafka's sampled Rate"
+    console.print(f"[bold]Replay of {len(steps)} recordings of {key} through {how}, quota {limit:g}[/bold]")
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
-    for c in ("TIME MS", "VALUE", "RATE", "WINDOW MS", "THROTTLE MS"):
+    cols = (
+        ("TIME MS", "VALUE", "TOKENS LEFT", "THROTTLE MS")
+        if bucket
+        else ("TIME MS", "VALUE", "RATE", "WINDOW MS", "THROTTLE MS")
+    )
+    for c in cols:
         table.add_column(c, justify="right")
     for s in steps:
-        table.add_row(str(s.time_ms), f"{s.value:g}", f"{s.rate:.6g}", str(s.window_ms), str(s.throttle_ms))
+        if bucket:
+            table.add_row(str(s.time_ms), f"{s.value:g}", f"{s.rate:.6g}", str(s.throttle_ms))
+        else:
+            table.add_row(str(s.time_ms), f"{s.value:g}", f"{s.rate:.6g}", str(s.window_ms), str(s.throttle_ms))
     console.print(table)
 
 
-def replay_json(step: ReplayStep) -> dict[str, Any]:
+def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
+    """One recording: ``rate`` and ``window_ms`` for the sampled Rate, ``tokens`` for the token bucket."""
+    if key == "controller_mutation_rate":
+        return {"time_ms": step.time_ms, "value": step.value, "tokens": step.rate, "throttle_ms": step.throttle_ms}
     return {
         "time_ms": step.time_ms,
         "value": step.value,

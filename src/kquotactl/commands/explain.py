@@ -277,8 +277,7 @@ def _replay(
     version: tuple[int, ...] | None,
 ) -> None:
     from kquotactl.errors import UsageError
-    from kquotactl.keys import KEYS, EntityKind, lookup_key, parse_value
-    from kquotactl.rate import replay as run_replay
+    from kquotactl.keys import EntityKind, lookup_key, parse_value
     from kquotactl.render_explain import json_lines, replay_json, replay_table
 
     if key is None:
@@ -302,8 +301,34 @@ def _replay(
             raise UsageError(f"{key} is unlimited for this connection: nothing would be throttled (give --limit)")
         limit = float(res.limit)
     if key == "controller_mutation_rate":
-        state.warn("brokers throttle controller_mutation_rate with a token bucket, not this sampled Rate")
-    steps = run_replay(
+        from kquotactl.rate import replay_token_bucket
+
+        steps = replay_token_bucket(events, limit, samples=window_num, window_ms=window_size_seconds * 1000)
+    else:
+        steps = _rate_replay(events, key, limit, unrecord, window_num, window_size_seconds, version)
+    if fmt == "table":
+        replay_table(steps, key, limit, sys.stdout, state.color)
+    elif fmt == "json":
+        json_lines((replay_json(s, key) for s in steps), sys.stdout)
+    else:
+        from kquotactl.render import dump_yaml
+
+        dump_yaml([replay_json(s, key) for s in steps], sys.stdout)
+
+
+def _rate_replay(
+    events: list[tuple[int, float]],
+    key: str,
+    limit: float,
+    unrecord: bool,
+    window_num: int,
+    window_size_seconds: int,
+    version: tuple[int, ...] | None,
+) -> Any:
+    from kquotactl.keys import KEYS
+    from kquotactl.rate import replay as run_replay
+
+    return run_replay(
         events,
         limit,
         samples=window_num,
@@ -313,11 +338,3 @@ def _replay(
         legacy=version is not None and version[:2] < (3, 8),
         min_window_1ms=version is None or version[:2] >= (3, 4),
     )
-    if fmt == "table":
-        replay_table(steps, key, limit, sys.stdout, state.color)
-    elif fmt == "json":
-        json_lines((replay_json(s) for s in steps), sys.stdout)
-    else:
-        from kquotactl.render import dump_yaml
-
-        dump_yaml([replay_json(s) for s in steps], sys.stdout)

@@ -298,3 +298,17 @@ def test_replay_controller_mutations_uses_the_token_bucket(tmp_path) -> None:
         {"time_ms": 0, "value": 60.0, "tokens": -5.0, "throttle_ms": 1000},
         {"time_ms": 500, "value": 0.0, "tokens": -2.5, "throttle_ms": 500},
     ]
+
+
+def test_example_quota_set_needs_nothing(tmp_path) -> None:
+    r = run_cli("explain", "--example", "--user", "alice", "--client-id", "ingest", "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    p = json.loads(r.stdout)["quotas"][0]
+    assert (p["level"], p["limit"], p["entity_path"]) == (2, 2097152, "users/alice/clients/<default>")
+    events = tmp_path / "e.txt"
+    events.write_text("0 60\n")
+    r = run_cli(
+        "explain", "--example", "--replay", str(events), "--key", "controller_mutation_rate", "--client-id", "x"
+    )
+    assert r.exit_code == 0, r.stderr  # clients/<default> 10 mutations/s: a burst of 110, no throttle
+    assert json.loads(r.stdout)["throttle_ms"] == 0

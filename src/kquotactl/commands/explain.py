@@ -31,6 +31,11 @@ def register(group: click.Group) -> None:
     help="Explain against manifest files or directories instead of a cluster (offline; repeatable; '-' = stdin).",
 )
 @click.option(
+    "--example",
+    is_flag=True,
+    help="Explain against a small embedded example quota set (offline, to try explain without a cluster).",
+)
+@click.option(
     "--connections",
     type=click.File("r", encoding="utf-8"),
     metavar="FILE",
@@ -93,6 +98,7 @@ def explain(
     client_id: str | None,
     ip: str | None,
     files: tuple[str, ...],
+    example: bool,
     connections: IO[str] | None,
     observed: tuple[str, ...],
     window_num: int,
@@ -118,6 +124,7 @@ def explain(
       kquotactl --zookeeper zk:2181 explain --user alice --client-id app1
       kquotactl explain -f quotas.yaml --user alice --client-id app1 --observed producer_byte_rate=12MiB
       kquotactl explain -f quotas.yaml --ip 192.0.2.10
+      kquotactl explain --example --user alice --client-id ingest
       kquotactl --zookeeper zk:2181 explain --connections conns.csv -o json
       kquotactl explain --replay events.txt --key producer_byte_rate --limit 500
     """
@@ -144,15 +151,19 @@ def explain(
     throttle = ThrottleModel(parse_observed(list(observed)), window_num, window_size_seconds)
     conn = Connection.of(user, client_id, ip) if has_conn else None
 
+    if example and files:
+        raise UsageError("--example uses the embedded example quotas: drop -f, or drop --example")
+
+    def load() -> Any:
+        return _example_index(statics) if example else _load_index(ctx, state, files, statics)
+
     if replay is not None:
         events = read_events(replay, getattr(replay, "name", "events"))
         _replay(
-            ctx,
             state,
             fmt,
             conn,
-            files,
-            statics,
+            load,
             events,
             key,
             limit_text,
@@ -163,7 +174,7 @@ def explain(
         )
         return
 
-    index = _load_index(ctx, state, files, statics)
+    index = load()
     out = sys.stdout
     if conn is not None:
         if fmt == "table":
@@ -253,6 +264,31 @@ def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics:
     return QuotaIndex(records, static_defaults=statics, per_key_levels=getattr(backend, "name", "") != "zookeeper")
 
 
+EXAMPLE_MANIFEST = """\
+# kquotactl explain --example: a small quota set with the classic surprises (see docs/explain.md)
+quotas:
+  - entity: {user: alice}
+    config: {producer_byte_rate: 10MiB}
+  - entity: {user: alice, client-id: "<default>"}     # an old per-client cap nobody remembers
+    config: {producer_byte_rate: 2MiB}
+  - entity: {client-id: ingest}
+    config: {producer_byte_rate: 50MiB, consumer_byte_rate: 20MiB}
+  - entity: {user: "<default>"}
+    config: {consumer_byte_rate: 5MiB, request_percentage: 50}
+  - entity: {client-id: "<default>"}
+    config: {consumer_byte_rate: 1MiB, controller_mutation_rate: 10}
+  - entity: {ip: "<default>"}
+    config: {connection_creation_rate: 20}
+"""
+
+
+def _example_index(statics: dict[str, int]) -> Any:
+    from kquotactl.manifest import load_text
+    from kquotactl.resolve import QuotaIndex
+
+    return QuotaIndex(load_text(EXAMPLE_MANIFEST, "<example>").records(), static_defaults=statics)
+
+
 def _manifest_records(files: tuple[str, ...]) -> list[Any]:
     """Offline: the manifests' quotas through the read-only manifest backend (same protocol as a cluster)."""
     from kquotactl.backends.manifest import ManifestBackend
@@ -262,12 +298,10 @@ def _manifest_records(files: tuple[str, ...]) -> list[Any]:
 
 
 def _replay(
-    ctx: click.Context,
     state: Any,
     fmt: str,
     conn: Any,
-    files: tuple[str, ...],
-    statics: dict[str, int],
+    load: Any,
     events: list[tuple[int, float]],
     key: str | None,
     limit_text: str | None,
@@ -288,7 +322,7 @@ def _replay(
     else:
         if conn is None:
             raise UsageError("--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)")
-        index = _load_index(ctx, state, files, statics)
+        index = load()
         if qk.kind is EntityKind.IP:
             if conn.ip is None:
                 raise UsageError(f"{key} is an ip quota: give --ip")

@@ -481,3 +481,16 @@ def test_token_bucket_replay_for_controller_mutations() -> None:
     assert steps[0].rate == -5
     # the bucket never holds more than the burst
     assert replay_token_bucket([(0, 0), (100000, 56)], 5)[-1].throttle_ms == 200
+
+
+def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
+    idx = QuotaIndex(
+        {
+            Entity.from_path("ips/%3A%3A1"): {"connection_creation_rate": 7},  # written by a broker (sanitized)
+            Entity.from_path("ips/2001:DB8:0::1"): {"connection_creation_rate": 8},  # by kafka-configs (raw)
+        }
+    )
+    assert idx.resolve_ip("::1").limit == 7
+    r = idx.resolve_ip("2001:db8::1")
+    assert (r.limit, r.entity_path) == (8, "ips/2001:DB8:0::1")  # the path is the real node's
+    assert idx.chain_ip("0:0::1")[0].status is ChainStatus.APPLIED

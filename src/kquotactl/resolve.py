@@ -30,6 +30,7 @@ many connections against many entities stays cheap.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -38,7 +39,7 @@ from functools import lru_cache
 from kquotactl.entity import DEFAULT, Entity, Name
 from kquotactl.keys import CLIENT_KEYS, IP_KEYS, Number
 from kquotactl.model import QuotaRecord
-from kquotactl.sanitizer import sanitize
+from kquotactl.sanitizer import desanitize, sanitize
 
 
 class Sharing(StrEnum):
@@ -164,6 +165,25 @@ _LEVEL_KEY = (
 )
 
 
+@lru_cache(maxsize=65536)
+def _ip_key_of(name: str) -> str:
+    text = name
+    if "%" in text:
+        try:
+            text = desanitize(text)
+        except ValueError:
+            return name
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return name
+
+
+def _ip_key(name: Name) -> Name:
+    """How brokers key ip quotas: by address (canonical form), whatever spelling the znode has."""
+    return name if name is DEFAULT else _ip_key_of(name)  # type: ignore[arg-type]
+
+
 def _bit(entity: Entity) -> int:
     if entity.user is not None:
         return _PAIR_BIT if entity.client_id is not None else _USER_BIT
@@ -201,11 +221,13 @@ class QuotaIndex:
         self._pair_entity: dict[tuple[Name | None, Name | None], Entity] = {}
         self._paths: dict[Entity, str] = {}
         self._ips: dict[Name, Mapping[str, Number]] = {}
+        self._ip_entity: dict[Name, Entity] = {}
         all_bits = 0
         key_bits: dict[str, int] = {}
         for e, cfg in self._by_entity.items():
             if e.ip is not None:
-                self._ips[e.ip] = cfg
+                self._ips[_ip_key(e.ip)] = cfg
+                self._ip_entity[_ip_key(e.ip)] = e
                 continue
             self._pairs[(e.user, e.client_id)] = cfg
             self._pair_entity[(e.user, e.client_id)] = e
@@ -367,10 +389,12 @@ class QuotaIndex:
     # -- ips -------------------------------------------------------------------------------------
 
     def resolve_ip(self, ip: str, key: str = "connection_creation_rate") -> Resolution:
-        """``ips/<ip>``, then ``ips/<default>``, then unlimited (KIP-612); ``ip`` in canonical form."""
-        cfg = self._ips.get(ip, _EMPTY)
+        """``ips/<ip>``, then ``ips/<default>``, then unlimited (KIP-612). Addresses match as brokers match them,
+        by address: ``2001:DB8:0::1`` is ``2001:db8::1``, and a broker-written ``%3A%3A1`` node is ``::1``."""
+        k = _ip_key(ip)
+        cfg = self._ips.get(k, _EMPTY)
         if key in cfg:
-            return Resolution(key, cfg[key], 1, Entity(ip=ip), Sharing.IP, None)
+            return Resolution(key, cfg[key], 1, self._ip_entity[k], Sharing.IP, None)
         cfg = self._ips.get(DEFAULT, _EMPTY)
         if key in cfg:
             return Resolution(key, cfg[key], 2, Entity(ip=DEFAULT), Sharing.IP, None)
@@ -384,9 +408,10 @@ class QuotaIndex:
     ) -> list[ChainStep]:
         res = resolution or self.resolve_ip(ip, key)
         steps = []
-        for number, name in ((1, ip), (2, DEFAULT)):
+        for number, name in ((1, _ip_key(ip)), (2, DEFAULT)):
             value = self._ips.get(name, _EMPTY).get(key)
-            steps.append(ChainStep(number, Entity(ip=name), value, _status(number, value, res.level)))
+            entity = self._ip_entity.get(name) or Entity(ip=name)
+            steps.append(ChainStep(number, entity, value, _status(number, value, res.level)))
         return steps
 
 

@@ -27,8 +27,8 @@ from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human
 from kquotactl.resolve import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
 from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, steady_state_throttle_ms
 
-ANONYMOUS = "ANONYMOUS"
-_canonical_ip = lru_cache(maxsize=65536)(canonical_ip)  # the principal brokers give unauthenticated (PLAINTEXT) clients
+ANONYMOUS = "ANONYMOUS"  # the principal brokers give unauthenticated (PLAINTEXT) clients
+_canonical_ip = lru_cache(maxsize=65536)(canonical_ip)
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,7 @@ def explain(
     from kquotactl.connections import read_connections, read_events
     from kquotactl.errors import UsageError
     from kquotactl.explanation import Connection, ThrottleModel, explain_json, parse_observed
+    from kquotactl.keys import KEYS
 
     state = ctx.ensure_object(AppState)
     fmt = state.output_format()
@@ -150,6 +151,15 @@ def explain(
         raise UsageError("--key, --limit and --unrecord-throttled go with --replay")
     throttle = ThrottleModel(parse_observed(list(observed)), window_num, window_size_seconds)
     conn = Connection.of(user, client_id, ip) if has_conn else None
+    if "-" in files and connections is not None and getattr(connections, "name", "") == "<stdin>":
+        raise UsageError("-f - and --connections - cannot both read stdin: put one of them in a file")
+    if conn is not None and replay is None:
+        from kquotactl.keys import EntityKind
+
+        for k in throttle.observed:
+            if (KEYS[k].kind is EntityKind.IP) != (conn.user is None) and not (conn.ip and conn.user):
+                needs = "--ip" if conn.user else "--user/--client-id"
+                state.warn(f"--observed {k}: this connection has no {k} (it needs {needs})")
 
     if example and files:
         raise UsageError("--example uses the embedded example quotas: drop -f, or drop --example")

@@ -558,3 +558,15 @@ def test_our_additions_to_clicks_scripts_are_in_place() -> None:
     assert "compadd -U -S '' -V unsorted -a completions_nospace" in source("zsh")
     assert 'completions_nospace+=("$key")' in source("zsh")
     assert "_KQUOTACTL_COMPLETE=fish_complete" in source("fish")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_explain_completes_names_from_its_manifest(shell: str, tmp_path) -> None:
+    """explain defines its own --user/--client-id options; install() gives them our completion."""
+    manifest = tmp_path / "quotas.yaml"
+    manifest.write_text(
+        "quotas:\n  - entity: {user: alice, client-id: ingest}\n    config: {producer_byte_rate: 2MiB}\n"
+        "  - entity: {user: bob}\n    config: {consumer_byte_rate: 1MiB}\n"
+    )
+    assert complete(shell, f"kquotactl explain -f {manifest} --user ") == ["alice", "bob"]
+    assert complete(shell, f"kquotactl explain -f {manifest} --user alice --client-id ") == ["ingest"]

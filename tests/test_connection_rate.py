@@ -4,6 +4,7 @@ the session KRaft broker (node id 1); plus the pure parts."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -84,11 +85,18 @@ def test_set_show_delete_against_kraft(kraft):
         assert r.exit_code == 0, r.stderr
         r = kq("--broker", "1", "--set", "30", "--dry-run")
         assert r.exit_code == 0 and r.stdout.startswith("would set"), r.stderr
-        got = shown()
+        want = {"broker": "1", "listener": "plaintext", "max.connection.creation.rate": 20}
+        deadline = time.monotonic() + 10  # metadata image catch-up, as below
+        while want not in (got := shown()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert {"broker": "1", "listener": None, "max.connection.creation.rate": 50} in got  # the dry run wrote nothing
         assert {"broker": "1", "listener": "plaintext", "max.connection.creation.rate": 20} in got
         r = kq("--broker", "1", "--listener", "PLAINTEXT", "--delete")
         assert r.exit_code == 0, r.stderr
+        # a KRaft broker serves describes from its metadata image, which catches up a moment after the write
+        deadline = time.monotonic() + 10
+        while any(x["listener"] == "plaintext" for x in shown()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert not any(x["listener"] == "plaintext" for x in shown())
     finally:
         kq("--broker", "1", "--delete")

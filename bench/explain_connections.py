@@ -139,15 +139,17 @@ def main() -> None:
 
 
 def run(cmd: list[str], expect_lines: int) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system, of the child) of one CLI run."""
+    """Wall and CPU seconds (user + system, of the child) of one CLI run, its output going to a file."""
     import resource
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, check=True)
-    dt = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    lines = p.stdout.count(b"\n")
+    with tempfile.TemporaryFile() as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        p = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, check=True)
+        dt = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out.seek(0)
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: out.read(1 << 20), b""))
     assert lines == expect_lines, (lines, p.stderr[-500:])
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return dt, cpu

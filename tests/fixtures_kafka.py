@@ -18,11 +18,18 @@ from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
 
 
 def _wipe(backend) -> None:
+    """Remove every quota, and wait until describe shows none: a KRaft broker applies the controller's
+    metadata asynchronously, so a describe right after an alter can briefly show the old state."""
+    import time
+
     from kquotactl.model import EntityChange
 
     records = backend.describe()
     if records:
         backend.alter([EntityChange(r.entity, remove=frozenset(r.config)) for r in records])
+    deadline = time.monotonic() + 15
+    while backend.describe() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

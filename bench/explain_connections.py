@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import KQUOTACTL
 from kquotactl.entity import DEFAULT, Entity
-from kquotactl.explanation import Connection, ThrottleModel, explain_json, explain_line
+from kquotactl.explanation import Connection, LineEncoder, ThrottleModel, explain_json
 from kquotactl.model import EntityChange
 from kquotactl.render_explain import json_lines
 from kquotactl.resolve import QuotaIndex
@@ -78,30 +78,30 @@ def main() -> None:
     index = QuotaIndex({c.entity: dict(c.set) for c in changes})
     print(f"{N_CONN} connections against {len(index)} quota entities")
 
-    t = time.perf_counter()
-    for c in conns:
-        if c.user is not None:
-            index.resolve_all(c.user, c.client_id or "")
-        else:
-            index.resolve_all_ip(c.ip or "")
-    dt = time.perf_counter() - t
-    print(f"  in-process resolver only (5 keys per connection)      {N_CONN / dt:12,.0f} conn/s  ({dt:.2f} s)")
+    print(f"  {'':<56} {'wall':>14} {'CPU time':>14}")
 
-    t = time.perf_counter()
-    json_lines((explain_json(index, c, None) for c in conns), io.StringIO())
-    dt = time.perf_counter() - t
-    print(f"  in-process explain_json dicts + json encoding         {N_CONN / dt:12,.0f} conn/s  ({dt:.2f} s)")
-
-    t = time.perf_counter()
-    json_lines((explain_line(index, c, None) for c in conns), io.StringIO())
-    dt = time.perf_counter() - t
-    print(f"  in-process bulk path (explain_line: what the CLI runs)  {N_CONN / dt:12,.0f} conn/s  ({dt:.2f} s)")
+    def resolve_only() -> None:
+        for c in conns:
+            if c.user is not None:
+                index.resolve_all(c.user, c.client_id or "")
+            else:
+                index.resolve_all_ip(c.ip or "")
 
     obs = ThrottleModel({"producer_byte_rate": 2e6})
-    t = time.perf_counter()
-    json_lines((explain_line(index, c, obs) for c in conns), io.StringIO())
-    dt = time.perf_counter() - t
-    print(f"  in-process bulk path with --observed producer_byte_rate {N_CONN / dt:12,.0f} conn/s  ({dt:.2f} s)")
+    enc, enc_obs = LineEncoder(index), LineEncoder(index, obs)
+    for label, fn in (
+        ("in-process resolver only (Resolution objects)", resolve_only),
+        (
+            "in-process explain_json dicts + json encoding",
+            lambda: json_lines((explain_json(index, c) for c in conns), io.StringIO()),
+        ),
+        ("in-process LineEncoder (what the CLI runs)", lambda: json_lines(map(enc.line, conns), io.StringIO())),
+        ("in-process LineEncoder with --observed", lambda: json_lines(map(enc_obs.line, conns), io.StringIO())),
+    ):
+        w, cpu = time.perf_counter(), time.process_time()
+        fn()
+        w, cpu = time.perf_counter() - w, time.process_time() - cpu
+        print(f"  {label:<56} {N_CONN / w:9,.0f} c/s {N_CONN / cpu:9,.0f} c/s")
 
     from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
     from kquotactl.testing.servers import ZooKeeperServer
@@ -127,21 +127,32 @@ def main() -> None:
             ("CLI -o json, live ZooKeeper (10k entities read)", ["--zookeeper", conn], []),
             ("CLI -o json, offline -f manifest (10k entries)", [], ["-f", str(manifest)]),
         ):
-            fixed = run([KQUOTACTL, *group, "explain", *source, "--connections", str(one), "-o", "json"], 1)
-            total = run([KQUOTACTL, *group, "explain", *source, "--connections", str(f), "-o", "json"], N_CONN)
+            fixed_w, fixed_cpu = run(
+                [KQUOTACTL, *group, "explain", *source, "--connections", str(one), "-o", "json"], 1
+            )
+            w, cpu = run([KQUOTACTL, *group, "explain", *source, "--connections", str(f), "-o", "json"], N_CONN)
+            print(f"  {label:<56} {N_CONN / w:9,.0f} c/s {N_CONN / cpu:9,.0f} c/s  (whole run: {w:.1f} s wall)")
             print(
-                f"  {label:<52} {N_CONN / total:12,.0f} conn/s  ({total:.2f} s wall, start-up and loading "
-                f"{fixed:.2f} s included; {N_CONN / (total - fixed):,.0f} conn/s after loading)"
+                f"  {'  the same after start-up and loading (' + format(fixed_w, '.1f') + ' s wall)':<56} "
+                f"{N_CONN / (w - fixed_w):9,.0f} c/s {N_CONN / (cpu - fixed_cpu):9,.0f} c/s"
             )
 
 
-def run(cmd: list[str], expect_lines: int) -> float:
-    t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, check=True)
-    dt = time.perf_counter() - t
-    lines = p.stdout.count(b"\n")
+def run(cmd: list[str], expect_lines: int) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, of the child) of one CLI run, its output going to a file."""
+    import resource
+
+    with tempfile.TemporaryFile() as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        p = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, check=True)
+        dt = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out.seek(0)
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: out.read(1 << 20), b""))
     assert lines == expect_lines, (lines, p.stderr[-500:])
-    return dt
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return dt, cpu
 
 
 def manifest_text(changes: list[EntityChange]) -> str:

@@ -312,3 +312,54 @@ def test_example_quota_set_needs_nothing(tmp_path) -> None:
     )
     assert r.exit_code == 0, r.stderr  # clients/<default> 10 mutations/s: a burst of 110, no throttle
     assert json.loads(r.stdout)["throttle_ms"] == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_quota_sets_live_and_offline_agree(chroot, tmp_path, seed: int) -> None:
+    """Random quota sets written to a real ZooKeeper and to a manifest: every connection explained the same."""
+    import random
+
+    import yaml
+
+    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
+    from kquotactl.model import EntityChange
+
+    rnd = random.Random(seed)
+    users, clients = ["u1", "u2", "CN=x y", DEFAULT], ["c1", "c 2", "<default>", DEFAULT]
+    quotas: dict[Entity, dict[str, int]] = {}
+    for _ in range(14):
+        kind = rnd.randrange(3)
+        u, c = rnd.choice(users), rnd.choice(clients)
+        e = Entity(user=u) if kind == 0 else Entity(client_id=c) if kind == 1 else Entity(user=u, client_id=c)
+        quotas.setdefault(e, {})[rnd.choice((*CLIENT_KEYS[:2], "request_rate"))] = rnd.randrange(1, 10**6)
+    with ZooKeeperBackend(ZkSettings(connect=chroot.connect)) as b:
+        b.alter([EntityChange(e, cfg) for e, cfg in quotas.items()])
+    manifest = tmp_path / "q.yaml"
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "quotas": [
+                    {
+                        "entity": {k: "<default>" if v is None else {"name": v} for k, v in e.to_json().items()},
+                        "config": cfg,
+                    }
+                    for e, cfg in quotas.items()
+                ]
+            }
+        )
+    )
+    conns = tmp_path / "c.jsonl"
+    names = ["u1", "u2", "CN=x y", "<default>", "other", ""]
+    conns.write_text(
+        "".join(
+            json.dumps({"user": u, "client-id": c}) + "\n" for u in names for c in ["c1", "c 2", "<default>", "zz", ""]
+        )
+    )
+    live = run_cli("--zookeeper", chroot.connect, "explain", "--connections", str(conns), "-o", "json")
+    offline = run_cli("explain", "-f", str(manifest), "--connections", str(conns), "-o", "json")
+    assert live.exit_code == offline.exit_code == 0, live.stderr + offline.stderr
+    assert live.stdout == offline.stdout
+    index = QuotaIndex(quotas)
+    for line, src in zip(live.stdout.splitlines(), conns.read_text().splitlines(), strict=True):
+        c = json.loads(src)
+        assert json.loads(line) == explain_json(index, Connection.of(c["user"], c["client-id"]))

@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from kquotactl.connections import InputError, read_connections, read_events
 from kquotactl.entity import DEFAULT, Entity
-from kquotactl.explanation import ANONYMOUS, Connection, ThrottleModel, explain_json, explain_line, parse_observed
+from kquotactl.explanation import (
+    ANONYMOUS,
+    Connection,
+    LineEncoder,
+    ThrottleModel,
+    explain_json,
+    explain_line,
+    parse_observed,
+)
 from kquotactl.keys import CLIENT_KEYS
 from kquotactl.rate import SampledRate, replay, replay_token_bucket
 from kquotactl.resolve import ChainStatus, QuotaIndex, Sharing
@@ -460,6 +468,9 @@ def test_bulk_json_line_equals_the_json_contract(quotas, user, client, ip, obser
         ThrottleModel({P: 5000.0, "request_percentage": 99.5, "connection_creation_rate": 9}) if observe else None
     )
     assert json.loads(explain_line(idx, conn, throttle)) == explain_json(idx, conn, throttle)
+    encoder = LineEncoder(idx, throttle)  # reused across connections, as the CLI does: its caches must not leak
+    for other in (conn, Connection.of("u1", "c1"), Connection.of(user, "c2"), conn):
+        assert json.loads(encoder.line(other)) == explain_json(idx, other, throttle)
     if ip:
         ip_only = Connection.of(ip=ip)
         assert json.loads(explain_line(idx, ip_only, throttle)) == explain_json(idx, ip_only, throttle)

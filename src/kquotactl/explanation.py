@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kquotactl.entity import canonical_ip
+from kquotactl.entity import Entity, canonical_ip
 from kquotactl.errors import InvalidValue, UsageError
 from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human
 from kquotactl.resolve import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
@@ -226,57 +226,103 @@ def _num(v: Number | None) -> str:
     return float.__repr__(v) if isinstance(v, float) else int.__repr__(v)
 
 
-def explain_line(index: QuotaIndex, conn: Connection, throttle: ThrottleModel | None = None) -> str:
-    """``explain_json`` already encoded as one compact JSON line, built directly (the bulk path: about twice as
-    fast as building the dicts and encoding them). Same content as ``json.dumps(explain_json(...))``."""
-    from json.encoder import encode_basestring as q  # type: ignore[attr-defined]
+class LineEncoder:
+    """Encodes ``explain_json`` directly as compact JSON lines, for --connections (the bulk path).
 
-    observed = throttle.observed if throttle is not None else None
-    parts = []
-    if conn.user is not None:
-        user, client = conn.user, conn.client_id or ""
-        head = '{"connection":{"user":' + q(user) + ',"client-id":' + q(client)
+    The part of an entry that depends only on the quota (key, limit, level, entity path) is encoded once per
+    distinct quota and reused; only the connection's own parts (quota-id, sharing words) are encoded per line.
+    The output parses to exactly ``explain_json(...)`` (tests check it).
+    """
+
+    def __init__(self, index: QuotaIndex, throttle: ThrottleModel | None = None) -> None:
+        from json.encoder import encode_basestring  # type: ignore[attr-defined]
+
+        self.index = index
+        self.throttle = throttle if throttle is not None and throttle.observed else None
+        self._q = encode_basestring
+        self._prefix: dict[tuple[str, int | None, Entity | None], str] = {}
+
+    def _head(self, key: str, limit: Number | None, level: int | None, entity: Entity | None) -> str:
+        cache_key = (key, level, entity)
+        p = self._prefix.get(cache_key)
+        if p is None:
+            path = "null" if entity is None else self._q(self.index.path(entity))
+            lv = "null" if level is None else str(level)
+            p = f'{{"key":"{key}","limit":{_num(limit)},"level":{lv},"entity_path":{path}'
+            self._prefix[cache_key] = p
+        return p
+
+    def line(self, conn: Connection) -> str:
+        q = self._q
+        throttle = self.throttle
+        out: list[str] = []
+        if conn.user is not None:
+            user, client = conn.user, conn.client_id or ""
+            qc = q(client)
+            out.append('{"connection":{"user":')
+            out.append(q(user))
+            out.append(',"client-id":')
+            out.append(qc)
+            if conn.ip is not None:
+                out.append(',"ip":')
+                out.append(q(conn.ip))
+            out.append('},"quotas":[')
+            quoted = {"": '""', client: qc}
+            words: dict[tuple[Sharing, int | None], str] = {}
+            first = True
+            for key, limit, level, entity, sharing, tags in self.index.resolve_all_raw(user, client):
+                if not first:
+                    out.append(",")
+                first = False
+                out.append(self._head(key, limit, level, entity))
+                tu, tc = tags
+                qu = quoted.get(tu)
+                if qu is None:
+                    qu = quoted[tu] = q(tu)
+                qt = quoted.get(tc)
+                if qt is None:
+                    qt = quoted[tc] = q(tc)
+                w = words.get((sharing, level))
+                if w is None:
+                    w = words[(sharing, level)] = q(_sharing_words(sharing, level, conn))
+                out.append(',"quota_id":{"user":')
+                out.append(qu)
+                out.append(',"client-id":')
+                out.append(qt)
+                out.append('},"sharing":')
+                out.append(w)
+                if level == STATIC_LEVEL:
+                    out.append(f',"static_config":"{STATIC_CONFIGS[key]}"')
+                if throttle is not None and key in throttle.observed:
+                    ms = steady_state_throttle_ms(
+                        key, throttle.observed[key], limit, throttle.window_num, throttle.window_size_seconds
+                    )
+                    out.append(f',"throttle_ms":{ms}')
+                out.append("}")
+            if conn.ip is not None:
+                out.append(",")
+        else:
+            assert conn.ip is not None
+            out.append('{"connection":{"ip":')
+            out.append(q(conn.ip))
+            out.append('},"quotas":[')
         if conn.ip is not None:
-            head += ',"ip":' + q(conn.ip)
-        words: dict[tuple[Sharing, int | None], str] = {}
-        for key, limit, level, entity, sharing, tags in index.resolve_all_raw(user, client):
-            w = words.get((sharing, level))
-            if w is None:
-                w = words[(sharing, level)] = q(_sharing_words(sharing, level, conn))
-            item = (
-                '{"key":"'
-                + key
-                + '","limit":'
-                + _num(limit)
-                + ',"level":'
-                + ("null" if level is None else str(level))
-                + ',"entity_path":'
-                + ("null" if entity is None else q(index.path(entity)))
-                + ',"quota_id":{"user":'
-                + q(tags[0])
-                + ',"client-id":'
-                + q(tags[1])
-                + '},"sharing":'
-                + w
-            )
-            if level == STATIC_LEVEL:
-                item += ',"static_config":"' + STATIC_CONFIGS[key] + '"'
-            if observed and key in observed:
-                assert throttle is not None
-                ms = steady_state_throttle_ms(
-                    key, observed[key], limit, throttle.window_num, throttle.window_size_seconds
-                )
-                item += ',"throttle_ms":' + str(ms)
-            parts.append(item + "}")
-    else:
-        assert conn.ip is not None
-        head = '{"connection":{"ip":' + q(conn.ip)
-    if conn.ip is not None:
-        import json
+            import json
 
-        for res in index.resolve_all_ip(conn.ip):
-            parts.append(json.dumps(_quota_json(res, conn, throttle), ensure_ascii=False, separators=(",", ":")))
-    return head + '},"quotas":[' + ",".join(parts) + "]}"
+            out.append(
+                ",".join(
+                    json.dumps(_quota_json(res, conn, throttle), ensure_ascii=False, separators=(",", ":"))
+                    for res in self.index.resolve_all_ip(conn.ip)
+                )
+            )
+        out.append("]}")
+        return "".join(out)
+
+
+def explain_line(index: QuotaIndex, conn: Connection, throttle: ThrottleModel | None = None) -> str:
+    """``explain_json`` already encoded as one compact JSON line (see :class:`LineEncoder`, which bulk callers
+    should keep for all their lines)."""
+    return LineEncoder(index, throttle).line(conn)
 
 
 def limit_words(key: str, value: Number | None) -> str:

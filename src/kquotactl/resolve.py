@@ -222,6 +222,7 @@ class QuotaIndex:
         self._paths: dict[Entity, str] = {}
         self._ips: dict[Name, Mapping[str, Number]] = {}
         self._ip_entity: dict[Name, Entity] = {}
+        self._last: tuple[str | None, str | None, tuple[Mapping[str, Number], ...] | None] = (None, None, None)
         all_bits = 0
         key_bits: dict[str, int] = {}
         for e, cfg in self._by_entity.items():
@@ -252,11 +253,17 @@ class QuotaIndex:
     # -- user / client-id keys -------------------------------------------------------------------
 
     def _configs(self, user: str, client_id: str) -> tuple[Mapping[str, Number], ...]:
-        """The configs of levels 1..8 for one connection (8 dict probes; empty names have no entity)."""
+        """The configs of levels 1..8 for one connection (8 dict probes; empty names have no entity).
+
+        The last connection's answer is kept: callers resolving key by key probe once per connection.
+        """
+        last = self._last
+        if last[0] == user and last[1] == client_id and last[2] is not None:
+            return last[2]
         p = self._pairs
         u: Name | None = user if user != "" else _NO_ENTITY
         c: Name | None = client_id if client_id != "" else _NO_ENTITY
-        return (
+        cfgs = (
             p.get((u, c), _EMPTY),
             p.get((u, DEFAULT), _EMPTY),
             p.get((u, None), _EMPTY),
@@ -266,6 +273,8 @@ class QuotaIndex:
             p.get((None, c), _EMPTY),
             p.get((None, DEFAULT), _EMPTY),
         )
+        self._last = (user, client_id, cfgs)
+        return cfgs
 
     def _tags(self, key: str, user: str, client_id: str, cfgs: tuple[Mapping[str, Number], ...]) -> tuple[str, str]:
         """Phase A (``quotaMetricTags``): the sensor's (sanitized user, client-id) tags."""

@@ -211,9 +211,10 @@ def explain(
         if with_chain:
             json_lines((explain_json(index, c, obs, True) for c in conns), out)
         else:
-            from kquotactl.explanation import explain_line
+            from kquotactl.explanation import LineEncoder
 
-            json_lines((explain_line(index, c, obs) for c in conns), out)
+            encoder = LineEncoder(index, obs)
+            json_lines((encoder.line(c) for c in conns), out)
     else:
         from kquotactl.render import dump_yaml
 

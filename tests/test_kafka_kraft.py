@@ -307,3 +307,14 @@ def test_controller_alters_but_cannot_describe(kraft):
     )
     assert r.exit_code == 0, r.stderr
     assert state(kraft) == [{"entity": {"user": "c"}, "config": {"producer_byte_rate": 9}}]
+
+
+def test_alter_waits_until_its_writes_are_visible(kraft):
+    """KRaft brokers apply committed metadata asynchronously; alter returns only once the broker describes it."""
+    changes = [EntityChange(Entity.of(user=f"ryw-{i}"), {"consumer_byte_rate": 100 + i}) for i in range(500)]
+    with AdminBackend.connect(kraft.bootstrap) as b:
+        b.alter(changes)
+        assert b.warnings == []
+        assert len(b.describe()) == 500
+        b.alter([EntityChange(c.entity, remove=frozenset({"consumer_byte_rate"})) for c in changes])
+        assert b.describe() == []

@@ -77,3 +77,12 @@ def zkmode(zk_kafka: ZkModeKafka) -> Iterator[ZkModeKafka]:
     yield zk_kafka
     with ZooKeeperBackend(ZkSettings(connect=zk_kafka.zookeeper)) as b:
         _wipe(b)
+
+
+@pytest.fixture(scope="session")
+def old_kafka(zk_server) -> Iterator[ZkKafkaServer]:
+    """Kafka 2.5 (ZooKeeper mode): no DescribeClientQuotas/AlterClientQuotas (they came with 2.6)."""
+    server = ZkKafkaServer(zookeeper=f"{zk_server.connect}/kafka25", jars_name="kafka-2.5", supports_quota_api=False)
+    server.start()
+    yield server
+    server.close()

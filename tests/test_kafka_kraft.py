@@ -318,3 +318,14 @@ def test_alter_waits_until_its_writes_are_visible(kraft):
         assert len(b.describe()) == 500
         b.alter([EntityChange(c.entity, remove=frozenset({"consumer_byte_rate"})) for c in changes])
         assert b.describe() == []
+
+
+def test_broker_older_than_2_6_is_one_line(old_kafka):
+    for args in (["describe"], ["alter", "--user", "a", "--add-config", "producer_byte_rate=5"]):
+        r = run_cli("--bootstrap-server", old_kafka.bootstrap, *args)
+        assert r.exit_code == 1
+        assert r.stderr == (
+            f"kquotactl: error: Kafka broker {old_kafka.bootstrap} does not support DescribeClientQuotas (API 48): "
+            "client quotas through the admin API need Kafka 2.6 or later; use --zookeeper for older ZooKeeper-mode "
+            "clusters\n"
+        )

@@ -1,6 +1,8 @@
 """Real Apache Kafka brokers for tests and benchmarks, run from Maven Central jars with the machine's Java.
 
 - :class:`ZkKafkaServer`: Kafka 3.9 in ZooKeeper mode, pointed at a (test) ZooKeeper under a chroot.
+- ``ZkKafkaServer(jars_name="kafka-2.5", supports_quota_api=False)``: Kafka 2.5, the last release without
+  the client-quota admin API, for the capability check.
 - :class:`KRaftKafkaServer`: Kafka 4.x, one process that is both broker and controller, with a PLAINTEXT
   listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512; a SCRAM user is created when the log
   directory is formatted).
@@ -79,6 +81,7 @@ class _KafkaBase:
     extra_props: dict[str, str] = field(default_factory=dict)
     workdir: Path | None = None
     port: int = 0
+    supports_quota_api: bool = True  # False for brokers older than 2.6 (ready = handshake answered)
     _proc: subprocess.Popen | None = None
 
     @property
@@ -130,7 +133,8 @@ class _KafkaBase:
         while time.monotonic() < deadline:
             try:
                 with AdminBackend.connect(self.bootstrap, connect_timeout=5, timeout=5) as b:
-                    b.describe()
+                    if self.supports_quota_api:
+                        b.describe()
                     return
             except QuotaError as e:
                 last = e

@@ -329,3 +329,39 @@ def test_broker_older_than_2_6_is_one_line(old_kafka):
             "client quotas through the admin API need Kafka 2.6 or later; use --zookeeper for older ZooKeeper-mode "
             "clusters\n"
         )
+
+
+def test_mutual_tls_with_pem_stores(kraft, kafka_tls, tmp_path):
+    cfg = write_config(
+        tmp_path,
+        "security.protocol=SSL\n"
+        f"ssl.truststore.type=PEM\nssl.truststore.location={kafka_tls.ca}\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={kafka_tls.client_store}\n",
+    )
+    r = run_cli(
+        "--bootstrap-server",
+        kraft.ssl_bootstrap,
+        "--command-config",
+        cfg,
+        "alter",
+        "--user",
+        "t",
+        "--add-config",
+        "producer_byte_rate=5",
+    )
+    assert r.exit_code == 0, r.stderr
+    r = run_cli("--bootstrap-server", kraft.ssl_bootstrap, "--command-config", cfg, "describe", "-o", "json")
+    assert json.loads(r.stdout) == [{"entity": {"user": "t"}, "config": {"producer_byte_rate": 5}}]
+
+
+def test_tls_untrusted_broker_is_one_line(kraft, kafka_tls, tmp_path):
+    cfg = write_config(
+        tmp_path,
+        f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={kafka_tls.other_ca}\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={kafka_tls.client_store}\n",
+    )
+    r = run_cli(
+        "--bootstrap-server", kraft.ssl_bootstrap, "--connect-timeout", "5", "--command-config", cfg, "describe"
+    )
+    assert r.exit_code == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and "TLS" in r.stderr, r.stderr

@@ -214,11 +214,19 @@ class KRaftKafkaServer(_KafkaBase):
     sasl_port: int = 0
     scram_user: str = "admin"
     scram_password: str = "admin-secret"
+    # An SSL listener (mutual TLS) when set: PEM files for the broker's key store (key + chain) and trust store.
+    ssl_keystore: Path | None = None
+    ssl_truststore: Path | None = None
+    ssl_port: int = 0
     cluster_id: str = field(default_factory=lambda: base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22])
 
     @property
     def sasl_bootstrap(self) -> str:
         return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
 
     @property
     def controller_bootstrap(self) -> str:
@@ -238,19 +246,37 @@ class KRaftKafkaServer(_KafkaBase):
                 setattr(self, attr, free_port())
         p, c, s = self.port, self.controller_port, self.sasl_port
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        listeners = f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},SASL_PLAINTEXT://127.0.0.1:{s}"
+        advertised = f"PLAINTEXT://127.0.0.1:{p},SASL_PLAINTEXT://127.0.0.1:{s}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+        ssl: dict[str, str] = {}
+        if self.ssl_keystore is not None:
+            if not self.ssl_port:
+                self.ssl_port = free_port()
+            listeners += f",SSL://127.0.0.1:{self.ssl_port}"
+            advertised += f",SSL://127.0.0.1:{self.ssl_port}"
+            protocols += ",SSL:SSL"
+            ssl = {
+                "listener.name.ssl.ssl.keystore.type": "PEM",
+                "listener.name.ssl.ssl.keystore.location": str(self.ssl_keystore),
+                "listener.name.ssl.ssl.truststore.type": "PEM",
+                "listener.name.ssl.ssl.truststore.location": str(self.ssl_truststore),
+                "listener.name.ssl.ssl.client.auth": "required",
+            }
         return {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{c}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},SASL_PLAINTEXT://127.0.0.1:{s}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{p},SASL_PLAINTEXT://127.0.0.1:{s}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "listeners": listeners,
+            "advertised.listeners": advertised,
+            "listener.security.protocol.map": protocols,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
             "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
             "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
             "log.dirs": str(self.workdir / "logs"),
+            **ssl,
         }
 
     def _prepare(self) -> None:

@@ -245,14 +245,18 @@ def write_config(tmp_path, text: str) -> str:
 
 SCRAM = (
     "security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mech}\n"
-    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+    "sasl.jaas.config=org.apache.kafka.common.security.{module} required "
     'username="{user}" password="{password}";\n'
 )
+MODULES = {"PLAIN": "plain.PlainLoginModule"}
 
 
-@pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_scram_through_command_config(kraft, tmp_path, mech):
-    cfg = write_config(tmp_path, SCRAM.format(mech=mech, user=kraft.scram_user, password=kraft.scram_password))
+@pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
+def test_sasl_through_command_config(kraft, tmp_path, mech):
+    module = MODULES.get(mech, "scram.ScramLoginModule")
+    cfg = write_config(
+        tmp_path, SCRAM.format(mech=mech, module=module, user=kraft.scram_user, password=kraft.scram_password)
+    )
     r = run_cli(
         "--bootstrap-server",
         kraft.sasl_bootstrap,
@@ -270,7 +274,10 @@ def test_scram_through_command_config(kraft, tmp_path, mech):
 
 
 def test_bad_password_is_one_line(kraft, tmp_path):
-    cfg = write_config(tmp_path, SCRAM.format(mech="SCRAM-SHA-256", user=kraft.scram_user, password="wrong"))
+    cfg = write_config(
+        tmp_path,
+        SCRAM.format(mech="SCRAM-SHA-256", module="scram.ScramLoginModule", user=kraft.scram_user, password="wrong"),
+    )
     r = run_cli("--bootstrap-server", kraft.sasl_bootstrap, "--command-config", cfg, "describe")
     assert r.exit_code == 1
     lines = r.stderr.strip().splitlines()

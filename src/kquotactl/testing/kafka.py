@@ -4,8 +4,8 @@
 - ``ZkKafkaServer(jars_name="kafka-2.5", supports_quota_api=False)``: Kafka 2.5, the last release without
   the client-quota admin API, for the capability check.
 - :class:`KRaftKafkaServer`: Kafka 4.x, one process that is both broker and controller, with a PLAINTEXT
-  listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512; a SCRAM user is created when the log
-  directory is formatted).
+  listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, with a SCRAM user created when the log
+  directory is formatted, and PLAIN for the same user/password); optionally a mutual-TLS SSL listener.
 
 Both listen on 127.0.0.1 only, on free ports, with data in a temporary directory removed on close.
 Start-up takes 10-20 s on a busy 2-core machine, so fixtures start each broker once per session.
@@ -272,9 +272,13 @@ class KRaftKafkaServer(_KafkaBase):
             "listener.security.protocol.map": protocols,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
             "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
             "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'user_{self.scram_user}="{self.scram_password}";'
+            ),
             "log.dirs": str(self.workdir / "logs"),
             **ssl,
         }

@@ -220,7 +220,7 @@ class QuotaWire:
             ],
             validate_only=validate_only,
         )
-        log.debug("AlterClientQuotas %d entries validate_only=%s", len(entries), validate_only)
+        log.info("AlterClientQuotas %d entries validate_only=%s", len(entries), validate_only)
         resp = self._send(req, "AlterClientQuotas")
         out = []
         for entry in resp.entries:

@@ -72,6 +72,8 @@ def connection_rate(
     admin = _admin(conn)
     if broker is not None and (value is not None or delete):
         _alter(admin, broker, name, value, conn.timeout, dry_run)
+        if not dry_run:
+            _await_visible(admin, broker, name, value, conn.timeout, state)
         what = f"broker {broker}: {name}"
         verb = "would set" if dry_run and value is not None else "would remove" if dry_run else None
         if verb is None:
@@ -128,9 +130,17 @@ def _describe(admin: Any, rid: str, timeout: float) -> dict[str, tuple[str | Non
     res = ConfigResource(ResourceType.BROKER, rid)
     [fut] = admin.describe_configs([res], request_timeout=timeout).values()
     entries = _result(fut, f"describe configs of broker {rid or '<default>'}", timeout)
-    return {
-        name: (e.value, e.source.name if hasattr(e.source, "name") else str(e.source)) for name, e in entries.items()
-    }
+    return {name: (e.value, _source_name(e.source)) for name, e in entries.items()}
+
+
+def _source_name(source: Any) -> str:
+    """confluent-kafka reports a ConfigEntry's source as a plain int: name it (DYNAMIC_BROKER_CONFIG...)."""
+    from confluent_kafka.admin import ConfigSource
+
+    try:
+        return ConfigSource(int(source)).name
+    except (TypeError, ValueError):
+        return getattr(source, "name", str(source))
 
 
 def _alter(admin: Any, rid: str, name: str, value: int | None, timeout: float, dry_run: bool) -> None:
@@ -141,6 +151,23 @@ def _alter(admin: Any, rid: str, name: str, value: int | None, timeout: float, d
     res = ConfigResource(ResourceType.BROKER, rid, incremental_configs=[entry])
     [fut] = admin.incremental_alter_configs([res], request_timeout=timeout, validate_only=dry_run).values()
     _result(fut, f"alter {name} on broker {rid or '<default>'}", timeout)
+
+
+def _await_visible(admin: Any, broker: str, name: str, value: int | None, timeout: float, state: Any) -> None:
+    """KRaft brokers apply committed config changes asynchronously: wait (bounded) until DescribeConfigs
+    shows the change, so that a command that follows sees it."""
+    import time
+
+    deadline = time.monotonic() + min(timeout, 10.0)
+    while True:
+        current = _describe(admin, broker, timeout).get(name, (None, ""))
+        dynamic = current[1] == "DYNAMIC_BROKER_CONFIG"
+        if (value is not None and dynamic and current[0] == str(value)) or (value is None and not dynamic):
+            return
+        if time.monotonic() >= deadline:
+            state.warn(f"broker {broker} does not show the change to {name} yet; describe may lag")
+            return
+        time.sleep(0.05)
 
 
 def _render(settings: list, fmt: str) -> None:

@@ -372,3 +372,11 @@ def test_tls_untrusted_broker_is_one_line(kraft, kafka_tls, tmp_path):
     )
     assert r.exit_code == 1
     assert len(r.stderr.strip().splitlines()) == 1 and "TLS" in r.stderr, r.stderr
+
+
+def test_reconnects_when_the_connection_was_closed(kraft):
+    """A connection closed while idle (connections.max.idle.ms, a broker restart) is re-opened on the next request."""
+    with AdminBackend.connect(kraft.bootstrap) as b:
+        b.alter([EntityChange(Entity.of(user="r"), {"producer_byte_rate": 5})])
+        b.wire._conn.close()
+        assert [r.entity for r in b.describe()] == [Entity.of(user="r")]

@@ -111,6 +111,10 @@ class QuotaWire:
         errors: list[str] = []
         for node in self._manager.cluster.bootstrap_brokers():
             where = f"{node.host}:{node.port}"
+            stale = self._manager._conns.get(node.node_id)
+            if stale is not None and stale.closed:  # a reconnect: drop the closed connection and its backoff
+                self._manager._conns.pop(node.node_id, None)
+                self._manager.reset_backoff(node.node_id)
             try:
                 conn = self._manager.get_connection(
                     node.node_id,
@@ -164,6 +168,9 @@ class QuotaWire:
 
     def _send(self, request, what: str):
         async def go():
+            if self._conn.closed:  # closed while idle (connections.max.idle.ms, a broker restart): reconnect first
+                log.debug("connection to %s closed; reconnecting", self.bootstrap)
+                self._conn = await self._connect()
             # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
             # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
             deadline = time.monotonic() + self.request_timeout

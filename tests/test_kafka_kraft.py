@@ -380,3 +380,20 @@ def test_reconnects_when_the_connection_was_closed(kraft):
         b.alter([EntityChange(Entity.of(user="r"), {"producer_byte_rate": 5})])
         b.wire._conn.close()
         assert [r.entity for r in b.describe()] == [Entity.of(user="r")]
+
+
+def test_bootstrap_server_and_command_config_from_environment(kraft, tmp_path):
+    cfg = write_config(
+        tmp_path,
+        SCRAM.format(
+            mech="SCRAM-SHA-512",
+            module="scram.ScramLoginModule",
+            user=kraft.scram_user,
+            password=kraft.scram_password,
+        ),
+    )
+    env = {"KQUOTACTL_BOOTSTRAP_SERVER": kraft.sasl_bootstrap, "KQUOTACTL_COMMAND_CONFIG": cfg}
+    r = run_cli("alter", "--client-defaults", "--add-config", "consumer_byte_rate=1MB", env=env)
+    assert r.exit_code == 0, r.stderr
+    r = run_cli("describe", "-o", "json", env=env)
+    assert json.loads(r.stdout) == [{"entity": {"client-id": None}, "config": {"consumer_byte_rate": 1000000}}]

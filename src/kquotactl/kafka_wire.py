@@ -23,6 +23,7 @@ from kafka.admin.client import KafkaAdminClient
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 from kquotactl.clientprops import ClientSettings
 from kquotactl.errors import BackendUnavailable, QuotaError
@@ -35,6 +36,19 @@ WireEntity = list[tuple[str, str | None]]
 WireComponent = tuple[str, int, str | None]
 # (key, value, remove)
 WireOp = tuple[str, float, bool]
+
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+CONFIG_SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
 
 
 @dataclass(frozen=True)
@@ -241,6 +255,38 @@ class QuotaWire:
                 )
             )
         return out
+
+    # -- broker configs (the cluster-wide default broker resource, which librdkafka cannot address) --------
+
+    def broker_configs(self, resource: str) -> dict[str, tuple[str | None, str]]:
+        """DescribeConfigs of one BROKER resource (``""`` = the cluster-wide default): {name: (value, source)}."""
+        R = DescribeConfigsRequest.DescribeConfigsResource
+        req = DescribeConfigsRequest(
+            resources=[R(resource_type=BROKER_RESOURCE, resource_name=resource, configuration_keys=None)],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        resp = self._send(req, "DescribeConfigs")
+        [result] = resp.results
+        if result.error_code:
+            err = Errors.for_code(result.error_code)
+            raise QuotaError(f"DescribeConfigs: {_error_name(err)}: {result.error_message or err.description}")
+        return {c.name: (c.value, CONFIG_SOURCES.get(c.config_source, str(c.config_source))) for c in result.configs}
+
+    def alter_broker_config(self, resource: str, name: str, value: str | None, validate_only: bool) -> None:
+        """IncrementalAlterConfigs SET (or DELETE when ``value`` is None) of one key on one BROKER resource."""
+        R = IncrementalAlterConfigsRequest.AlterConfigsResource
+        C = R.AlterableConfig
+        op = C(name=name, config_operation=0 if value is not None else 1, value=value)
+        req = IncrementalAlterConfigsRequest(
+            resources=[R(resource_type=BROKER_RESOURCE, resource_name=resource, configs=[op])],
+            validate_only=validate_only,
+        )
+        resp = self._send(req, "IncrementalAlterConfigs")
+        [result] = resp.responses
+        if result.error_code:
+            err = Errors.for_code(result.error_code)
+            raise QuotaError(f"{_error_name(err)}: {result.error_message or err.description}")
 
     def close(self) -> None:
         manager, net = getattr(self, "_manager", None), getattr(self, "_net", None)

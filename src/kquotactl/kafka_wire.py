@@ -1,4 +1,4 @@
-"""The only module that imports a Kafka client library: KIP-546 requests over kafka-python 3.0's wire code.
+"""The only module that imports kafka-python: KIP-546 requests (and broker configs) over its wire code.
 
 kafka-python ships the generated ``DescribeClientQuotasRequest`` / ``AlterClientQuotasRequest`` messages and a
 connection manager that negotiates versions, speaks SASL (PLAIN/SCRAM) and TLS. confluent-kafka (librdkafka)

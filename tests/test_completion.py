@@ -446,14 +446,15 @@ def _shim_dir(tmp_path: Path) -> Path:
 
 
 def _tmux(*args: str, sock: str) -> str:
-    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, timeout=30, check=True).stdout
+    return subprocess.run(["tmux", "-S", sock, *args], capture_output=True, text=True, timeout=30, check=True).stdout
 
 
 class TmuxShell:
     """An interactive shell in a detached tmux session: type, press Tab, read the screen."""
 
     def __init__(self, command: str) -> None:
-        self.sock = f"kq-{uuid.uuid4().hex[:8]}"
+        # a private socket file (removed on close), so no server or socket outlives the test
+        self.sock = f"/tmp/kq-tmux-{uuid.uuid4().hex[:12]}"
         _tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "20", command, sock=self.sock)
 
     def type(self, *keys: str, literal: bool = False) -> None:
@@ -469,7 +470,8 @@ class TmuxShell:
         raise AssertionError(f"{pattern!r} never appeared:\n{text}")
 
     def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=30)
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True, timeout=30)
+        Path(self.sock).unlink(missing_ok=True)
 
 
 def _need(*programs: str) -> None:
@@ -556,3 +558,15 @@ def test_our_additions_to_clicks_scripts_are_in_place() -> None:
     assert "compadd -U -S '' -V unsorted -a completions_nospace" in source("zsh")
     assert 'completions_nospace+=("$key")' in source("zsh")
     assert "_KQUOTACTL_COMPLETE=fish_complete" in source("fish")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_explain_completes_names_from_its_manifest(shell: str, tmp_path) -> None:
+    """explain defines its own --user/--client-id options; install() gives them our completion."""
+    manifest = tmp_path / "quotas.yaml"
+    manifest.write_text(
+        "quotas:\n  - entity: {user: alice, client-id: ingest}\n    config: {producer_byte_rate: 2MiB}\n"
+        "  - entity: {user: bob}\n    config: {consumer_byte_rate: 1MiB}\n"
+    )
+    assert complete(shell, f"kquotactl explain -f {manifest} --user ") == ["alice", "bob"]
+    assert complete(shell, f"kquotactl explain -f {manifest} --user alice --client-id ") == ["ingest"]

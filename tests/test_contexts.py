@@ -113,6 +113,20 @@ def test_apply_context_only_fills_gaps() -> None:
     ctx = parse_config({"contexts": {"a": {"zookeeper": "z:1", "connect-timeout": 3}}}, Path("/c")).contexts["a"]
     assert apply_context(ConnectionOptions(), ctx).connect_timeout == 3.0
     assert apply_context(ConnectionOptions(connect_timeout=7.0), ctx).connect_timeout == 7.0
+    # typed on the command line, even at its default value: the context does not override it
+    assert apply_context(ConnectionOptions(), ctx, explicit=frozenset({"connect_timeout"})).connect_timeout == 10.0
+
+
+@pytest.mark.zookeeper
+def test_a_flag_at_its_default_value_still_beats_the_context(cli, chroot, tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"contexts:\n  lab:\n    zookeeper: {chroot.connect}\n    zk-acl: secure\n")
+    env = {"KQUOTACTL_CONFIG": str(cfg)}
+    # the context asks for secure ACLs (which need an authenticated session); --zk-acl open typed by hand wins
+    r = cli(
+        "--context", "lab", "--zk-acl", "open", "alter", "--user", "u", "--add-config", "producer_byte_rate=1", env=env
+    )
+    assert r.exit_code == 0, r.stderr
 
 
 def test_secrets_are_redacted() -> None:
@@ -196,3 +210,16 @@ def test_commands_reach_the_cluster_of_the_context(cli, chroot, tmp_path: Path) 
     # a --zookeeper flag wins over the context
     r = cli("--context", "dead", "--zookeeper", chroot.connect, "-o", "json", "describe", env=env)
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["entity"] == {"user": "alice"}
+
+
+@pytest.mark.kafka
+def test_a_bootstrap_context_serves_every_command(cli, kraft, tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"current-context: kraft\ncontexts:\n  kraft:\n    bootstrap-server: {kraft.bootstrap}\n")
+    env = {"KQUOTACTL_CONFIG": str(cfg)}
+    r = cli("alter", "--client-id", "app1", "--add-config", "request_percentage=10", env=env)
+    assert r.exit_code == 0, r.stderr
+    r = cli("-o", "json", "describe", env=env)
+    assert json.loads(r.stdout) == [{"entity": {"client-id": "app1"}, "config": {"request_percentage": 10.0}}]
+    r = cli("-o", "json", "connection-rate", env=env)  # a command that reads the connection itself
+    assert r.exit_code == 0, r.stderr

@@ -40,14 +40,20 @@ class AppState:
     kafka_compat: bool = False  # invoked in kafka-configs' flat form (--alter/--describe)
     context_name: str | None = None  # --context (else KQUOTACTL_CONTEXT, else the file's current-context)
     config_path: str | None = None  # --config (else KQUOTACTL_CONFIG, else XDG)
+    explicit: frozenset[str] = frozenset()  # connection fields typed on the command line (a context never overrides)
     _backend: Any = None
+
+    def connection(self) -> ConnectionOptions:
+        """The cluster to use: flags > environment > context (see kquotactl.contexts)."""
+        from kquotactl.contexts import resolve
+
+        return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
 
     def backend(self, ctx: click.Context) -> Any:
         if self._backend is None:
             from kquotactl.connection import open_backend
-            from kquotactl.contexts import resolve
 
-            self._backend = open_backend(resolve(self.conn, self.context_name, self.config_path))
+            self._backend = open_backend(self.connection())
             ctx.call_on_close(self._backend.close)
         return self._backend
 
@@ -291,6 +297,9 @@ def cli(
     state.output = output
     state.context_name = context_name
     state.config_path = config_path
+    state.explicit = frozenset(
+        name for name in conn if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    )
     state.verbose = verbose or debug
     state.kafka_compat = ctx.meta.get("kquotactl.flat", False)
     state.color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()

@@ -198,17 +198,22 @@ def _has_cluster(opts: ConnectionOptions) -> bool:
 
 
 def apply_context(
-    opts: ConnectionOptions, ctx: Context, defaults: ConnectionOptions | None = None
+    opts: ConnectionOptions,
+    ctx: Context,
+    defaults: ConnectionOptions | None = None,
+    explicit: frozenset[str] = frozenset(),
 ) -> ConnectionOptions:
     """Fill the fields ``opts`` left empty (or at their default) from the context; flags and env win.
 
-    If the flags/environment already name a cluster, the context's cluster is not used (one cluster only).
+    ``explicit`` names the fields typed on the command line even when they equal the default
+    (``--connect-timeout 10``): the context never overrides those. If the flags/environment already name a
+    cluster, the context's cluster is not used (one cluster only).
     """
     defaults = defaults or ConnectionOptions()
     changes: dict[str, Any] = {}
     has_cluster = _has_cluster(opts)
     for key, attr in FIELDS.items():
-        if key not in ctx.settings:
+        if key not in ctx.settings or attr in explicit:
             continue
         if key in CLUSTER_KEYS and has_cluster:
             continue
@@ -240,9 +245,10 @@ def resolve(
     context_name: str | None = None,
     config_path: str | None = None,
     env: Mapping[str, str] | None = None,
+    typed: frozenset[str] = frozenset(),
 ) -> ConnectionOptions:
-    """flags > environment > context. ``opts`` holds the flags; the result may still have no cluster
-    (``ConnectionOptions.check`` then says what to pass)."""
+    """flags > environment > context. ``opts`` holds the flags (``typed``: those given on the command line);
+    the result may still have no cluster (``ConnectionOptions.check`` then says what to pass)."""
     env = os.environ if env is None else env
     merged = opts.with_env(env)
     explicit = context_name or env.get(ENV_CONTEXT)
@@ -255,7 +261,7 @@ def resolve(
     import logging
 
     logging.getLogger("kquotactl.contexts").debug("using context %s (%s) from %s", ctx.name, how, config.path)
-    return apply_context(merged, ctx).with_env(env)
+    return apply_context(merged, ctx, explicit=typed).with_env(env)
 
 
 def set_current(text: str, name: str) -> str:

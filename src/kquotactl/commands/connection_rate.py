@@ -46,7 +46,7 @@ def connection_rate(
     from kquotactl.errors import UsageError
 
     state = ctx.obj  # the group's AppState
-    conn = state.conn.with_env()
+    conn = state.connection()  # flags > environment > context
     if not conn.bootstrap_server:
         raise UsageError(
             "connection-rate needs --bootstrap-server (broker configs are not managed through ZooKeeper here)"

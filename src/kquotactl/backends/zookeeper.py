@@ -469,10 +469,10 @@ class ZooKeeperBackend:
                         "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
                     ) from None
                 except BackendUnavailable as e:
-                    applied = [p for p in batch if self._was_applied(p)]  # a multi is all-or-nothing
-                    for p in applied:
+                    landed = self._batch_applied(batch)  # a multi is all-or-nothing; None: cannot tell
+                    for p in batch if landed else []:
                         results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
-                    raise _partial(e, changes, results) from None
+                    raise _partial(e, changes, results, uncertain=len(batch) if landed is None else 0) from None
                 if committed:
                     for p in batch:
                         results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
@@ -606,12 +606,22 @@ class ZooKeeperBackend:
                 raise ConflictError(f"ZooKeeper rejected the transaction: {_short(f)}")
         return False
 
-    def _was_applied(self, plan: _EntityPlan) -> bool:
-        """After an ambiguous failure (connection lost mid-commit), did this entity's write land?"""
+    def _batch_applied(self, batch: list[_EntityPlan]) -> bool | None:
+        """After an ambiguous commit failure: did the (atomic) transaction land? None when unreadable.
+
+        One bounded read of the whole batch: with the connection gone, per-entity reads would each wait
+        for the op timeout (minutes for a 500-entity batch), and kazoo blocks queueing requests while
+        disconnected, so a lost connection is "cannot tell" at once."""
+        if not self._client.connected:
+            return None
         try:
-            node = self._get_many([plan.path])[plan.path]
+            nodes = self._get_many([p.path for p in batch])
         except BackendUnavailable:
-            return False
+            return None
+        return all(self._was_applied(p, nodes[p.path]) for p in batch)
+
+    def _was_applied(self, plan: _EntityPlan, node: _Node | None) -> bool:
+        """After an ambiguous failure (connection lost mid-commit), did this entity's write land?"""
         if plan.deletes_node:
             return node is None
         if node is None:
@@ -714,7 +724,9 @@ def _batches(plans: list[_EntityPlan]) -> Iterable[list[_EntityPlan]]:
         yield batch
 
 
-def _partial(error: QuotaError, changes: Sequence[EntityChange], results: dict[Entity, EntityResult]) -> QuotaError:
+def _partial(
+    error: QuotaError, changes: Sequence[EntityChange], results: dict[Entity, EntityResult], uncertain: int = 0
+) -> QuotaError:
     """Say exactly what was applied before the failure (nothing is half-written per entity)."""
     from kquotactl.errors import PartialFailure
 
@@ -726,7 +738,13 @@ def _partial(error: QuotaError, changes: Sequence[EntityChange], results: dict[E
         return error
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
     return PartialFailure(
-        f"{error}; applied {len(applied)} entities ({shown}); not applied: {len(missing)} — re-run to converge",
+        f"{error}; applied {len(applied)} entities ({shown}); not applied: {len(missing)}"
+        + (
+            f" (the last {uncertain} were in a transaction whose outcome could not be read: all or none of them landed)"
+            if uncertain
+            else ""
+        )
+        + " — re-run to converge",
         applied,
         missing,
     )

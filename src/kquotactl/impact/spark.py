@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kquotactl.entity import DEFAULT, Entity
 from kquotactl.errors import UsageError
 from kquotactl.impact.model import (
     CLIENT_MODEL_KEYS,
@@ -33,6 +34,21 @@ from kquotactl.impact.model import (
 )
 from kquotactl.impact.readers import detect_format
 from kquotactl.keys import KEYS
+from kquotactl.resolve import QuotaIndex
+
+# Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
+# follows whichever resolver this package has, so both engines always agree.
+BROKER_EXACT_EMPTY_NAMES = (
+    QuotaIndex(
+        {
+            Entity(user=DEFAULT, client_id=DEFAULT): {"producer_byte_rate": 1},
+            Entity(client_id=DEFAULT): {"producer_byte_rate": 2},
+        }
+    )
+    .resolve("producer_byte_rate", "", "c")
+    .level
+    == 8  # the broker: an empty user's (user, client) level gives tags ("", c), looked up at levels 7-8 only
+)
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -154,8 +170,9 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
             [T.StructField(c, T.StringType(), False) for c in keycols]
             + [T.StructField(c, T.DoubleType(), True) for c in valcols]
         )
-        data = [(*ident, *(vals.get(c) for c in valcols)) for ident, vals in entries.items()]
-        return spark.createDataFrame(data, schema)
+        return _local_frame(
+            spark, schema, [(*ident, *(vals.get(c) for c in valcols)) for ident, vals in entries.items()]
+        )
 
     is_client = lambda r: r.ip is None  # noqa: E731
     return {
@@ -164,6 +181,17 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
         "client": frame(["client_id"], (4, 7), CLIENT_MODEL_KEYS, is_client),
         "ip": frame(["ip"], (1,), IP_MODEL_KEYS, lambda r: r.ip is not None),
     }
+
+
+def _local_frame(spark: Any, schema: Any, rows: list[tuple]) -> Any:
+    """A small driver-side table as a DataFrame through Arrow: no Python worker (and no executor Python) needed."""
+    import pyarrow as pa
+
+    arrow_schema = pa.schema(
+        [(f.name, pa.string() if f.dataType.typeName() == "string" else pa.float64()) for f in schema.fields]
+    )
+    table = pa.Table.from_pylist([dict(zip(arrow_schema.names, r, strict=True)) for r in rows], schema=arrow_schema)
+    return spark.createDataFrame(table, schema)
 
 
 def _constants(rows: Sequence[QuotaRow]) -> dict[tuple[int, str], float]:
@@ -205,20 +233,45 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
         structs.append(_entry(key, level, limit, qu, qc, F.lit(None).cast("string"), "u_" + USAGE[key].column))
     for key in IP_MODEL_KEYS:
         cands = [(lv, c) for lv in (1, 2) if (c := cand(lv, key)) is not None]
-        level, limit, _, _ = _pick(cands)
+        level, limit, _, _ = _pick(cands, client_key=False)
         qip = F.when(level > 0, F.col("ip"))
         structs.append(_entry(key, level, limit, F.lit(None), F.lit(None), qip, "u_" + USAGE[key].column))
     return df.select("sample", F.inline(F.array(*structs))).where(F.col("u") > 0)
 
 
-def _pick(cands: list[tuple[int, Any]]) -> tuple[Any, Any, Any, Any]:
-    """The first level (in precedence order) with a limit, the limit, and the quota-id parts it implies."""
+def _pick(cands: list[tuple[int, Any]], client_key: bool = True) -> tuple[Any, Any, Any, Any]:
+    """The level (0 = unlimited) whose limit applies, the limit, and the quota-id parts the level implies.
+
+    Names that are set resolve to the first level with a limit. Empty names follow the broker's two-phase
+    resolution when :mod:`kquotactl.resolve` models it (``BROKER_EXACT_EMPTY_NAMES``): an empty user only
+    reaches levels 7 and 8 (and nothing when users/<default> is the first of levels 4-6 to set the key), an
+    empty client-id only levels 3 and 6 (and only when one of levels 2, 3, 5, 6 sets the key), both empty
+    nothing.
+    """
     from pyspark.sql import functions as F
 
     if not cands:
         return F.lit(0), F.lit(None).cast("double"), F.lit(None), F.lit(None)
-    level = F.coalesce(*[F.when(c.isNotNull(), F.lit(lv)) for lv, c in cands], F.lit(0))
-    limit = F.coalesce(*[c for _, c in cands])
+    cols = dict(cands)
+
+    def has(lv: int) -> Any:
+        return cols[lv].isNotNull() if lv in cols else F.lit(False)
+
+    def first(levels: Sequence[int]) -> Any:
+        return F.coalesce(*[F.when(has(lv), F.lit(lv)) for lv in levels if lv in cols], F.lit(0))
+
+    level = first([lv for lv, _ in cands])
+    if client_key and BROKER_EXACT_EMPTY_NAMES:
+        ue, ce = F.col("user") == "", F.col("client_id") == ""
+        level = (
+            F.when(ue & ce, F.lit(0))
+            .when(ue, F.when(~has(4) & ~has(5) & has(6), F.lit(0)).otherwise(first([7, 8])))
+            .when(ce, F.when(has(2) | has(3) | has(5) | has(6), first([3, 6])).otherwise(F.lit(0)))
+            .otherwise(level)
+        )
+    limit = F.lit(None).cast("double")
+    for lv, c in reversed(cands):
+        limit = F.when(level == lv, c).otherwise(limit)
     qu = F.when(level.between(1, 6), F.col("user")).when(level > 0, F.lit(""))
     qc = F.when(level.isin(3, 6), F.lit("")).when(level > 0, F.col("client_id"))
     return level, limit, qu, qc

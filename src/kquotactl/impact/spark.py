@@ -226,21 +226,33 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
             return F.lit(consts[(level, key)])
         return None
 
+    # Level first, as its own column (so it is computed once per row), then limit and quota-id parts from it.
+    cands_by_key = {
+        key: [
+            (lv, c) for lv in (range(1, 9) if key in CLIENT_MODEL_KEYS else (1, 2)) if (c := cand(lv, key)) is not None
+        ]
+        for key in MODEL_KEYS
+    }
+    df = df.withColumns({f"lv_{k}": _level(cands_by_key[k], k in CLIENT_MODEL_KEYS) for k in MODEL_KEYS})
     structs = []
-    for key in CLIENT_MODEL_KEYS:
-        cands = [(lv, c) for lv in range(1, 9) if (c := cand(lv, key)) is not None]
-        level, limit, qu, qc = _pick(cands)
-        structs.append(_entry(key, level, limit, qu, qc, F.lit(None).cast("string"), "u_" + USAGE[key].column))
-    for key in IP_MODEL_KEYS:
-        cands = [(lv, c) for lv in (1, 2) if (c := cand(lv, key)) is not None]
-        level, limit, _, _ = _pick(cands, client_key=False)
-        qip = F.when(level > 0, F.col("ip"))
-        structs.append(_entry(key, level, limit, F.lit(None), F.lit(None), qip, "u_" + USAGE[key].column))
+    for key in MODEL_KEYS:
+        level = F.col(f"lv_{key}")
+        limit = F.lit(None).cast("double")
+        for lv, c in reversed(cands_by_key[key]):
+            limit = F.when(level == lv, c).otherwise(limit)
+        if key in CLIENT_MODEL_KEYS:
+            qu = F.when(level.between(1, 6), F.col("user")).when(level > 0, F.lit(""))
+            qc = F.when(level.isin(3, 6), F.lit("")).when(level > 0, F.col("client_id"))
+            qip = F.lit(None)
+        else:
+            qu = qc = F.lit(None)
+            qip = F.when(level > 0, F.col("ip"))
+        structs.append(_entry(key, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
     return df.select("sample", F.inline(F.array(*structs))).where(F.col("u") > 0)
 
 
-def _pick(cands: list[tuple[int, Any]], client_key: bool = True) -> tuple[Any, Any, Any, Any]:
-    """The level (0 = unlimited) whose limit applies, the limit, and the quota-id parts the level implies.
+def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
+    """The level (0 = unlimited) whose limit applies.
 
     Names that are set resolve to the first level with a limit. Empty names follow the broker's two-phase
     resolution when :mod:`kquotactl.resolve` models it (``BROKER_EXACT_EMPTY_NAMES``): an empty user only
@@ -251,7 +263,7 @@ def _pick(cands: list[tuple[int, Any]], client_key: bool = True) -> tuple[Any, A
     from pyspark.sql import functions as F
 
     if not cands:
-        return F.lit(0), F.lit(None).cast("double"), F.lit(None), F.lit(None)
+        return F.lit(0)
     cols = dict(cands)
 
     def has(lv: int) -> Any:
@@ -269,12 +281,7 @@ def _pick(cands: list[tuple[int, Any]], client_key: bool = True) -> tuple[Any, A
             .when(ce, F.when(has(2) | has(3) | has(5) | has(6), first([3, 6])).otherwise(F.lit(0)))
             .otherwise(level)
         )
-    limit = F.lit(None).cast("double")
-    for lv, c in reversed(cands):
-        limit = F.when(level == lv, c).otherwise(limit)
-    qu = F.when(level.between(1, 6), F.col("user")).when(level > 0, F.lit(""))
-    qc = F.when(level.isin(3, 6), F.lit("")).when(level > 0, F.col("client_id"))
-    return level, limit, qu, qc
+    return level
 
 
 def _entry(key: str, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol: str) -> Any:
@@ -296,11 +303,18 @@ def _entry(key: str, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol: s
 QID = ["key", "level", "qu", "qc", "qip"]
 
 
-def sweep(usage: Any, window: Window, last: int) -> Any:
-    """Per event: the window sum on [p, end), its rate and throttle (``end`` clipped to the last sample + 1)."""
+def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> Any:
+    """Per event: the window sum on [p, end), its rate and throttle (``end`` clipped to the last sample + 1).
+
+    ``one_shuffle``: hash-partition the usage rows by quota-id once; the per-sample aggregation, the window
+    and the per-quota-id aggregation then all run inside those partitions (their required clustering is a
+    superset of, or equal to, the quota-id), instead of three shuffles.
+    """
     from pyspark.sql import Window as W
     from pyspark.sql import functions as F
 
+    if one_shuffle:
+        usage = usage.repartition(*QID)
     per_sample = usage.groupBy(*QID, "limit", "sample").agg(F.sum("u").alias("u"), F.count(F.lit(1)).alias("n"))
     n = window.num
     events = per_sample.select(

@@ -57,7 +57,10 @@ class ConflictError(QuotaError):
 class PartialFailure(QuotaError):
     """Some entities were applied and some were not; the message says exactly which."""
 
-    def __init__(self, message: str, applied: list[str], not_applied: list[str]) -> None:
+    def __init__(
+        self, message: str, applied: list[str], not_applied: list[str], unknown: list[str] | None = None
+    ) -> None:
         super().__init__(message)
         self.applied = applied
         self.not_applied = not_applied
+        self.unknown = unknown or []  # in a transaction whose answer was lost: all or none of them written

@@ -1,0 +1,58 @@
+"""An offline, read-only backend over manifests: ``describe`` without a cluster.
+
+It answers ``describe`` with exactly the filter semantics of the live backends (the shared
+:class:`EntityFilter` predicates), so the resolver, ``plan`` against a saved export, and simulations can
+run in CI with no ZooKeeper or broker. Writing is refused: a manifest is changed by editing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kquotactl.backends import ProgressCallback
+from kquotactl.errors import UsageError
+from kquotactl.filters import EntityFilter
+from kquotactl.manifest import Manifest, load_manifests
+from kquotactl.model import EntityChange, EntityResult, QuotaRecord
+
+
+class ManifestBackend:
+    """Quotas as declared in manifest files (``QuotaBackend`` protocol, read-only)."""
+
+    name = "manifest"
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.warnings: list[str] = []
+        self._records = manifest.records()
+
+    @classmethod
+    def open(cls, paths: Sequence[str]) -> ManifestBackend:
+        return cls(load_manifests(paths))
+
+    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+        flt = (flt or EntityFilter.all()).validate()
+        exact = flt.exact_entity()
+        if exact is not None:
+            entry = self.manifest.get(exact)
+            return [QuotaRecord(exact, dict(entry.config))] if entry is not None else []
+        return [r for r in self._records if flt.matches(r.entity)]
+
+    def alter(
+        self,
+        changes: Sequence[EntityChange],
+        *,
+        validate_only: bool = False,
+        expected: dict | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> list[EntityResult]:
+        raise UsageError("the offline manifest backend is read-only: edit the manifest file instead")
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> ManifestBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

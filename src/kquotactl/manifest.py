@@ -1,0 +1,540 @@
+"""Quota manifests: YAML/JSON files that declare quotas, loaded with a file:line for every value.
+
+A manifest is::
+
+    prune: ["users/svc-*", "clients/*"]      # optional: what this manifest owns (see :class:`PruneRule`)
+    quotas:
+      - entity: {user: alice, client-id: "batch job"}
+        config: {producer_byte_rate: 10MiB, request_percentage: 50}
+        owner: team-a                         # optional metadata, carried into plans and apply logs
+        reason: batch window
+        ticket: OPS-12
+
+Loading is pure (text in, :class:`Manifest` out) apart from reading the files. YAML is composed into nodes
+(not constructed into plain objects) so that every error names the line of the offending value or key,
+duplicate mapping keys are caught (PyYAML silently keeps the last one), and names keep their literal
+spelling (``user: 007`` is the user ``007``, not the number 7). Every value goes through the core's key
+and value validation (:mod:`kquotactl.keys`), every entity through :meth:`Entity.of`.
+
+Public API: :func:`load_manifests` (paths, ``-`` for stdin, directories) and :func:`load_text`; the result's
+:meth:`Manifest.records` / :meth:`Manifest.config_map` feed the resolver, planner and backends.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
+from kquotactl.errors import QuotaError
+from kquotactl.keys import KEYS, Number, check_number, lookup_key
+from kquotactl.model import QuotaRecord
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+TOP_KEYS = ("prune", "quotas")
+ENTRY_KEYS = ("entity", "config", "owner", "reason", "ticket")
+META_KEYS = ("owner", "reason", "ticket")
+ENTITY_KEYS = {"user": EntityType.USER, "client-id": EntityType.CLIENT_ID, "ip": EntityType.IP}
+_TAG_STR = "tag:yaml.org,2002:str"
+_TAG_INT = "tag:yaml.org,2002:int"
+_TAG_FLOAT = "tag:yaml.org,2002:float"
+_TAG_BOOL = "tag:yaml.org,2002:bool"
+_TAG_NULL = "tag:yaml.org,2002:null"
+_KEY_ORDER = {k: i for i, k in enumerate(KEYS)}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where something was written: ``file:line`` (1-based)."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class ManifestError(QuotaError):
+    """One or more problems in manifests, each ``file:line: message``; nothing was written."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        more = len(self.problems) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''}: run kquotactl validate)" if more else ""
+        super().__init__(self.problems[0] + suffix)
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One ``quotas`` item: an entity, its validated config, where it came from, and its metadata."""
+
+    entity: Entity
+    config: Mapping[str, Number]
+    source: Source
+    key_sources: Mapping[str, Source] = field(default_factory=dict)
+    owner: str | None = None
+    reason: str | None = None
+    ticket: str | None = None
+
+    def meta(self) -> dict[str, str]:
+        """The metadata that is set (owner/reason/ticket), for plans and apply logs."""
+        return {k: v for k in META_KEYS if (v := getattr(self, k)) is not None}
+
+
+@dataclass(frozen=True)
+class PruneRule:
+    """An entity-path glob naming what a manifest owns, matched on real (unsanitized) names.
+
+    ``users/svc-*`` owns the users whose name matches ``svc-*`` *and* their (user, client-id) pairs;
+    ``users/*/clients/*`` owns pairs only; ``clients/*``, ``ips/*`` likewise. Wildcards (``*``, ``?``,
+    ``[...]``) match real names only: a default entity is owned only when written literally, as in
+    ``users/<default>`` or ``users/*/clients/<default>``.
+    """
+
+    pattern: str
+    source: Source
+
+    @property
+    def segments(self) -> list[str]:
+        return self.pattern.split("/")
+
+    def matches(self, entity: Entity) -> bool:
+        segs = entity_segments(entity)
+        pat = self.segments
+        if len(pat) > len(segs):
+            return False
+        for p, s in zip(pat, segs, strict=False):
+            if isinstance(s, str) and s in ("users", "clients", "ips") and p == s:
+                continue
+            if s is DEFAULT:
+                if p != DEFAULT_MARKER:
+                    return False
+            elif not isinstance(s, str) or not fnmatch.fnmatchcase(s, p):
+                return False
+        return True
+
+
+def entity_segments(entity: Entity) -> list[Name]:
+    """``['users', 'alice', 'clients', DEFAULT]``: the entity path with real names (not sanitized)."""
+    if entity.ip is not None:
+        return ["ips", entity.ip]
+    if entity.user is not None:
+        segs: list[Name] = ["users", entity.user]
+        if entity.client_id is not None:
+            segs += ["clients", entity.client_id]
+        return segs
+    assert entity.client_id is not None
+    return ["clients", entity.client_id]
+
+
+def entity_path_text(entity: Entity) -> str:
+    """``users/alice/clients/<default>``: a readable path with real names (for messages and prune)."""
+
+    def seg(s: Name) -> str:
+        if s is DEFAULT:
+            return DEFAULT_MARKER
+        return "{name:<default>}" if s == DEFAULT_MARKER else str(s)
+
+    return "/".join(seg(s) for s in entity_segments(entity))
+
+
+def check_prune_pattern(pattern: str) -> str | None:
+    """Why a prune pattern is malformed, or None."""
+    segs = pattern.split("/")
+    shapes = ("users/NAME", "users/NAME/clients/NAME", "clients/NAME", "ips/NAME")
+    ok = (
+        (segs[0] == "users" and len(segs) in (2, 4) and (len(segs) == 2 or segs[2] == "clients"))
+        or (segs[0] in ("clients", "ips") and len(segs) == 2)
+    ) and all(segs)
+    if not ok:
+        return f"prune pattern {pattern!r} must look like {', '.join(shapes)} (NAME a glob or <default>)"
+    return None
+
+
+@dataclass
+class Manifest:
+    """Desired quotas merged from one or more files."""
+
+    entries: list[ManifestEntry] = field(default_factory=list)
+    prune: list[PruneRule] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    _by_entity: dict[Entity, ManifestEntry] = field(default_factory=dict, repr=False)
+
+    def add(self, entry: ManifestEntry) -> None:
+        self.entries.append(entry)
+        self._by_entity[entry.entity] = entry
+
+    def get(self, entity: Entity) -> ManifestEntry | None:
+        return self._by_entity.get(entity)
+
+    def __contains__(self, entity: object) -> bool:
+        return entity in self._by_entity
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def config_map(self) -> dict[Entity, Mapping[str, Number]]:
+        """Entity -> desired config (what the resolver's :class:`QuotaIndex` takes)."""
+        return {e.entity: e.config for e in self.entries}
+
+    def records(self) -> list[QuotaRecord]:
+        """The desired state as records, sorted like ``describe`` output."""
+        return [QuotaRecord(e.entity, dict(e.config)) for e in sorted(self.entries, key=lambda e: e.entity.sort_key())]
+
+    def owns(self, entity: Entity) -> bool:
+        """Is the entity inside this manifest's prune scope?"""
+        return any(r.matches(entity) for r in self.prune)
+
+
+# -- loading ----------------------------------------------------------------------------------------
+
+
+def expand_paths(paths: Iterable[str]) -> list[str]:
+    """Files to read: ``-`` is stdin; a directory contributes its ``*.yaml/*.yml/*.json`` (sorted, not recursive)."""
+    out: list[str] = []
+    for p in paths:
+        if p == "-":
+            out.append(p)
+            continue
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(str(c) for c in path.iterdir() if c.is_file() and c.suffix in MANIFEST_SUFFIXES)
+            if not found:
+                raise ManifestError([f"{p}: no manifest files (*.yaml, *.yml, *.json) in this directory"])
+            out += found
+        elif path.exists():
+            out.append(p)
+        else:
+            raise ManifestError([f"{p}: no such file or directory"])
+    return out
+
+
+def load_manifests(paths: Sequence[str], stdin_text: str | None = None) -> Manifest:
+    """Load and merge manifests; raise :class:`ManifestError` listing every problem (file:line: message)."""
+    if not paths:
+        raise ManifestError(["no manifest given: pass -f FILE (a file, a directory, or - for stdin)"])
+    files = expand_paths(paths)
+    texts: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for f in files:
+        if f == "-":
+            texts.append(("<stdin>", stdin_text if stdin_text is not None else sys.stdin.read()))
+            continue
+        try:
+            with open(f, encoding="utf-8") as fh:
+                texts.append((f, fh.read()))
+        except (OSError, UnicodeDecodeError) as e:
+            problems.append(f"{f}: cannot read: {getattr(e, 'strerror', None) or e}")
+    if problems:
+        raise ManifestError(problems)
+    return load_texts(texts)
+
+
+def load_text(text: str, name: str = "<manifest>") -> Manifest:
+    return load_texts([(name, text)])
+
+
+def load_texts(texts: Sequence[tuple[str, str]]) -> Manifest:
+    """Parse and merge (file name, text) pairs into one :class:`Manifest`."""
+    manifest = Manifest()
+    problems: list[str] = []
+    for name, text in texts:
+        manifest.files.append(name)
+        _Reader(name, manifest, problems).read(text)
+    if problems:
+        raise ManifestError(problems)
+    return manifest
+
+
+class _Reader:
+    """Walks one file's YAML nodes, validating as it goes; problems are collected, not raised."""
+
+    def __init__(self, name: str, manifest: Manifest, problems: list[str]) -> None:
+        self.name = name
+        self.manifest = manifest
+        self.problems = problems
+
+    def src(self, node: Any) -> Source:
+        return Source(self.name, node.start_mark.line + 1)
+
+    def problem(self, node: Any, message: str) -> None:
+        self.problems.append(f"{self.src(node) if node is not None else self.name}: {message}")
+
+    def read(self, text: str) -> None:
+        import yaml
+
+        try:
+            for doc in _compose_all(text):
+                if doc is not None:
+                    self.document(doc)
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            where = f"{self.name}:{mark.line + 1}" if mark is not None else self.name
+            what = " ".join(x for x in (e.context, e.problem) if x)
+            self.problems.append(f"{where}: invalid YAML: {what}")
+        except yaml.YAMLError as e:
+            self.problems.append(f"{self.name}: invalid YAML: {str(e).splitlines()[0]}")
+
+    # -- structure ------------------------------------------------------------------------------
+
+    def mapping(self, node: Any, what: str, allowed: Sequence[str] | None) -> dict[str, tuple[Any, Any]] | None:
+        """A mapping node as {key: (key node, value node)}; duplicate and unknown keys are problems."""
+        import yaml
+
+        if not isinstance(node, yaml.MappingNode):
+            self.problem(node, f"{what} must be a mapping, not {_kind(node)}")
+            return None
+        out: dict[str, tuple[Any, Any]] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode):
+                self.problem(knode, f"{what}: keys must be plain strings")
+                continue
+            key = knode.value
+            if key == "<<":
+                self.problem(knode, f"{what}: YAML merge keys (<<) are not supported; write the keys out")
+                continue
+            if key in out:
+                first = self.src(out[key][0])
+                self.problem(knode, f"duplicate key {key!r} in {what} (first at {first})")
+                continue
+            if allowed is not None and key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f" — did you mean {close[0]}?" if close else f" (allowed: {', '.join(allowed)})"
+                self.problem(knode, f"unknown key {key!r} in {what}{hint}")
+                continue
+            out[key] = (knode, vnode)
+        return out
+
+    def document(self, doc: Any) -> None:
+        import yaml
+
+        if isinstance(doc, yaml.ScalarNode) and doc.tag == _TAG_NULL:
+            return  # an empty document
+        top = self.mapping(doc, "the manifest", TOP_KEYS)
+        if top is None:
+            return
+        if "prune" in top:
+            self.prune(top["prune"][1])
+        if "quotas" in top:
+            qnode = top["quotas"][1]
+            if isinstance(qnode, yaml.ScalarNode) and qnode.tag == _TAG_NULL:
+                return
+            if not isinstance(qnode, yaml.SequenceNode):
+                self.problem(qnode, f"quotas must be a list of entries, not {_kind(qnode)}")
+                return
+            for item in qnode.value:
+                self.entry(item)
+
+    def prune(self, node: Any) -> None:
+        import yaml
+
+        if not isinstance(node, yaml.SequenceNode):
+            self.problem(node, f"prune must be a list of entity-path globs, not {_kind(node)}")
+            return
+        for item in node.value:
+            if not isinstance(item, yaml.ScalarNode) or item.tag != _TAG_STR:
+                self.problem(item, "prune patterns must be strings such as users/svc-*")
+                continue
+            why = check_prune_pattern(item.value)
+            if why:
+                self.problem(item, why)
+                continue
+            self.manifest.prune.append(PruneRule(item.value, self.src(item)))
+
+    def entry(self, node: Any) -> None:
+        fields = self.mapping(node, "a quotas entry", ENTRY_KEYS)
+        if fields is None:
+            return
+        if "entity" not in fields:
+            self.problem(node, "entry has no entity: add entity: {user: NAME} (or client-id, ip)")
+            return
+        if "config" not in fields:
+            self.problem(node, "entry has no config: add config: {KEY: VALUE}")
+            return
+        entity = self.entity(fields["entity"][1])
+        meta: dict[str, str] = {}
+        for k in META_KEYS:
+            if k in fields:
+                text = self.text(fields[k][1], k)
+                if text is not None:
+                    meta[k] = text
+        if entity is None:
+            return
+        config, key_sources = self.config(fields["config"][1], entity)
+        if config is None:
+            return
+        src = self.src(node)
+        first = self.manifest.get(entity)
+        if first is not None:
+            self.problem(
+                fields["entity"][1],
+                f"entity {entity_path_text(entity)} is declared twice (first at {first.source}); merge the entries",
+            )
+            return
+        self.manifest.add(ManifestEntry(entity, config, src, key_sources, **meta))
+
+    def text(self, node: Any, what: str) -> str | None:
+        import yaml
+
+        if not isinstance(node, yaml.ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
+            self.problem(node, f"{what} must be a string")
+            return None
+        return node.value
+
+    def entity(self, node: Any) -> Entity | None:
+        comps = self.mapping(node, "entity", tuple(ENTITY_KEYS))
+        if comps is None:
+            return None
+        if not comps:
+            self.problem(node, "entity is empty: give user, client-id and/or ip")
+            return None
+        names: dict[EntityType, Name] = {}
+        for key, (_, vnode) in comps.items():
+            name = self.name_of(vnode, key)
+            if name is None:
+                return None
+            names[ENTITY_KEYS[key]] = name
+        try:
+            return Entity.from_components(names)
+        except QuotaError as e:
+            self.problem(node, str(e))
+            return None
+
+    def name_of(self, node: Any, key: str) -> Name | None:
+        """``alice`` / ``"<default>"`` (the default) / ``{name: "<default>"}`` (a real name spelled so)."""
+        import yaml
+
+        if isinstance(node, yaml.MappingNode):
+            inner = self.mapping(node, f"the {key} name", ("name",))
+            if inner is None:
+                return None
+            if "name" not in inner:
+                self.problem(node, f'{key}: write {{name: NAME}} for a real name (or "<default>" for the default)')
+                return None
+            vnode = inner["name"][1]
+            text = self.scalar_name(vnode, key)
+            if text is None:
+                return None
+            if text == "":
+                self.problem(vnode, f'{key} name is empty: write "<default>" for the default {key}')
+                return None
+            return text
+        text = self.scalar_name(node, key)
+        if text is None:
+            return None
+        if text == "":
+            self.problem(node, f'{key} name is empty: write "<default>" for the default {key}')
+            return None
+        return DEFAULT if text == DEFAULT_MARKER else text
+
+    def scalar_name(self, node: Any, key: str) -> str | None:
+        import yaml
+
+        if not isinstance(node, yaml.ScalarNode):
+            self.problem(node, f"{key} must be a name (a string), not {_kind(node)}")
+            return None
+        if node.tag == _TAG_NULL:
+            self.problem(node, f'{key} has no name: write "<default>" for the default {key}')
+            return None
+        if node.tag == _TAG_BOOL:
+            self.problem(node, f"{key} name {node.value!r} reads as a boolean in YAML: quote it")
+            return None
+        return node.value  # the literal spelling, also for names that look like numbers
+
+    def config(self, node: Any, entity: Entity) -> tuple[dict[str, Number] | None, dict[str, Source]]:
+        import yaml
+
+        fields = self.mapping(node, "config", None)
+        if fields is None:
+            return None, {}
+        if not fields:
+            self.problem(node, "config is empty: give at least one key (to remove an entity, use --prune)")
+            return None, {}
+        out: dict[str, Number] = {}
+        sources: dict[str, Source] = {}
+        ok = True
+        for k, (knode, vnode) in fields.items():
+            try:
+                key = lookup_key(k, entity.kind)
+            except QuotaError as e:
+                self.problem(knode, f"{entity_path_text(entity)}: {e}")
+                ok = False
+                continue
+            if not isinstance(vnode, yaml.ScalarNode) or vnode.tag in (_TAG_NULL, _TAG_BOOL):
+                self.problem(vnode, f"invalid value for {k}: must be a number (or a string such as 10MiB)")
+                ok = False
+                continue
+            try:
+                out[k] = check_number(key, _scalar_value(vnode), vnode.value)
+            except QuotaError as e:
+                self.problem(vnode, str(e))
+                ok = False
+                continue
+            sources[k] = self.src(vnode)
+        if not ok:
+            return None, {}
+        ordered = dict(sorted(out.items(), key=lambda kv: _KEY_ORDER[kv[0]]))
+        return ordered, sources
+
+
+def _scalar_value(node: Any) -> Any:
+    """A scalar's value: numbers as numbers (YAML 1.1 resolution), everything else as its text."""
+    if node.tag == _TAG_INT:
+        text = node.value.replace("_", "")
+        try:
+            return int(text, 10)
+        except ValueError:
+            return node.value  # 0x10, 0o17, 1:30 (sexagesimal) and friends: refused as text by the core
+    if node.tag == _TAG_FLOAT:
+        low = node.value.lower()
+        if low in (".nan", ".inf", "+.inf", "-.inf"):
+            return float(low.replace(".", ""))
+        try:
+            return float(node.value.replace("_", ""))
+        except ValueError:
+            return node.value
+    return node.value
+
+
+def _kind(node: Any) -> str:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if node.tag == _TAG_NULL:
+        return "empty"
+    return f"the scalar {node.value!r}"
+
+
+def _compose_all(text: str) -> Iterator[Any]:
+    """``yaml.compose_all`` with the C parser when available (same nodes and marks, much faster)."""
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_cls(text)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
+    finally:
+        loader.dispose()
+
+
+def sources_of(paths: Sequence[str]) -> str:
+    """``a.yaml, dir/b.yaml``: for summaries."""
+    return ", ".join(os.path.relpath(p) if p != "-" else "<stdin>" for p in paths)
+
+
+def json_schema() -> dict[str, Any]:
+    """The manifest's JSON Schema (shipped as ``kquotactl/schema/manifest.schema.json``), for editors and CI."""
+    import json
+    from importlib.resources import files
+
+    return json.loads(files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8"))

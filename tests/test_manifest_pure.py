@@ -1,0 +1,255 @@
+"""Manifests without a cluster: loading with file:line errors, the JSON Schema, planning, lint."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kquotactl.backends import QuotaBackend
+from kquotactl.backends.manifest import ManifestBackend
+from kquotactl.entity import DEFAULT, Entity, EntityType
+from kquotactl.errors import UsageError
+from kquotactl.filters import EntityFilter, FilterComponent, MatchType
+from kquotactl.manifest import ManifestError, PruneRule, Source, json_schema, load_manifests, load_text
+
+D = DEFAULT
+
+EXAMPLE = textwrap.dedent(
+    """\
+    prune: ["users/svc-*", "clients/*"]   # what this manifest owns
+    quotas:
+      - entity: {user: alice}
+        config: {producer_byte_rate: 1048576, consumer_byte_rate: 2097152}
+      - entity: {user: alice, client-id: "batch job"}
+        config: {request_percentage: 50}
+      - entity: {user: "<default>"}
+        config: {producer_byte_rate: 102400}
+      - entity: {user: "<default>", client-id: "<default>"}
+        config: {request_rate: 100}
+      - entity: {ip: 192.0.2.10}
+        config: {connection_creation_rate: 20}
+      - entity: {user: {name: "<default>"}}
+        config: {consumer_byte_rate: 10MiB}
+        owner: team-a
+        reason: a real user called <default>
+        ticket: 1234
+    """
+)
+
+
+def problems(text: str, name: str = "m.yaml") -> list[str]:
+    with pytest.raises(ManifestError) as e:
+        load_text(text, name)
+    return e.value.problems
+
+
+# -- loading ------------------------------------------------------------------------------------------
+
+
+def test_the_issue_example_loads_with_defaults_real_default_names_units_and_metadata() -> None:
+    m = load_text(EXAMPLE, "m.yaml")
+    cfg = m.config_map()
+    assert cfg[Entity(user="alice")] == {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}
+    assert cfg[Entity(user="alice", client_id="batch job")] == {"request_percentage": 50.0}
+    assert cfg[Entity(user=D)] == {"producer_byte_rate": 102400}
+    assert cfg[Entity(user=D, client_id=D)] == {"request_rate": 100}
+    assert cfg[Entity(ip="192.0.2.10")] == {"connection_creation_rate": 20}
+    real = m.get(Entity(user="<default>"))
+    assert real is not None and real.config == {"consumer_byte_rate": 10 * 1024 * 1024}
+    assert real.meta() == {"owner": "team-a", "reason": "a real user called <default>", "ticket": "1234"}
+    assert real.source == Source("m.yaml", 13) and real.key_sources["consumer_byte_rate"] == Source("m.yaml", 14)
+    assert [r.pattern for r in m.prune] == ["users/svc-*", "clients/*"]
+    assert isinstance(cfg[Entity(user=D, client_id=D)]["request_rate"], int)
+    assert [r.entity for r in m.records()][:2] == [Entity(user=D), Entity(user="<default>")]
+
+
+def test_names_keep_their_literal_spelling_and_ips_are_canonical() -> None:
+    m = load_text(
+        "quotas:\n- {entity: {user: 007, client-id: 1.50}, config: {producer_byte_rate: 1}}\n"
+        "- {entity: {ip: '2001:DB8:0::1'}, config: {connection_creation_rate: 3}}\n"
+    )
+    assert Entity(user="007", client_id="1.50") in m
+    assert Entity(ip="2001:db8::1") in m
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("quotas:\n  - entity: {user: a}\n    config: {producer_byte_rat: 5}\n", 3, "did you mean producer_byte_rate"),
+        ("quotas:\n  - entity: {user: a}\n    config:\n      producer_byte_rate: -1\n", 4, "greater than 0"),
+        ("quotas:\n  - entity: {user: a}\n    config:\n      x: 1\n      consumer_byte_rate: 1.5\n", 4, "unknown key"),
+        ("quotas:\n  - entity: {user: a}\n    config:\n\n      consumer_byte_rate: 1.5\n", 5, "whole number"),
+        ("quotas:\n  - entity: {user: a}\n    config: {consumer_byte_rate: .nan}\n", 3, "NaN"),
+        ("quotas:\n  - entity: {user: a}\n    config: {consumer_byte_rate: 10XB}\n", 3, "unknown unit"),
+        ("quotas:\n  - entity: {user: a}\n    config: {consumer_byte_rate: true}\n", 3, "must be a number"),
+        ("quotas:\n  - entity: {ip: 1.2.3.4}\n    config: {connection_creation_rate: 2147483648}\n", 3, "too large"),
+        ("quotas:\n  - entity: {ip: 1.2.3.4}\n    config: {producer_byte_rate: 5}\n", 3, "not valid for ips"),
+        ("quotas:\n  - entity: {user: a}\n    config: {connection_creation_rate: 5}\n", 3, "only valid for ips"),
+        (
+            "quotas:\n  - entity: {ip: 1.2.3.4, user: a}\n    config: {connection_creation_rate: 5}\n",
+            2,
+            "INVALID_REQUEST",
+        ),
+        ("quotas:\n  - entity: {ip: host.example}\n    config: {connection_creation_rate: 5}\n", 2, "valid IP"),
+        ("quotas:\n  - entity: {user: a, user: b}\n    config: {producer_byte_rate: 5}\n", 2, "duplicate key 'user'"),
+        (
+            "quotas:\n  - entity: {user: a}\n    config:\n      producer_byte_rate: 5\n      producer_byte_rate: 6\n",
+            5,
+            "duplicate key 'producer_byte_rate'",
+        ),
+        ("quotas:\n  - entity: {user: ''}\n    config: {producer_byte_rate: 5}\n", 2, "name is empty"),
+        ("quotas:\n  - entity: {user: ~}\n    config: {producer_byte_rate: 5}\n", 2, '"<default>"'),
+        ("quotas:\n  - entity: {user: yes}\n    config: {producer_byte_rate: 5}\n", 2, "boolean"),
+        ("quotas:\n  - entity: {usr: a}\n    config: {producer_byte_rate: 5}\n", 2, "did you mean user"),
+        ("quotas:\n  - entity: {}\n    config: {producer_byte_rate: 5}\n", 2, "entity is empty"),
+        ("quotas:\n  - entity: {user: a}\n    config: {}\n", 3, "config is empty"),
+        ("quotas:\n  - entity: {user: a}\n", 2, "no config"),
+        ("quotas:\n  - config: {producer_byte_rate: 1}\n", 2, "no entity"),
+        (
+            "quotas:\n  - entity: {user: a}\n    config: {producer_byte_rate: 1}\n    ownr: me\n",
+            4,
+            "did you mean owner",
+        ),
+        ("quota:\n  - entity: {user: a}\n", 1, "did you mean quotas"),
+        ("quotas: {user: a}\n", 1, "must be a list"),
+        ("prune: [users]\nquotas: []\n", 1, "prune pattern 'users'"),
+        ("prune: users/*\n", 1, "prune must be a list"),
+        (
+            "quotas:\n  - entity: {user: a}\n    config: {producer_byte_rate: 1}\n  - entity: {user: a}\n"
+            "    config: {consumer_byte_rate: 1}\n",
+            4,
+            "declared twice (first at m.yaml:2)",
+        ),
+        ("quotas:\n  - entity: {user: a\n    config: {}\n", 3, "invalid YAML"),
+        ("base: &b {producer_byte_rate: 1}\n", 1, "unknown key 'base'"),
+        ("quotas:\n  - entity: {user: a}\n    config: {<<: {producer_byte_rate: 1}}\n", 3, "merge keys"),
+    ],
+)
+def test_errors_name_the_line_of_the_offending_value_or_key(text: str, line: int, message: str) -> None:
+    found = problems(text)
+    assert any(p.startswith(f"m.yaml:{line}: ") and message in p for p in found), found
+
+
+def test_every_problem_is_reported_and_the_error_is_one_line() -> None:
+    text = (
+        "quotas:\n  - entity: {user: a}\n    config: {producer_byte_rate: 0}\n  - entity: {user: b}\n"
+        "    config: {producer_byte_rate: x}\n"
+    )
+    with pytest.raises(ManifestError) as e:
+        load_text(text, "m.yaml")
+    assert [p.split(":")[1] for p in e.value.problems] == ["3", "5"]
+    assert "\n" not in str(e.value) and "1 more problem" in str(e.value)
+
+
+def test_files_and_directories_merge_and_the_same_entity_twice_names_both_places(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.yaml").write_text(
+        "prune: [users/*]\nquotas:\n- {entity: {user: a}, config: {request_rate: 1}}\n"
+    )
+    (tmp_path / "d" / "b.yml").write_text('{"quotas": [{"entity": {"client-id": "c"}, "config": {"request_rate": 2}}]}')
+    (tmp_path / "d" / "notes.txt").write_text("ignored")
+    (tmp_path / "top.yaml").write_text(
+        "quotas:\n- {entity: {ip: '<default>'}, config: {connection_creation_rate: 9}}\n"
+    )
+    m = load_manifests([str(tmp_path / "top.yaml"), str(tmp_path / "d")])
+    assert set(m.config_map()) == {Entity(user="a"), Entity(client_id="c"), Entity(ip=D)}
+    assert [r.pattern for r in m.prune] == ["users/*"]
+    (tmp_path / "dup.yaml").write_text("quotas:\n\n- {entity: {user: a}, config: {request_rate: 1}}\n")
+    with pytest.raises(ManifestError) as e:
+        load_manifests([str(tmp_path / "d"), str(tmp_path / "dup.yaml")])
+    assert e.value.problems == [
+        f"{tmp_path / 'dup.yaml'}:3: entity users/a is declared twice (first at {tmp_path / 'd' / 'a.yaml'}:3); "
+        "merge the entries"
+    ]
+
+
+def test_missing_paths_and_empty_inputs() -> None:
+    with pytest.raises(ManifestError, match="no such file"):
+        load_manifests(["/nonexistent/x.yaml"])
+    with pytest.raises(ManifestError, match="no manifest given"):
+        load_manifests([])
+    assert len(load_text("")) == 0 and len(load_text("quotas:\n")) == 0
+    assert len(load_manifests(["-"], stdin_text="quotas: []\n")) == 0
+
+
+@pytest.mark.parametrize(
+    ("pattern", "entity", "owned"),
+    [
+        ("users/svc-*", Entity(user="svc-1"), True),
+        ("users/svc-*", Entity(user="svc-1", client_id="x"), True),  # a user's pairs go with the user
+        ("users/svc-*", Entity(user="alice"), False),
+        ("users/svc-*", Entity(client_id="svc-1"), False),
+        ("users/*", Entity(user=D), False),  # wildcards match real names only
+        ("users/<default>", Entity(user=D), True),
+        ("users/<default>", Entity(user=D, client_id="c"), True),
+        ("users/*/clients/*", Entity(user="a", client_id="c"), True),
+        ("users/*/clients/*", Entity(user="a"), False),
+        ("users/*/clients/*", Entity(user="a", client_id=D), False),
+        ("users/*/clients/<default>", Entity(user="a", client_id=D), True),
+        ("clients/*", Entity(client_id="batch job"), True),
+        ("clients/*", Entity(client_id=D), False),
+        ("ips/10.*", Entity(ip="10.1.2.3"), True),
+        ("ips/*", Entity(ip=D), False),
+        ("users/A*", Entity(user="alice"), False),  # case-sensitive, like principals
+    ],
+)
+def test_prune_scope_globs_on_real_names(pattern: str, entity: Entity, owned: bool) -> None:
+    assert PruneRule(pattern, Source("m", 1)).matches(entity) is owned
+
+
+# -- JSON Schema ------------------------------------------------------------------------------------------
+
+
+def test_the_shipped_json_schema_accepts_valid_manifests_and_rejects_malformed_ones(tmp_path: Path) -> None:
+    import jsonschema
+    import yaml
+
+    schema = json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    docs_example = Path(__file__).resolve().parent.parent / "docs" / "examples" / "quotas.yaml"
+    for text in [EXAMPLE, *([docs_example.read_text()] if docs_example.exists() else [])]:
+        load_text(text)  # our own loader agrees
+        assert list(validator.iter_errors(yaml.safe_load(text))) == []
+    bad = [
+        {"quota": []},
+        {"quotas": [{"entity": {"user": "a"}}]},
+        {"quotas": [{"entity": {"user": "a"}, "config": {"producer_byte_rate": -1}}]},
+        {"quotas": [{"entity": {"user": "a"}, "config": {"connection_creation_rate": 1}}]},
+        {"quotas": [{"entity": {"ip": "1.2.3.4"}, "config": {"producer_byte_rate": 1}}]},
+        {"quotas": [{"entity": {"ip": "1.2.3.4", "user": "a"}, "config": {"connection_creation_rate": 1}}]},
+        {"quotas": [{"entity": {"user": "a"}, "config": {"producer_byte_rate": "10XB"}}]},
+        {"prune": ["users"]},
+    ]
+    for doc in bad:
+        assert list(validator.iter_errors(doc)), doc
+
+
+# -- the offline manifest backend ------------------------------------------------------------------------------
+
+
+def test_manifest_backend_describes_with_the_live_filter_semantics() -> None:
+    b = ManifestBackend(load_text(EXAMPLE))
+    assert isinstance(b, QuotaBackend)
+    users = EntityFilter((FilterComponent(EntityType.USER, MatchType.ANY),), strict=True)
+    assert [r.entity for r in b.describe(users)] == [Entity(user=D), Entity(user="<default>"), Entity(user="alice")]
+    defaults = EntityFilter((FilterComponent(EntityType.USER, MatchType.DEFAULT),), strict=False)
+    assert [r.entity for r in b.describe(defaults)] == [Entity(user=D), Entity(user=D, client_id=D)]
+    assert [r.config for r in b.describe(EntityFilter.exact(Entity(ip="192.0.2.10")))] == [
+        {"connection_creation_rate": 20}
+    ]
+    assert b.describe(EntityFilter.exact(Entity(user="nobody"))) == []
+    assert len(b.describe()) == 6
+    with pytest.raises(UsageError, match="read-only"):
+        b.alter([])
+
+
+def test_records_round_trip_through_json() -> None:
+    m = load_text(EXAMPLE)
+    assert json.loads(json.dumps([r.to_json() for r in m.records()]))[0] == {
+        "entity": {"user": None},
+        "config": {"producer_byte_rate": 102400},
+    }

@@ -63,6 +63,10 @@ class ConnectionTrouble(BackendUnavailable):
     """The connection was lost or the session expired: kazoo reconnects, so the caller may wait and retry."""
 
 
+class NotAuthorized(BackendUnavailable):
+    """ZooKeeper answered NoAuth; callers that know the path explain it (see ``_no_auth_message``)."""
+
+
 class NoAnswer(BackendUnavailable):
     """A request got no answer within the op timeout (a hung or overloaded server): not retried."""
 
@@ -274,7 +278,7 @@ class ZooKeeperBackend:
         except ConnectionClosedError as e:
             raise BackendUnavailable(f"lost the ZooKeeper connection ({what}): {_short(e)}") from None
         except NoAuthError:
-            raise BackendUnavailable(
+            raise NotAuthorized(
                 f"not authorized by ZooKeeper for {what}: check --zk-auth / SASL credentials and the node ACLs"
             ) from None
         except AuthFailedError:
@@ -356,6 +360,11 @@ class ZooKeeperBackend:
                 yield p, self._wait(ar, f"{what} {p}")
             except NoNodeError:
                 yield p, None
+            except NotAuthorized:
+                if what == "exists":  # ZooKeeper 3.6+ checks READ on exists; NoAuth means the node is there
+                    yield p, True
+                    continue
+                raise NotAuthorized(self._no_auth_message([p], "read")) from None
 
     def _scan(self, flt: EntityFilter) -> dict[str, _Node | None]:
         """Read the entity znodes a filter may match, visiting only the subtrees it can reach.
@@ -443,8 +452,10 @@ class ZooKeeperBackend:
         return list(CREATOR_ALL_ACL) + ([] if sensitive else list(READ_ACL_UNSAFE))
 
     def _ensure_base(self) -> None:
-        existing = self._get_many([CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS])
-        for path in (CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS):
+        # exists, not get, and NoAuth counts as present: /config/users is unreadable to others under secure ACLs
+        base = [CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS]
+        existing = dict(self._ride_out(lambda: list(self._pipelined(base, self._client.exists_async, "exists"))))
+        for path in base:
             if existing.get(path) is None:
                 self._ride_out(self._create_base, path)
 
@@ -457,6 +468,8 @@ class ZooKeeperBackend:
             self._wait(self._client.create_async(path, b"", acl=self._acl(path)), f"create {path}")
         except NodeExistsError:
             pass
+        except NotAuthorized:
+            raise NotAuthorized(self._no_auth_message([path.rsplit("/", 1)[0] or "/"])) from None
         except NoNodeError:  # pragma: no cover - parents are created in order
             raise BackendUnavailable(f"cannot create {path}: parent missing") from None
 
@@ -657,11 +670,48 @@ class ZooKeeperBackend:
                 raise f
             if not isinstance(f, BadVersionError | NodeExistsError | NoNodeError | NotEmptyError):
                 if _is_no_auth(f):
-                    raise BackendUnavailable(
-                        "not authorized by ZooKeeper to write quota nodes: check --zk-auth / SASL credentials"
-                    )
+                    raise BackendUnavailable(self._no_auth_message(_acl_witnesses(batch)))
                 raise ConflictError(f"ZooKeeper rejected the transaction: {_short(f)}")
         return False
+
+    def _no_auth_message(self, paths: Sequence[str], action: str = "write") -> str:
+        """Why ZooKeeper refused, in one line. kazoo cannot say: a wrong digest password still "authenticates"
+        (as another identity) and only shows up as NoAuth later, so compare our identity with the ACLs of the
+        nodes involved (or, when those are unreadable to us, of /config and /config/changes, which Kafka's
+        secure ACLs leave world-readable). Names users, never passwords or their hashes."""
+        from kazoo.security import make_digest_acl_credential
+
+        refused = paths[0] if paths else "quota nodes"
+        ours = {}
+        for cred in self.settings.digest_auth:
+            user, _, password = cred.partition(":")
+            ours[user] = make_digest_acl_credential(user, password)
+        if not ours and not self.settings.sasl:
+            return (
+                f"ZooKeeper refused to {action} {refused}: its ACL allows that only to authenticated users "
+                "(give --zk-auth digest:USER:PASSWORD, --zk-sasl-jaas FILE or KQUOTACTL_ZK_AUTH)"
+            )
+        for path in dict.fromkeys([*paths, CONFIG_ROOT, CHANGES_PATH]):
+            try:
+                acls, _ = self._wait(self._client.get_acls_async(path), f"read the ACL of {path}")
+            except Exception:  # the explanation is best effort; the refusal stands
+                continue
+            digest_ids = [a.id.id for a in acls if a.id.scheme == "digest"]
+            for user, ident in ours.items():
+                named = [i for i in digest_ids if i.split(":", 1)[0] == user]
+                if named and ident not in named:
+                    return (
+                        f"ZooKeeper refused to {action} {refused}: wrong password for digest user {user!r} "
+                        f"(the ACL of {path} names {user!r} with a different password)"
+                    )
+            if path in paths:
+                mask = 0b0001 if action == "read" else 0b1110  # READ; WRITE, CREATE, DELETE
+                allowed = sorted({f"{a.id.scheme}:{a.id.id.split(':', 1)[0]}" for a in acls if a.perms & mask})
+                return (
+                    f"ZooKeeper refused to {action} {refused}: its ACL allows that only to "
+                    f"{', '.join(allowed) or 'nobody'}; check --zk-auth / SASL credentials"
+                )
+        return f"not authorized by ZooKeeper to {action} {refused}: check --zk-auth / SASL credentials and the ACLs"
 
     def _settle(self, batch: list[_EntityPlan]) -> bool:
         """After a commit whose answer was lost: did the transaction land? Decided by reading it back.
@@ -842,6 +892,19 @@ def _partial(
         )
     parts.append(f"not applied: {len(missing)} — re-run to converge")
     return PartialFailure("; ".join(parts), applied, missing, unknown)
+
+
+def _acl_witnesses(batch: Sequence[_EntityPlan]) -> list[str]:
+    """Nodes whose ACL decides whether a batch may be written: an existing entity node, or the parent a new
+    one is created under, and the notifications' parent."""
+    out: list[str] = []
+    for p in batch[:3]:
+        if p.node is not None:
+            out.append(p.path)
+        else:
+            parent = p.path.rsplit("/", 1)[0]
+            out.append(p.parents[0].rsplit("/", 1)[0] if p.parents else parent)
+    return [*dict.fromkeys(out), CHANGES_PATH]
 
 
 def _is_no_auth(exc: Exception) -> bool:

@@ -253,3 +253,238 @@ def test_records_round_trip_through_json() -> None:
         "entity": {"user": None},
         "config": {"producer_byte_rate": 102400},
     }
+
+
+# -- planning -----------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kquotactl.lint import lint, shadowing_entity  # noqa: E402
+from kquotactl.manifest import dump_manifest_yaml, export_document  # noqa: E402
+from kquotactl.model import QuotaRecord  # noqa: E402
+from kquotactl.plan import Plan, check_deletions, fingerprint, make_plan, precedence  # noqa: E402
+
+
+def recs(state: dict[Entity, dict]) -> list[QuotaRecord]:
+    return [QuotaRecord(e, c) for e, c in state.items()]
+
+
+def manifest_of(state: dict[Entity, dict], prune: list[str] = ()) -> str:  # type: ignore[assignment]
+    doc = export_document(recs(state))
+    if prune:
+        doc = {"prune": list(prune), **doc}
+    return dump_manifest_yaml(doc)
+
+
+def test_plan_adds_changes_and_without_prune_never_removes() -> None:
+    live = {
+        Entity(user="a"): {"producer_byte_rate": 1, "request_percentage": 5.0},
+        Entity(user="x"): {"request_rate": 1},
+    }
+    want = {Entity(user="a"): {"producer_byte_rate": 2}, Entity(client_id=D): {"consumer_byte_rate": 3}}
+    plan = make_plan(load_text(manifest_of(want)), recs(live))
+    assert [(d.entity, d.action.value, [(k.key, k.op.value, k.old, k.new) for k in d.keys]) for d in plan.diffs] == [
+        (Entity(user="a"), "update", [("producer_byte_rate", "change", 1, 2)]),
+        (Entity(client_id=D), "create", [("consumer_byte_rate", "add", None, 3)]),
+    ]
+    assert plan.deletions == 0 and plan.unmanaged == 1 and plan.unchanged == 0
+    assert plan.changes()[0].set == {"producer_byte_rate": 2} and plan.changes()[0].remove == frozenset()
+
+
+def test_in_sync_is_an_empty_plan_and_doubles_compare_as_numbers() -> None:
+    state = {Entity(user="a"): {"request_percentage": 50.0, "producer_byte_rate": 1024}}
+    plan = make_plan(
+        load_text("quotas:\n- {entity: {user: a}, config: {request_percentage: 50, producer_byte_rate: 1KiB}}"),
+        recs(state),
+    )
+    assert not plan.pending and plan.unchanged == 1 and plan.summary_line().startswith("in sync")
+
+
+def test_a_limit_moving_to_a_more_specific_level_is_written_before_the_general_one_is_removed() -> None:
+    live = {Entity(user=D): {"producer_byte_rate": 100}, Entity(client_id="c"): {"request_percentage": 1.0}}
+    want = {
+        Entity(user="alice"): {"producer_byte_rate": 100},  # the limit moves from users/<default> to alice...
+        Entity(user="alice", client_id="c"): {"request_percentage": 1.0},  # ...and from clients/c to the pair
+        Entity(ip=D): {"connection_creation_rate": 5},
+    }
+    plan = make_plan(load_text(manifest_of(want, ["users/<default>", "clients/*"])), recs(live), prune=True)
+    order = [(d.entity, d.action.value) for d in plan.diffs]
+    assert order == [
+        (Entity(user="alice"), "create"),
+        (Entity(user="alice", client_id="c"), "create"),
+        (Entity(ip=D), "create"),
+        (Entity(user=D), "delete"),
+        (Entity(client_id="c"), "delete"),
+    ]
+    assert plan.deletions == 2
+
+
+def test_an_entity_that_both_sets_and_removes_is_one_change_ordered_between_adds_and_removals() -> None:
+    live = {
+        Entity(user="svc-a"): {"producer_byte_rate": 1, "consumer_byte_rate": 2},
+        Entity(user="svc-b"): {"request_rate": 1},
+    }
+    want = {Entity(user="svc-a"): {"producer_byte_rate": 5}, Entity(user="svc-c"): {"request_rate": 1}}
+    plan = make_plan(load_text(manifest_of(want, ["users/svc-*"])), recs(live), prune=True)
+    assert [d.entity.user for d in plan.diffs] == ["svc-c", "svc-a", "svc-b"]
+    [_, mixed, _] = plan.changes()
+    assert mixed.set == {"producer_byte_rate": 5} and mixed.remove == frozenset({"consumer_byte_rate"})
+
+
+def test_precedence_levels_follow_the_broker() -> None:
+    assert [
+        precedence(e)
+        for e in (
+            Entity(user="u", client_id="c"),
+            Entity(user="u", client_id=D),
+            Entity(user="u"),
+            Entity(user=D, client_id="c"),
+            Entity(user=D, client_id=D),
+            Entity(user=D),
+            Entity(client_id="c"),
+            Entity(client_id=D),
+            Entity(ip="1.2.3.4"),
+            Entity(ip=D),
+        )
+    ] == list(range(1, 11))
+
+
+def test_the_deletion_guard_counts_entities_that_lose_quotas() -> None:
+    live = {Entity(user=f"svc-{i}"): {"producer_byte_rate": 1, "request_rate": 2} for i in range(3)}
+    plan = make_plan(
+        load_text(manifest_of({Entity(user="svc-0"): {"producer_byte_rate": 1}}, ["users/svc-*"])),
+        recs(live),
+        prune=True,
+    )
+    assert plan.deletions == 3
+    check_deletions(plan, 3)
+    with pytest.raises(UsageError, match="removes quotas from 3 entities, more than --max-deletions 2"):
+        check_deletions(plan, 2)
+
+
+def test_fingerprints_see_every_value_and_ignore_order() -> None:
+    a = {Entity(user="a"): {"producer_byte_rate": 1}, Entity(user=D): {"request_percentage": 2.0}}
+    assert fingerprint(recs(a)) == fingerprint(list(reversed(recs(a))))
+    assert fingerprint(recs(a)) != fingerprint(recs({**a, Entity(user="a"): {"producer_byte_rate": 2}}))
+    assert fingerprint(recs(a)) != fingerprint(
+        recs({Entity(user="<default>"): {"producer_byte_rate": 1}, Entity(user=D): {"request_percentage": 2.0}})
+    )
+    assert fingerprint([]) != fingerprint(recs(a))
+
+
+def test_saved_plans_round_trip_and_edited_plans_are_validated_again() -> None:
+    live = {Entity(user="svc-x"): {"request_rate": 3}}
+    plan = make_plan(load_text(EXAMPLE), recs(live), prune=True)
+    data = json.loads(json.dumps(plan.to_json({"backend": "zookeeper", "cluster": "zk:2181"})))
+    again = Plan.from_json(data)
+    assert again.fingerprint == plan.fingerprint and again.prune
+    assert [d.change() for d in again.diffs] == plan.changes()
+    assert [d.meta for d in again.diffs] == [d.meta for d in plan.diffs]
+    data["changes"][0]["after"] = {"request_percentage": -1}
+    with pytest.raises(UsageError, match="greater than 0"):
+        Plan.from_json(data, "p.json")
+    with pytest.raises(UsageError, match="not a kquotactl plan"):
+        Plan.from_json({"quotas": []}, "p.json")
+
+
+# -- lint -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shadow", "entity", "dead"),
+    [
+        (Entity(user=D), Entity(client_id="c"), True),  # the classic: a default user quota hides client-id quotas
+        (Entity(user=D), Entity(client_id=D), True),
+        (Entity(user=D, client_id=D), Entity(user=D), True),
+        (Entity(user=D, client_id="c"), Entity(client_id="c"), True),
+        (Entity(user="u", client_id=D), Entity(user="u"), True),
+        (Entity(user=D, client_id="c"), Entity(user=D), False),  # only client c's connections are covered
+        (Entity(user="u"), Entity(client_id="c"), False),  # only user u's connections
+        (Entity(user="u"), Entity(user=D), False),
+        (Entity(user="u", client_id="c"), Entity(user="u"), False),
+        (Entity(user="u", client_id=D), Entity(user="v"), False),
+        (Entity(user=D), Entity(user="u"), False),  # more general never shadows more specific
+        (Entity(ip="1.2.3.4"), Entity(ip=D), False),
+    ],
+)
+def test_shadowing_follows_the_eight_levels(shadow: Entity, entity: Entity, dead: bool) -> None:
+    quotas = (
+        {shadow: {"producer_byte_rate": 1}, entity: {"producer_byte_rate": 2}}
+        if shadow.ip is None
+        else {shadow: {"connection_creation_rate": 1}, entity: {"connection_creation_rate": 2}}
+    )
+    key = "connection_creation_rate" if entity.ip is not None else "producer_byte_rate"
+    assert (shadowing_entity(entity, key, quotas) == shadow) is dead
+    assert shadowing_entity(entity, "consumer_byte_rate", quotas) is None  # per key
+
+
+def test_lint_names_the_shadowed_keys_and_the_entry_that_hides_them() -> None:
+    m = load_text(
+        "quotas:\n"
+        "- {entity: {user: '<default>'}, config: {consumer_byte_rate: 1}}\n"
+        "- {entity: {client-id: app}, config: {consumer_byte_rate: 2, producer_byte_rate: 3}}\n"
+        "- {entity: {user: bob}, config: {consumer_byte_rate: 4}}\n",
+        "m.yaml",
+    )
+    warnings = [str(w) for w in lint(m)]
+    assert warnings == [
+        "m.yaml:3: warning: clients/app consumer_byte_rate never applies: every connection it could match resolves "
+        "consumer_byte_rate at users/<default> (m.yaml:2) first"
+    ]
+
+
+# -- export round trip (property) ---------------------------------------------------------------------------------
+
+names = st.one_of(
+    st.sampled_from(
+        [
+            "<default>",
+            "yes",
+            "no",
+            "null",
+            "~",
+            "007",
+            "1.5",
+            "1e3",
+            "a: b",
+            "- x",
+            "#c",
+            "'q'",
+            '"d"',
+            "CN=a,O=b c",
+            "ünï",
+            " lead",
+            "tab\there",
+            "*",
+            "&anchor",
+            "{x}",
+            "[y]",
+            "%",
+        ]
+    ),
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=12),
+)
+users = st.one_of(st.just(D), names)
+entities = st.one_of(
+    st.builds(lambda u: Entity.of(user=u), users),
+    st.builds(lambda c: Entity.of(client_id=c), users),
+    st.builds(lambda u, c: Entity.of(user=u, client_id=c), users, users),
+    st.sampled_from([Entity(ip=D), Entity(ip="10.0.0.1"), Entity(ip="2001:db8::1")]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(entities, st.integers(1, 2**63 - 1), min_size=1, max_size=8), st.floats(0.001, 1e12))
+def test_export_then_load_is_lossless_for_any_names(state: dict[Entity, int], pct: float) -> None:
+    quotas = {
+        e: (
+            {"connection_creation_rate": min(v, 2**31 - 1)}
+            if e.ip is not None
+            else {"producer_byte_rate": v, "request_percentage": pct}
+        )
+        for e, v in state.items()
+    }
+    text = dump_manifest_yaml(export_document(recs(quotas)))
+    assert load_text(text).config_map() == quotas
+    assert load_text(json.dumps(export_document(recs(quotas)))).config_map() == quotas

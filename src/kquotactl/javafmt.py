@@ -6,6 +6,7 @@ matching its output means emulating both. Pure functions, no I/O.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 
@@ -56,6 +57,7 @@ def _shortest_digits(ax: float) -> tuple[str, int]:
     return digits, exp
 
 
+@functools.lru_cache(maxsize=4096)  # called for the same few key names for every entity written
 def java_string_hash(s: str) -> int:
     """``String.hashCode`` as a signed 32-bit int (UTF-16 code units)."""
     h = 0

@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -514,11 +515,62 @@ def _kind(node: Any) -> str:
     return f"the scalar {node.value!r}"
 
 
+_SURROGATE_PAIR = re.compile(r"(?<!\\)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _json_surrogates(text: str) -> str:
+    """JSON writes characters beyond U+FFFF as surrogate pairs (``\\ud83d\\ude00``), which YAML refuses:
+    rewrite them as YAML's ``\\U0001f600`` (same line, so line numbers are unchanged)."""
+    if "\\u" not in text:
+        return text
+
+    def joined(m: re.Match[str]) -> str:
+        hi, lo = int(m.group(1), 16), int(m.group(2), 16)
+        return f"\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
+
+    return _SURROGATE_PAIR.sub(joined, text)
+
+
+MAX_NESTING = 32  # a manifest needs 4 levels; YAML composers recurse, and libyaml's overflows the C stack
+
+
+def _check_nesting(text: str, loader_cls: Any) -> None:
+    """Refuse deeply nested documents before composing them: PyYAML's composers recurse per level (the C one
+    crashes the process on ~100,000 nested brackets, the Python one raises RecursionError). The event parser
+    is iterative, so counting depth on events is safe and cheap."""
+    import yaml
+
+    loader = loader_cls(text)
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)", event.start_mark
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
 def _compose_all(text: str) -> Iterator[Any]:
     """``yaml.compose_all`` with the C parser when available (same nodes and marks, much faster)."""
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    text = _json_surrogates(text)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # undecodable bytes smuggled in as surrogates (stdin under LANG=C)
+            line, column = text.count("\n", 0, e.start), e.start - (text.rfind("\n", 0, e.start) + 1)
+            mark = yaml.error.Mark("<manifest>", e.start, line, column, None, None)
+            raise yaml.scanner.ScannerError(None, None, "bytes that are not valid UTF-8", mark) from None
+    _check_nesting(text, loader_cls)
     loader = loader_cls(text)
     try:
         while loader.check_node():
@@ -538,3 +590,55 @@ def json_schema() -> dict[str, Any]:
     from importlib.resources import files
 
     return json.loads(files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8"))
+
+
+# -- export ---------------------------------------------------------------------------------------------
+
+
+def _export_name(name: Name) -> Any:
+    if name is DEFAULT:
+        return DEFAULT_MARKER
+    return {"name": name} if name == DEFAULT_MARKER else name
+
+
+def export_document(records: Iterable[QuotaRecord]) -> dict[str, Any]:
+    """Live quotas as a manifest: lossless (defaults, real ``<default>`` names, pairs, ips), in ``describe``
+    order, keys in the core's order, integers for LONG/INT keys — so applying it to the same cluster is a no-op."""
+    quotas = []
+    for r in sorted(records, key=lambda r: r.entity.sort_key()):
+        entity = {t.value: _export_name(n) for t, n in r.entity.components().items()}
+        config = {
+            k: (int(v) if KEYS[k].integral else float(v))
+            for k, v in sorted(r.config.items(), key=lambda kv: _KEY_ORDER.get(kv[0], 99))
+        }
+        quotas.append({"entity": entity, "config": config})
+    return {"quotas": quotas}
+
+
+def dump_manifest_yaml(doc: Mapping[str, Any]) -> str:
+    """YAML with one flow mapping per entity and per config (``- entity: {user: alice}``), C emitter if present;
+    ``"<default>"`` is quoted as in the documentation."""
+    import yaml
+
+    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class Dumper(base):  # type: ignore[valid-type,misc]
+        pass
+
+    def str_repr(dumper: Any, data: str) -> Any:
+        style = '"' if data == DEFAULT_MARKER else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+    def flow_repr(dumper: Any, data: dict) -> Any:
+        return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True)
+
+    Dumper.add_representer(str, str_repr)
+    Dumper.add_representer(_Flow, flow_repr)
+    body = dict(doc)
+    if isinstance(body.get("quotas"), list):
+        body["quotas"] = [{k: _Flow(v) if isinstance(v, dict) else v for k, v in q.items()} for q in body["quotas"]]
+    return yaml.dump(body, Dumper=Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 20)
+
+
+class _Flow(dict):
+    """A mapping written in flow style (``{user: alice}``)."""

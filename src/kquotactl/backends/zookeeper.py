@@ -171,6 +171,7 @@ class ZooKeeperBackend:
         self.warnings: list[str] = []
         self._created: set[str] = set()  # parents created earlier in the current alter call
         self._outages = 0  # connection losses ridden out so far (bounded by MAX_OUTAGES)
+        self._sent = False  # whether the current batch's commit went out (else its outcome is known: not applied)
         self._client = self._connect(settings)
 
     # -- connection ------------------------------------------------------------------------------
@@ -525,7 +526,7 @@ class ZooKeeperBackend:
                         ) from None
                     base_ready = True
                 for batch in _batches(plans):
-                    in_flight = batch
+                    in_flight, self._sent = batch, False
                     try:
                         committed: bool | None = self._commit(batch)
                     except InvalidACLError:
@@ -536,6 +537,8 @@ class ZooKeeperBackend:
                         # The answer was lost: the transaction may or may not have committed. Reconnect, then
                         # read back before deciding, so nothing is written twice or reported wrongly.
                         self._created.clear()
+                        if not self._sent:
+                            in_flight = []
                         self._await_connected(trouble)
                         committed = self._settle(batch)
                         log.debug("settled a transaction of %d entities: committed=%s", len(batch), committed)
@@ -648,6 +651,9 @@ class ZooKeeperBackend:
             if p.node is None:
                 created.add(p.path)
         log.debug("commit transaction: %d entities", len(batch))
+        if not self._client.connected:  # not sent at all: a definite "not applied", not an unknown
+            raise ConnectionTrouble(f"lost the ZooKeeper connection (before the commit of {len(batch)} entities)")
+        self._sent = True
         results = self._wait(tx.commit_async(), f"commit of {len(batch)} entities")
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:

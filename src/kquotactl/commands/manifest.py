@@ -1,0 +1,482 @@
+"""Manifest commands for CI: ``validate``, ``plan``, ``apply`` and ``export``.
+
+Only click is imported at module level; the manifest, plan and backend modules load inside the commands.
+Exit status: 0 success / in sync, 2 changes pending (``plan``, ``apply --dry-run``), 1 error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import IO, Any
+
+import click
+
+from kquotactl.cli import AppState, pass_state
+from kquotactl.errors import EXIT_PENDING, QuotaError, UsageError
+
+FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."
+
+
+def files_option(required: bool = True) -> Any:
+    return click.option("-f", "--file", "files", multiple=True, required=required, metavar="PATH", help=FILES_HELP)
+
+
+def _fmt(state: AppState, default: str = "table") -> str:
+    fmt = state.output or default
+    if fmt == "kafka":
+        raise UsageError("-o kafka is for describe; manifest commands print table, json or yaml")
+    return fmt
+
+
+def _load(files: Sequence[str]) -> Any:
+    from kquotactl.manifest import load_manifests
+
+    return load_manifests(list(files))
+
+
+def _echo_err(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _dump(data: Any, fmt: str, out: IO[str]) -> None:
+    from kquotactl.render import dump_json, dump_yaml
+
+    (dump_yaml if fmt == "yaml" else dump_json)(data, out)
+
+
+def _live(state: AppState, ctx: click.Context, live_from: Sequence[str]) -> tuple[Any, list[Any]]:
+    """The backend and every live quota (``--live-from`` reads a saved export/manifest instead of a cluster)."""
+    if live_from:
+        from kquotactl.backends.manifest import ManifestBackend
+
+        backend: Any = ManifestBackend.open(list(live_from))
+    else:
+        backend = state.backend(ctx)
+    records = backend.describe()
+    for w in getattr(backend, "warnings", []):
+        state.warn(w)
+    return backend, records
+
+
+def _target(state: AppState, backend: Any) -> dict[str, str]:
+    return {"backend": getattr(backend, "name", "?"), "cluster": state.conn.with_env().target}
+
+
+# -- rendering ------------------------------------------------------------------------------------------
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "-"
+    from kquotactl.render import _plain
+
+    return _plain(v)
+
+
+def plan_rows(plan: Any) -> list[list[str]]:
+    rows = []
+    for d in plan.diffs:
+        meta = " ".join(f"{k}={v}" for k, v in d.meta.items())
+        origin = " ".join(x for x in (d.source or "(not in manifest: prune)", meta) if x)
+        from kquotactl.manifest import entity_path_text
+
+        path = entity_path_text(d.entity)
+        for i, k in enumerate(d.keys):
+            rows.append(
+                [
+                    d.action.value if i == 0 else "",
+                    path if i == 0 else "",
+                    k.key,
+                    k.op.value,
+                    _num(k.old),
+                    _num(k.new),
+                    origin if i == 0 else "",
+                ]
+            )
+    return rows
+
+
+def write_table(header: list[str], rows: list[list[str]], out: IO[str]) -> None:
+    """A plain aligned table (fast for 10,000s of rows, readable in CI logs)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    out.write("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip() + "\n")
+    for r in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+
+
+def render_plan(plan: Any, fmt: str, out: IO[str], target: dict[str, str] | None = None) -> None:
+    if fmt in ("json", "yaml"):
+        _dump(plan.to_json(target), fmt, out)
+        return
+    if plan.diffs:
+        write_table(["ACTION", "ENTITY", "KEY", "OP", "OLD", "NEW", "SOURCE"], plan_rows(plan), out)
+
+
+def _summary(line: str, fmt: str) -> None:
+    """The summary line: on stdout for tables, on stderr when stdout carries JSON/YAML."""
+    click.echo(line, err=fmt != "table")
+
+
+# -- commands -------------------------------------------------------------------------------------------
+
+
+@click.command()
+@files_option()
+@click.option("--strict", is_flag=True, help="Treat lint warnings as errors (exit 1).")
+@pass_state
+def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
+    """Check manifests offline: structure, every key and value, entities, and lint.
+
+    Errors are printed as FILE:LINE: MESSAGE, the line being that of the offending value or key. Lint
+    warnings name quotas that can never apply (for example a client-id quota hidden by a <default> user
+    quota, with the entry that hides it) and keys stock brokers do not enforce. Nothing is contacted.
+
+    \b
+    Examples:
+      kquotactl validate -f quotas.yaml
+      kquotactl validate -f quotas/ -f team-b.yaml --strict
+      kquotactl validate -f quotas.yaml -o json
+    """
+    from kquotactl.lint import lint
+    from kquotactl.manifest import ManifestError
+
+    fmt = _fmt(state)
+    try:
+        manifest = _load(files)
+    except ManifestError as e:
+        if fmt in ("json", "yaml"):
+            _dump({"valid": False, "errors": e.problems, "warnings": []}, fmt, sys.stdout)
+        else:
+            for p in e.problems:
+                _echo_err(p)
+        n = len(e.problems)
+        raise QuotaError(f"{n} problem{'s' if n != 1 else ''} in the manifest; nothing was written") from None
+    warnings = lint(manifest)
+    kinds = _kinds(manifest)
+    if fmt in ("json", "yaml"):
+        _dump(
+            {
+                "valid": not (strict and warnings),
+                "entities": len(manifest),
+                "kinds": kinds,
+                "prune": [r.pattern for r in manifest.prune],
+                "errors": [],
+                "warnings": [w.to_json() for w in warnings],
+            },
+            fmt,
+            sys.stdout,
+        )
+    else:
+        for w in warnings:
+            _echo_err(str(w))
+    counts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
+    _summary(
+        f"valid: {len(manifest)} entities ({counts or 'none'}) in {len(manifest.files)} file(s), "
+        f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}",
+        fmt,
+    )
+    if strict and warnings:
+        raise QuotaError(f"{len(warnings)} lint warning(s) and --strict")
+
+
+def _kinds(manifest: Any) -> dict[str, int]:
+    out = {"users": 0, "pairs": 0, "clients": 0, "ips": 0}
+    for e in manifest.entries:
+        ent = e.entity
+        key = (
+            "ips"
+            if ent.ip is not None
+            else "pairs"
+            if ent.user is not None and ent.client_id is not None
+            else ("users" if ent.user is not None else "clients")
+        )
+        out[key] += 1
+    return out
+
+
+def _plan(state: AppState, ctx: click.Context, files: Sequence[str], prune: bool, live_from: Sequence[str]) -> Any:
+    from kquotactl.plan import make_plan
+
+    manifest = _load(files)  # before connecting: a bad manifest never reaches the cluster
+    if prune and not manifest.prune:
+        raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
+    backend, live = _live(state, ctx, live_from)
+    return backend, make_plan(manifest, live, prune=prune)
+
+
+prune_option = click.option(
+    "--prune",
+    is_flag=True,
+    help="Also remove live quota entities and keys the manifest does not declare, inside its prune scope.",
+)
+max_deletions_option = click.option(
+    "--max-deletions",
+    type=click.IntRange(0),
+    default=50,
+    show_default=True,
+    metavar="N",
+    help="Refuse (nothing written) when more than N entities would lose quotas.",
+)
+live_from_option = click.option(
+    "--live-from",
+    multiple=True,
+    metavar="PATH",
+    help="Compare against a saved export/manifest instead of a cluster (offline planning).",
+)
+
+
+@click.command()
+@files_option()
+@prune_option
+@max_deletions_option
+@click.option("--out", "out_path", metavar="FILE", type=click.Path(dir_okay=False), help="Save the plan (JSON).")
+@live_from_option
+@pass_state
+@click.pass_context
+def plan(
+    ctx: click.Context,
+    state: AppState,
+    files: Sequence[str],
+    prune: bool,
+    max_deletions: int,
+    out_path: str | None,
+    live_from: Sequence[str],
+) -> None:
+    """Show what apply would change: per entity and key, add / change old -> new / remove.
+
+    Writes nothing. Exit status 0 when the cluster is in sync, 2 when changes are pending, 1 on error.
+    --out saves the plan with a fingerprint of the live state; apply --plan refuses it if the cluster
+    changed since.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka plan -f quotas.yaml
+      kquotactl --zookeeper zk:2181/kafka plan -f quotas/ --prune -o json --out plan.json
+      kquotactl plan -f quotas.yaml --live-from exported.yaml
+    """
+    from kquotactl.plan import check_deletions
+
+    fmt = _fmt(state)
+    backend, the_plan = _plan(state, ctx, files, prune, live_from)
+    check_deletions(the_plan, max_deletions)
+    target = _target(state, backend)
+    if out_path:
+        with open(out_path, "w", encoding="utf-8") as fh:
+            _dump(the_plan.to_json(target), "json", fh)
+    render_plan(the_plan, fmt, sys.stdout, target)
+    _summary(the_plan.summary_line() + (f" (plan saved to {out_path})" if out_path else ""), fmt)
+    if the_plan.pending:
+        ctx.exit(EXIT_PENDING)
+
+
+@click.command()
+@files_option(required=False)
+@click.option("--plan", "plan_path", metavar="FILE", type=click.Path(dir_okay=False), help="Apply a saved plan.")
+@prune_option
+@max_deletions_option
+@click.option("--dry-run", is_flag=True, help="Show and check the changes; write nothing (exit 2 if any).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (needed when not on a terminal).")
+@click.option(
+    "--log", "log_path", metavar="FILE", type=click.Path(dir_okay=False), help="Append one JSON line per entity."
+)
+@pass_state
+@click.pass_context
+def apply(
+    ctx: click.Context,
+    state: AppState,
+    files: Sequence[str],
+    plan_path: str | None,
+    prune: bool,
+    max_deletions: int,
+    dry_run: bool,
+    yes: bool,
+    log_path: str | None,
+) -> None:
+    """Make the cluster match the manifests: show the plan, confirm, apply.
+
+    Each entity's sets and removes go in one write; when a limit moves between precedence levels the
+    more specific entry is written before the general one is removed. A second apply is a no-op (no
+    writes, no notifications). If something fails midway, the entities applied and not applied are
+    listed; re-running converges.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml
+      kquotactl --zookeeper zk:2181/kafka apply -f quotas/ --prune --yes
+      kquotactl --zookeeper zk:2181/kafka apply --plan plan.json --yes
+      kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml --dry-run
+    """
+    from kquotactl.plan import Plan, check_deletions, fingerprint
+
+    fmt = _fmt(state)
+    if bool(files) == bool(plan_path):
+        raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
+    if plan_path:
+        if prune:
+            raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
+        try:
+            with open(plan_path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, json.JSONDecodeError) as e:
+            raise UsageError(f"cannot read the plan {plan_path}: {e}") from None
+        the_plan = Plan.from_json(data, plan_path)
+        backend, live = _live(state, ctx, ())
+        now = fingerprint(live)
+        if now != the_plan.fingerprint:
+            raise QuotaError(
+                f"the cluster changed since the plan {plan_path} was made (stale plan): nothing was written; "
+                "run plan again"
+            )
+        saved = (data.get("target") or {}).get("cluster")
+        if saved and saved != state.conn.with_env().target:
+            state.warn(f"the plan was made against {saved}, applying to {state.conn.with_env().target}")
+    else:
+        backend, the_plan = _plan(state, ctx, files, prune, ())
+    check_deletions(the_plan, max_deletions)
+    target = _target(state, backend)
+    if not the_plan.pending:
+        if fmt in ("json", "yaml"):
+            _dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
+        _summary(the_plan.summary_line(), fmt)
+        return
+    if fmt == "table":
+        render_plan(the_plan, fmt, sys.stdout, target)
+    if dry_run:
+        results = backend.alter(the_plan.changes(), validate_only=True, expected=the_plan.expected())
+        _report(the_plan, results, fmt, log_path, dry_run=True)
+        ctx.exit(EXIT_PENDING)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
+        click.confirm(f"Apply {len(the_plan.diffs)} entity changes to {target['cluster']}?", abort=True, err=True)
+    results = _alter_with_progress(backend, the_plan)
+    _report(the_plan, results, fmt, log_path)
+
+
+def _alter_with_progress(backend: Any, the_plan: Any) -> list[Any]:
+    from kquotactl.errors import PartialFailure
+
+    changes = the_plan.changes()
+    progress_bar = None
+    if sys.stderr.isatty() and len(changes) >= 100:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        progress_bar = Progress(console=Console(stderr=True), transient=True)
+    try:
+        if progress_bar is None:
+            return backend.alter(changes, expected=the_plan.expected())
+        with progress_bar:
+            task = progress_bar.add_task("applying", total=len(changes))
+            return backend.alter(
+                changes, expected=the_plan.expected(), progress=lambda n: progress_bar.advance(task, n)
+            )
+    except PartialFailure as e:
+        _echo_err(f"kquotactl: error: {e}")
+        for label in e.applied:
+            _echo_err(f"applied: {label}")
+        for label in e.not_applied:
+            _echo_err(f"not applied: {label}")
+        unknown = getattr(e, "unknown", [])
+        for label in unknown:
+            _echo_err(f"outcome unknown: {label}")
+        raise QuotaError(
+            f"partial apply: {len(e.applied)} entities applied, {len(e.not_applied)} not applied"
+            + (f", {len(unknown)} unknown (one transaction: all or none of them)" if unknown else "")
+            + " (listed above); re-run apply to converge"
+        ) from None
+    except QuotaError as e:
+        raise QuotaError(f"{e}; nothing was applied") from None
+
+
+def _report(the_plan: Any, results: list[Any], fmt: str, log_path: str | None, dry_run: bool = False) -> None:
+    """Per-entity results (with the manifest entry's source and metadata), a log, and the summary line."""
+    from kquotactl.model import Outcome, summarize
+    from kquotactl.render import result_line
+
+    by_entity = {d.entity: d for d in the_plan.diffs}
+
+    def enrich(r: Any) -> dict[str, Any]:
+        d = by_entity.get(r.entity)
+        out = r.to_json()
+        if d is not None:
+            out["path"] = d.to_json()["path"]
+            if d.source:
+                out["source"] = d.source
+            out.update(d.meta)
+        return out
+
+    rows = [enrich(r) for r in results]
+    if log_path:
+        import datetime
+
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        with open(log_path, "a", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps({"time": stamp, **row}, ensure_ascii=False) + "\n")
+    counts = summarize(results)
+    if fmt in ("json", "yaml"):
+        _dump({"summary": counts, "results": rows}, fmt, sys.stdout)
+    failed = [r for r in results if r.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED)]
+    if fmt == "table":
+        for r in failed:
+            meta = by_entity[r.entity].meta if r.entity in by_entity else {}
+            extra = f" [{' '.join(f'{k}={v}' for k, v in meta.items())}]" if meta else ""
+            _echo_err(result_line(r) + extra)
+    done = [r for r in results if r.outcome in (Outcome.APPLIED, Outcome.UNCHANGED, Outcome.VALIDATED)]
+    word = "would apply" if dry_run else "applied"
+    line = (
+        f"{word} {counts['validated' if dry_run else 'applied']} entities, {counts['unchanged']} already as "
+        f"desired, {len(failed)} failed"
+    )
+    _summary(line + (" (dry run, nothing written)" if dry_run else ""), fmt)
+    if failed:
+        labels = ", ".join(r.entity.label() for r in failed[:5]) + (" ..." if len(failed) > 5 else "")
+        raise QuotaError(
+            f"{len(failed)} entities not applied ({labels}); {len(done)} entities are as planned; "
+            "fix the cause and re-run apply"
+        )
+
+
+@click.command()
+@click.option("--out", "out_path", metavar="FILE", type=click.Path(dir_okay=False), help="Write to FILE.")
+@pass_state
+@click.pass_context
+def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
+    """Print the live quotas as a manifest (YAML by default, -o json).
+
+    Lossless and deterministic: defaults, (user, client-id) pairs, ips and real (unsanitized) names, in
+    describe order, integers for LONG/INT keys. Applying an export is a no-op; exporting from one backend
+    and applying to another migrates quotas (for example from a ZooKeeper cluster to a KRaft cluster).
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka export > quotas.yaml
+      kquotactl --zookeeper old-zk:2181/kafka export | kquotactl --bootstrap-server kraft:9092 apply -f - --yes
+      kquotactl --zookeeper zk:2181/kafka export -o json --out quotas.json
+    """
+    from kquotactl.manifest import dump_manifest_yaml, export_document
+    from kquotactl.render import dump_json
+
+    fmt = state.output or "yaml"
+    if fmt not in ("yaml", "json"):
+        raise UsageError(f"export writes yaml or json, not {fmt}")
+    _, records = _live(state, ctx, ())
+    doc = export_document(records)
+    out: IO[str] = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout  # noqa: SIM115
+    try:
+        if fmt == "json":
+            dump_json(doc, out)
+        else:
+            out.write(dump_manifest_yaml(doc))
+    finally:
+        if out_path:
+            out.close()
+    click.echo(f"exported {len(records)} entities", err=True)
+
+
+def register(group: click.Group) -> None:
+    for cmd in (validate, plan, apply, export):
+        group.add_command(cmd)

@@ -515,7 +515,8 @@ def _kind(node: Any) -> str:
     return f"the scalar {node.value!r}"
 
 
-_SURROGATE_PAIR = re.compile(r"(?<!\\)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+# an escape only when preceded by an even number of backslashes (``\\\\ud800`` is a backslash, then an escape)
+_SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
 
 
 def _json_surrogates(text: str) -> str:
@@ -525,8 +526,8 @@ def _json_surrogates(text: str) -> str:
         return text
 
     def joined(m: re.Match[str]) -> str:
-        hi, lo = int(m.group(1), 16), int(m.group(2), 16)
-        return f"\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
+        hi, lo = int(m.group(2), 16), int(m.group(3), 16)
+        return f"{m.group(1)}\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
 
     return _SURROGATE_PAIR.sub(joined, text)
 

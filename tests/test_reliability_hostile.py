@@ -426,3 +426,104 @@ def test_jaas_and_command_config_passwords_never_printed(tmp_path, debug) -> Non
     )
     assert r.exit_code == 1
     _no_secret(r)
+
+
+# -- manifests: bombs, huge and malformed files ------------------------------------------------------------
+
+LAUGHS = "".join(
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
+    for p, c in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)
+BAD_MANIFESTS = {
+    "billion-laughs": (LAUGHS + "quotas: *i\n", ":1: unknown key"),
+    "laughs-in-config": (
+        LAUGHS.replace("a:", "x: 1\na:", 1).split("x: 1\n")[1] + "quotas:\n- {entity: {user: a}, config: *i}\n",
+        "unknown key",
+    ),
+    "laughs-in-owner": (LAUGHS + "quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 1}, owner: *i}\n", ":"),
+    "nested-100k": ("quotas: " + "[" * 100_000 + "]" * 100_000 + "\n", ":1: invalid YAML: nested deeper"),
+    "nested-maps": ("quotas: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", "nested deeper"),
+    "self-alias": ("prune: &p [*p]\nquotas: []\n", ":1:"),
+    "duplicate-top-key": ("quotas: []\nquotas: []\n", ":2: duplicate key 'quotas'"),
+    "duplicate-config-key": (
+        "quotas:\n- entity: {user: a}\n  config: {producer_byte_rate: 1, producer_byte_rate: 2}\n",
+        ":3: duplicate key 'producer_byte_rate'",
+    ),
+    "duplicate-entity": (
+        "quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 1}}\n"
+        "- {entity: {user: a}, config: {consumer_byte_rate: 1}}\n",
+        "declared twice",
+    ),
+    "list-document": ("- 1\n- 2\n", ":1: the manifest must be a mapping"),
+    "scalar-document": ("just words\n", ":1: the manifest must be a mapping"),
+    "python-tag": ("!!python/object/apply:os.system ['touch /tmp/kquotactl-pwned']\n", ":1:"),
+    "python-name-tag": ("quotas: !!python/name:os.system\n", ":1:"),
+    "nul-byte": ("quotas: []\x00\n", "invalid YAML"),
+    "second-document": ("quotas: []\n---\n- 1\n", ":3:"),
+    "huge-scalar": ("quotas: '" + "x" * 20_000_000 + "'\n", ":1: quotas must be a list"),
+    "huge-name": ("quotas:\n- {entity: {user: '" + "u" * 1_000_000 + "'}, config: {producer_byte_rate: 1}}\n", ":2:"),
+    "bad-value": ("quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 1e400}}\n", ":2:"),
+    "ip-with-user": ("quotas:\n- {entity: {user: a, ip: 1.2.3.4}, config: {producer_byte_rate: 1}}\n", ":2:"),
+}
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("case", sorted(BAD_MANIFESTS))
+def test_bad_manifests_are_rejected_quickly_with_a_line_and_nothing_is_written(chroot, tmp_path, case) -> None:
+    import time
+
+    COUNTS.fuzzed += 1
+    text, needle = BAD_MANIFESTS[case]
+    f = tmp_path / "q.yaml"
+    f.write_text(text)
+    before = _tree(chroot)
+    for args in (["validate", "-f", str(f)], ["--zookeeper", chroot.connect, "apply", "-f", str(f), "--yes"]):
+        t0 = time.monotonic()
+        r = run_cli(*args)
+        elapsed = time.monotonic() - t0
+        assert r.exit_code == 1, (case, r.stdout[-500:])
+        assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr[-2000:]
+        assert f"{f}:" in r.stderr and needle in r.stderr, (case, r.stderr[-1000:])
+        assert len(r.stderr) < 20_000  # a 1 MB name or 20 MB scalar is not echoed back
+        assert elapsed < 20, (case, elapsed)
+    assert _tree(chroot) == before
+    assert not os.path.exists("/tmp/kquotactl-pwned")
+
+
+def test_invalid_utf8_manifest_file_and_stdin_are_one_line_errors(tmp_path) -> None:
+    f = tmp_path / "q.yaml"
+    f.write_bytes(b"quotas:\n- {entity: {user: \xff\xfe}, config: {producer_byte_rate: 1}}\n")
+    r = run_cli("validate", "-f", str(f))
+    assert r.exit_code == 1 and str(f) in r.stderr and "Traceback" not in r.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0"}
+    p = subprocess.run(
+        [sys.executable, "-m", "kquotactl", "validate", "-f", "-"],
+        input=b"quotas:\n- {entity: {user: \xff}, config: {producer_byte_rate: 1}}\n",
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert p.returncode == 1 and b"Traceback" not in p.stderr and b"internal error" not in p.stderr, p.stderr
+    assert p.stderr.startswith(b"<stdin>:2: invalid YAML: bytes that are not valid UTF-8\n")
+
+
+FRAGMENTS = [
+    "quotas:", "prune:", "\n", "\n- ", "  ", "- ", "entity:", "config:", "{", "}", "[", "]", ", ", ": ",
+    "user: alice", "client-id: <default>", "ip: 192.0.2.1", "producer_byte_rate: 10MiB", "request_percentage: 50",
+    "connection_creation_rate: 5", "owner: x", "&a ", "*a", "!!str ", "!!binary ", "'", '"', "#", "---\n", "...\n",
+    "~", "null", "1e309", "-1", "0x10", "users/*", "\t", "%YAML 1.1\n", "? ", "|", ">", "\\u0000", "\x00", "é",
+]  # fmt: skip
+manifest_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=30).map("".join)
+
+
+@FUZZ
+@given(text=manifest_text)
+def test_fuzzed_manifests_load_or_fail_with_file_and_line(text) -> None:
+    from kquotactl.manifest import ManifestError, load_text
+
+    COUNTS.fuzzed += 1
+    try:
+        load_text(text, "m.yaml")
+    except ManifestError as e:
+        assert str(e).startswith("m.yaml"), str(e)
+        assert one_line(str(e))

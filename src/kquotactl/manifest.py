@@ -512,7 +512,8 @@ def _kind(node: Any) -> str:
         return "a list"
     if node.tag == _TAG_NULL:
         return "empty"
-    return f"the scalar {node.value!r}"
+    value = node.value if len(node.value) <= 60 else node.value[:57] + "..."
+    return f"the scalar {value!r}"
 
 
 # an escape only when preceded by an even number of backslashes (``\\\\ud800`` is a backslash, then an escape)

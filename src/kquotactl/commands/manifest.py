@@ -37,7 +37,9 @@ def _load(files: Sequence[str]) -> Any:
 
 
 def _echo_err(line: str) -> None:
-    click.echo(line, err=True)
+    from kquotactl.errors import one_line
+
+    click.echo(one_line(line), err=True)  # problems quote the manifest: control characters escaped, length capped
 
 
 def _dump(data: Any, fmt: str, out: IO[str]) -> None:

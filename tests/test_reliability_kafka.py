@@ -172,3 +172,14 @@ def test_broker_killed_mid_apply_reports_exact_results_and_a_rerun_converges(tls
             time.sleep(0.5)
         b.alter([EntityChange(c.entity, remove=frozenset(c.set)) for c in changes])
     COUNTS.checked_updates += n
+
+
+@pytest.mark.parametrize("password", ["good", "bad"])
+def test_scram_password_never_in_debug_output(tls_kafka, tmp_path, password) -> None:
+    server, pki, port = tls_kafka
+    secret = server.scram_password if password == "good" else "Wr0ng-S3cret-Pa55"
+    cfg = _command_config(tmp_path, pki, server.scram_user, secret)
+    r = run_cli("--debug", "-v", "--bootstrap-server", f"127.0.0.1:{port}", "--command-config", str(cfg),
+                "--connect-timeout", "5", "describe", "-o", "json")  # fmt: skip
+    assert (r.exit_code == 0) == (password == "good"), r.stderr[-2000:]
+    assert secret not in r.stdout + r.stderr

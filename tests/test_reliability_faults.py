@@ -92,13 +92,14 @@ class _Killer:
     """Kills the server at a random point of an alter: in the read phase, or just after batch k committed
     (a few ms later, so the kill lands inside the next read or commit)."""
 
-    def __init__(self, server, rng: random.Random, batches: int) -> None:
+    def __init__(self, server, rng: random.Random, batches: int, phase: str | None = None) -> None:
         self.server = server
         self.rng = rng
-        self.phase = rng.choice(["read", "commit", "commit"])
-        self.after_batch = rng.randrange(batches - 1)
+        self.phase = phase or rng.choice(["read", "commit", "commit"])
+        self.after_batch = rng.randrange(batches - 2)  # at least two batches left to hit
         self.delay = rng.uniform(0.0, 0.03) if self.phase == "commit" else rng.uniform(0.1, 1.5)
         self.committed = 0
+        self.batches = batches
         self.fired = threading.Event()
         self._timer: threading.Timer | None = None
 
@@ -118,6 +119,8 @@ class _Killer:
         if self.phase == "commit" and self.committed == self.after_batch + 1 and self._timer is None:
             self._timer = threading.Timer(self.delay, self._kill)
             self._timer.start()
+        elif self.committed > self.after_batch + 1 if self.phase == "commit" else self.committed >= self.batches - 2:
+            self._kill()  # the timer was too slow (fast commits): kill now, while batches are left
 
     def cancel(self) -> None:
         if self._timer is not None:
@@ -181,8 +184,7 @@ def test_killed_for_good_mid_apply_reports_exactly_what_was_applied_and_rerun_co
     rng = random.Random(_seed())
     _prepare(own_zk)
     changes = _changes(n)
-    killer = _Killer(own_zk, rng, batches=n // 500)
-    killer.phase = "commit"
+    killer = _Killer(own_zk, rng, batches=n // 500, phase="commit")
     print(killer)
     op_timeout = 2.0
     with _backend(own_zk, op_timeout=op_timeout) as b:

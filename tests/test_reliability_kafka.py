@@ -183,3 +183,23 @@ def test_scram_password_never_in_debug_output(tls_kafka, tmp_path, password) -> 
                 "--connect-timeout", "5", "describe", "-o", "json")  # fmt: skip
     assert (r.exit_code == 0) == (password == "good"), r.stderr[-2000:]
     assert secret not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("command", ["describe", "alter"])
+def test_frozen_broker_gives_one_line_within_the_timeouts(tls_kafka, command) -> None:
+    """A broker that keeps its sockets open but never answers (SIGSTOP): no 30 s bootstrap wait, no hang."""
+    server, _, _ = tls_kafka
+    assert server._proc is not None
+    args = ["describe"] if command == "describe" else ["alter", "--user", "f", "--add-config", "producer_byte_rate=1"]
+    os.killpg(server._proc.pid, signal.SIGSTOP)
+    COUNTS.faults += 1
+    try:
+        t0 = time.monotonic()
+        r = run_cli("--bootstrap-server", server.bootstrap, "--connect-timeout", "3", "--timeout", "3", *args)
+        elapsed = time.monotonic() - t0
+    finally:
+        os.killpg(server._proc.pid, signal.SIGCONT)
+    assert r.exit_code == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kquotactl: error: "), r.stderr
+    assert elapsed < 3 + 3 + 5, elapsed

@@ -417,6 +417,7 @@ class ZooKeeperBackend:
 
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
+        self._outages = 0
         exact = flt.exact_entity()
         if exact is not None and unstorable_reason(exact):
             return []

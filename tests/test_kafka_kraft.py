@@ -245,14 +245,18 @@ def write_config(tmp_path, text: str) -> str:
 
 SCRAM = (
     "security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mech}\n"
-    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+    "sasl.jaas.config=org.apache.kafka.common.security.{module} required "
     'username="{user}" password="{password}";\n'
 )
+MODULES = {"PLAIN": "plain.PlainLoginModule"}
 
 
-@pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_scram_through_command_config(kraft, tmp_path, mech):
-    cfg = write_config(tmp_path, SCRAM.format(mech=mech, user=kraft.scram_user, password=kraft.scram_password))
+@pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
+def test_sasl_through_command_config(kraft, tmp_path, mech):
+    module = MODULES.get(mech, "scram.ScramLoginModule")
+    cfg = write_config(
+        tmp_path, SCRAM.format(mech=mech, module=module, user=kraft.scram_user, password=kraft.scram_password)
+    )
     r = run_cli(
         "--bootstrap-server",
         kraft.sasl_bootstrap,
@@ -270,7 +274,10 @@ def test_scram_through_command_config(kraft, tmp_path, mech):
 
 
 def test_bad_password_is_one_line(kraft, tmp_path):
-    cfg = write_config(tmp_path, SCRAM.format(mech="SCRAM-SHA-256", user=kraft.scram_user, password="wrong"))
+    cfg = write_config(
+        tmp_path,
+        SCRAM.format(mech="SCRAM-SHA-256", module="scram.ScramLoginModule", user=kraft.scram_user, password="wrong"),
+    )
     r = run_cli("--bootstrap-server", kraft.sasl_bootstrap, "--command-config", cfg, "describe")
     assert r.exit_code == 1
     lines = r.stderr.strip().splitlines()
@@ -307,3 +314,86 @@ def test_controller_alters_but_cannot_describe(kraft):
     )
     assert r.exit_code == 0, r.stderr
     assert state(kraft) == [{"entity": {"user": "c"}, "config": {"producer_byte_rate": 9}}]
+
+
+def test_alter_waits_until_its_writes_are_visible(kraft):
+    """KRaft brokers apply committed metadata asynchronously; alter returns only once the broker describes it."""
+    changes = [EntityChange(Entity.of(user=f"ryw-{i}"), {"consumer_byte_rate": 100 + i}) for i in range(500)]
+    with AdminBackend.connect(kraft.bootstrap) as b:
+        b.alter(changes)
+        assert b.warnings == []
+        assert len(b.describe()) == 500
+        b.alter([EntityChange(c.entity, remove=frozenset({"consumer_byte_rate"})) for c in changes])
+        assert b.describe() == []
+
+
+def test_broker_older_than_2_6_is_one_line(old_kafka):
+    for args in (["describe"], ["alter", "--user", "a", "--add-config", "producer_byte_rate=5"]):
+        r = run_cli("--bootstrap-server", old_kafka.bootstrap, *args)
+        assert r.exit_code == 1
+        assert r.stderr == (
+            f"kquotactl: error: Kafka broker {old_kafka.bootstrap} does not support DescribeClientQuotas (API 48): "
+            "client quotas through the admin API need Kafka 2.6 or later; use --zookeeper for older ZooKeeper-mode "
+            "clusters\n"
+        )
+
+
+def test_mutual_tls_with_pem_stores(kraft, kafka_tls, tmp_path):
+    cfg = write_config(
+        tmp_path,
+        "security.protocol=SSL\n"
+        f"ssl.truststore.type=PEM\nssl.truststore.location={kafka_tls.ca}\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={kafka_tls.client_store}\n",
+    )
+    r = run_cli(
+        "--bootstrap-server",
+        kraft.ssl_bootstrap,
+        "--command-config",
+        cfg,
+        "alter",
+        "--user",
+        "t",
+        "--add-config",
+        "producer_byte_rate=5",
+    )
+    assert r.exit_code == 0, r.stderr
+    r = run_cli("--bootstrap-server", kraft.ssl_bootstrap, "--command-config", cfg, "describe", "-o", "json")
+    assert json.loads(r.stdout) == [{"entity": {"user": "t"}, "config": {"producer_byte_rate": 5}}]
+
+
+def test_tls_untrusted_broker_is_one_line(kraft, kafka_tls, tmp_path):
+    cfg = write_config(
+        tmp_path,
+        f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={kafka_tls.other_ca}\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={kafka_tls.client_store}\n",
+    )
+    r = run_cli(
+        "--bootstrap-server", kraft.ssl_bootstrap, "--connect-timeout", "5", "--command-config", cfg, "describe"
+    )
+    assert r.exit_code == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and "TLS" in r.stderr, r.stderr
+
+
+def test_reconnects_when_the_connection_was_closed(kraft):
+    """A connection closed while idle (connections.max.idle.ms, a broker restart) is re-opened on the next request."""
+    with AdminBackend.connect(kraft.bootstrap) as b:
+        b.alter([EntityChange(Entity.of(user="r"), {"producer_byte_rate": 5})])
+        b.wire._conn.close()
+        assert [r.entity for r in b.describe()] == [Entity.of(user="r")]
+
+
+def test_bootstrap_server_and_command_config_from_environment(kraft, tmp_path):
+    cfg = write_config(
+        tmp_path,
+        SCRAM.format(
+            mech="SCRAM-SHA-512",
+            module="scram.ScramLoginModule",
+            user=kraft.scram_user,
+            password=kraft.scram_password,
+        ),
+    )
+    env = {"KQUOTACTL_BOOTSTRAP_SERVER": kraft.sasl_bootstrap, "KQUOTACTL_COMMAND_CONFIG": cfg}
+    r = run_cli("alter", "--client-defaults", "--add-config", "consumer_byte_rate=1MB", env=env)
+    assert r.exit_code == 0, r.stderr
+    r = run_cli("describe", "-o", "json", env=env)
+    assert json.loads(r.stdout) == [{"entity": {"client-id": None}, "config": {"consumer_byte_rate": 1000000}}]

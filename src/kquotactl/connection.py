@@ -78,7 +78,8 @@ class ConnectionOptions:
         if not given:
             raise UsageError(
                 "no cluster given: pass --zookeeper HOST:PORT[/chroot] or --bootstrap-server HOST:PORT "
-                f"(or set {ENV_ZOOKEEPER} / {ENV_BOOTSTRAP}, or use a context)"
+                f"(or set {ENV_ZOOKEEPER} / {ENV_BOOTSTRAP}, or pick a context: --context NAME, "
+                "KQUOTACTL_CONTEXT, or `kquotactl config use-context NAME`)"
             )
         if len(given) > 1:
             raise UsageError(
@@ -131,6 +132,8 @@ def zk_tls_settings(path: str) -> TlsSettings:
     from kquotactl.backends.zookeeper import TlsSettings
     from kquotactl.grammar import load_properties
 
+    if not os.path.isfile(path):
+        raise UsageError(f"--zk-tls-config-file {path}: no such file (a properties file with zookeeper.ssl.* keys)")
     props = load_properties(path)
 
     def get(name: str) -> str | None:

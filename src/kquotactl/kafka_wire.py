@@ -1,4 +1,4 @@
-"""The only module that imports a Kafka client library: KIP-546 requests over kafka-python 3.0's wire code.
+"""The only module that imports kafka-python: KIP-546 requests (and broker configs) over its wire code.
 
 kafka-python ships the generated ``DescribeClientQuotasRequest`` / ``AlterClientQuotasRequest`` messages and a
 connection manager that negotiates versions, speaks SASL (PLAIN/SCRAM) and TLS. confluent-kafka (librdkafka)
@@ -23,6 +23,7 @@ from kafka.admin.client import KafkaAdminClient
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 from kquotactl.clientprops import ClientSettings
 from kquotactl.errors import BackendUnavailable, QuotaError
@@ -35,6 +36,19 @@ WireEntity = list[tuple[str, str | None]]
 WireComponent = tuple[str, int, str | None]
 # (key, value, remove)
 WireOp = tuple[str, float, bool]
+
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+CONFIG_SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,10 @@ class QuotaWire:
         errors: list[str] = []
         for node in self._manager.cluster.bootstrap_brokers():
             where = f"{node.host}:{node.port}"
+            stale = self._manager._conns.get(node.node_id)
+            if stale is not None and stale.closed:  # a reconnect: drop the closed connection and its backoff
+                self._manager._conns.pop(node.node_id, None)
+                self._manager.reset_backoff(node.node_id)
             try:
                 conn = self._manager.get_connection(
                     node.node_id,
@@ -164,6 +182,9 @@ class QuotaWire:
 
     def _send(self, request, what: str):
         async def go():
+            if self._conn.closed:  # closed while idle (connections.max.idle.ms, a broker restart): reconnect first
+                log.debug("connection to %s closed; reconnecting", self.bootstrap)
+                self._conn = await self._connect()
             # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
             # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
             deadline = time.monotonic() + self.request_timeout
@@ -220,7 +241,7 @@ class QuotaWire:
             ],
             validate_only=validate_only,
         )
-        log.debug("AlterClientQuotas %d entries validate_only=%s", len(entries), validate_only)
+        log.info("AlterClientQuotas %d entries validate_only=%s", len(entries), validate_only)
         resp = self._send(req, "AlterClientQuotas")
         out = []
         for entry in resp.entries:
@@ -234,6 +255,38 @@ class QuotaWire:
                 )
             )
         return out
+
+    # -- broker configs (the cluster-wide default broker resource, which librdkafka cannot address) --------
+
+    def broker_configs(self, resource: str) -> dict[str, tuple[str | None, str]]:
+        """DescribeConfigs of one BROKER resource (``""`` = the cluster-wide default): {name: (value, source)}."""
+        R = DescribeConfigsRequest.DescribeConfigsResource
+        req = DescribeConfigsRequest(
+            resources=[R(resource_type=BROKER_RESOURCE, resource_name=resource, configuration_keys=None)],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        resp = self._send(req, "DescribeConfigs")
+        [result] = resp.results
+        if result.error_code:
+            err = Errors.for_code(result.error_code)
+            raise QuotaError(f"DescribeConfigs: {_error_name(err)}: {result.error_message or err.description}")
+        return {c.name: (c.value, CONFIG_SOURCES.get(c.config_source, str(c.config_source))) for c in result.configs}
+
+    def alter_broker_config(self, resource: str, name: str, value: str | None, validate_only: bool) -> None:
+        """IncrementalAlterConfigs SET (or DELETE when ``value`` is None) of one key on one BROKER resource."""
+        R = IncrementalAlterConfigsRequest.AlterConfigsResource
+        C = R.AlterableConfig
+        op = C(name=name, config_operation=0 if value is not None else 1, value=value)
+        req = IncrementalAlterConfigsRequest(
+            resources=[R(resource_type=BROKER_RESOURCE, resource_name=resource, configs=[op])],
+            validate_only=validate_only,
+        )
+        resp = self._send(req, "IncrementalAlterConfigs")
+        [result] = resp.responses
+        if result.error_code:
+            err = Errors.for_code(result.error_code)
+            raise QuotaError(f"{_error_name(err)}: {result.error_message or err.description}")
 
     def close(self) -> None:
         manager, net = getattr(self, "_manager", None), getattr(self, "_net", None)

@@ -13,6 +13,7 @@ record limit. Results are per entity, with the broker's own message for rejected
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,8 @@ MAX_ENTRIES_PER_REQUEST = 2000
 MAX_OPS_PER_REQUEST = 5000
 # Up to this many entities, read their current state with exact describes; beyond, one describe of all.
 EXACT_READS_UP_TO = 8
+# After an alter, wait up to this long for the broker to describe what was applied (KRaft metadata lag).
+VISIBLE_WAIT = 10.0
 
 WireEntity = list[tuple[str, str | None]]
 _ORDER = (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP)
@@ -151,6 +154,7 @@ class AdminBackend:
     """Quotas through the broker admin API (``--bootstrap-server`` / ``--bootstrap-controller``)."""
 
     name = "admin"
+    wait_visible = True  # read-your-writes after alter (benchmarks of raw throughput turn it off)
 
     def __init__(self, wire: QuotaWire, warnings: list[str] | None = None, controller: bool = False) -> None:
         self._wire: QuotaWire | None = wire
@@ -302,12 +306,34 @@ class AdminBackend:
             done += len(batch)
             if progress:
                 progress(len(batch))
+        if not validate_only and self.wait_visible:
+            self._await_visible({e: r.after for e, r in results.items() if r.outcome is Outcome.APPLIED})
         ordered = [results[ch.entity] for ch in changes if ch.entity in results]
         if progress:
             rest = len(ordered) - done
             if rest:
                 progress(rest)
         return ordered
+
+    def _await_visible(self, applied: dict[Entity, Mapping[str, Number]]) -> None:
+        """Read-your-writes: a KRaft broker applies committed metadata asynchronously, so wait (bounded) until
+        it describes what was applied; a command that follows then sees it. ZooKeeper-mode brokers read ZooKeeper
+        directly (visible at once); controllers cannot describe (skipped)."""
+        if not applied or self.controller:
+            return
+        deadline = time.monotonic() + VISIBLE_WAIT
+        pending = dict(applied)
+        while True:
+            current = self._current(list(pending))
+            pending = {e: a for e, a in pending.items() if dict(current.get(e, {})) != dict(a)}
+            if not pending or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        if pending:
+            self.warnings.append(
+                f"{len(pending)} applied change(s) not yet visible through {self.wire.bootstrap} after "
+                f"{VISIBLE_WAIT:g}s (the broker applies committed metadata asynchronously); describe may lag"
+            )
 
 
 def _looks_like_address(a: str) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import warnings
 from collections.abc import Iterable, Sequence
@@ -161,6 +162,18 @@ def unstorable_reason(entity: Entity) -> str | None:
     return None
 
 
+class _RedactSecrets(logging.Filter):
+    """Blank the credentials in kazoo's request trace (``Auth(... auth='user:password')``, session passwd)."""
+
+    _PATTERN = re.compile(r"(auth=|passwd=|password=)(b?'[^']*'|b?\"[^\"]*\")")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self._PATTERN.search(message):
+            record.msg, record.args = self._PATTERN.sub(r"\1'***'", message), ()
+        return True
+
+
 class ZooKeeperBackend:
     """Quotas in a ZooKeeper-mode Kafka cluster's ZooKeeper (``--zookeeper host:port[/chroot]``)."""
 
@@ -181,6 +194,8 @@ class ZooKeeperBackend:
         from kazoo.retry import KazooRetry
 
         quiet = logging.getLogger("kquotactl.kazoo")
+        if not any(isinstance(f, _RedactSecrets) for f in quiet.filters):
+            quiet.addFilter(_RedactSecrets())  # --debug traces kazoo's requests, Auth(...) included
         if not log.isEnabledFor(logging.DEBUG):
             # kazoo logs connection drops and retries itself; the user gets one line from us instead.
             for name in ("kquotactl.kazoo", "kazoo"):
@@ -659,6 +674,8 @@ class ZooKeeperBackend:
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:
             self._created |= created
+            for p in batch:  # --verbose: the znodes written (and the notification brokers watch)
+                log.info("%s %s + /config/changes notification", "deleted" if p.deletes_node else "wrote", p.path)
             return True
         self._created.clear()  # the conflict may be a parent someone else removed: re-read everything
         from kazoo.exceptions import (

@@ -13,12 +13,8 @@ import click
 
 
 @click.command("connection-rate")
-@click.option("--broker", metavar="ID", help="One broker (default: every broker).")
-@click.option(
-    "--broker-defaults",
-    is_flag=True,
-    help="The cluster-wide default: refused (librdkafka cannot address it; the message says what to use).",
-)
+@click.option("--broker", metavar="ID", help="One broker (default: the cluster-wide default and every broker).")
+@click.option("--broker-defaults", is_flag=True, help="The cluster-wide default for all brokers.")
 @click.option("--listener", metavar="NAME", help="A listener (listener.name.<NAME>.max.connection.creation.rate).")
 @click.option("--set", "set_value", metavar="N", help="Set the limit to N new connections per second.")
 @click.option("--delete", "delete", is_flag=True, help="Remove the dynamic setting (back to server.properties).")
@@ -42,7 +38,7 @@ def connection_rate(
     \b
     Examples:
       kquotactl --bootstrap-server b:9092 connection-rate
-      kquotactl --bootstrap-server b:9092 connection-rate --broker 1 --set 50
+      kquotactl --bootstrap-server b:9092 connection-rate --broker-defaults --set 50
       kquotactl --bootstrap-server b:9092 connection-rate --broker 1 --listener EXTERNAL --set 20
       kquotactl --bootstrap-server b:9092 connection-rate --broker 1 --listener EXTERNAL --delete
     """
@@ -50,41 +46,109 @@ def connection_rate(
     from kquotactl.errors import UsageError
 
     state = ctx.obj  # the group's AppState
-    conn = state.conn.with_env()
+    conn = state.connection()  # flags > environment > context
     if not conn.bootstrap_server:
         raise UsageError(
             "connection-rate needs --bootstrap-server (broker configs are not managed through ZooKeeper here)"
         )
-    if broker_defaults:
-        raise UsageError(
-            "--broker-defaults: librdkafka (confluent-kafka) cannot address the cluster-wide default broker resource "
-            "(an empty name); set it per broker with --broker ID, or use kafka-configs --entity-type brokers "
-            "--entity-default"
-        )
+    if broker is not None and broker_defaults:
+        raise UsageError("give --broker ID or --broker-defaults, not both")
     if broker is not None and not broker.isdigit():
         raise UsageError(f"--broker must be a broker id (an integer), got {broker!r}")
     if set_value is not None and delete:
         raise UsageError("give --set N or --delete, not both")
-    if (set_value is not None or delete) and broker is None:
-        raise UsageError("say which broker to change: --broker ID")
+    if (set_value is not None or delete) and broker is None and not broker_defaults:
+        raise UsageError("say which broker to change: --broker ID or --broker-defaults")
     name = config_name(listener)
     value = parse_rate(set_value) if set_value is not None else None
-    admin = _admin(conn)
-    if broker is not None and (value is not None or delete):
-        _alter(admin, broker, name, value, conn.timeout, dry_run)
-        what = f"broker {broker}: {name}"
+    brokers = _Brokers(conn)
+    ctx.call_on_close(brokers.close)
+    if value is not None or delete:
+        rid = "" if broker_defaults else str(broker)
+        brokers.alter(rid, name, value, dry_run)
+        if not dry_run:
+            brokers.await_visible(rid, name, value, state)
+        what = f"{'cluster default' if broker_defaults else f'broker {broker}'}: {name}"
         verb = "would set" if dry_run and value is not None else "would remove" if dry_run else None
         if verb is None:
             verb = "set" if value is not None else "removed"
         click.echo(f"{verb} {what}" + (f" = {value}" if value is not None else ""))
         return
-    resources = [broker] if broker else _broker_ids(admin, conn.timeout)
+    resources = [""] if broker_defaults else [str(broker)] if broker else ["", *brokers.broker_ids()]
     found: list[RateSetting] = []
     for rid in resources:
-        found += settings_from_configs(rid, _describe(admin, rid, conn.timeout))
+        found += settings_from_configs(rid or None, brokers.describe(rid))
     if listener is not None:
         found = [r for r in found if r.listener == listener.lower()]
     _render(sort_settings(found), state.output_format())
+
+
+class _Brokers:
+    """BROKER config resources: one broker through confluent-kafka (librdkafka); the cluster-wide default
+    (an empty resource name, which librdkafka refuses to address) through the admin backend's wire."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self._admin: Any = None
+        self._backend: Any = None
+
+    @property
+    def admin(self) -> Any:
+        if self._admin is None:
+            self._admin = _admin(self.conn)
+        return self._admin
+
+    @property
+    def wire(self) -> Any:
+        if self._backend is None:
+            from kquotactl.backends.admin import open_admin_backend
+
+            self._backend = open_admin_backend(self.conn)
+        return self._backend.wire
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    def broker_ids(self) -> list[str]:
+        t = self.conn.timeout
+        desc = _result(self.admin.describe_cluster(request_timeout=t), "describe cluster", t)
+        return [str(n.id) for n in sorted(desc.nodes, key=lambda n: n.id)]
+
+    def describe(self, rid: str) -> dict[str, tuple[str | None, str]]:
+        if rid == "":
+            return self.wire.broker_configs("")
+        return _describe(self.admin, rid, self.conn.timeout)
+
+    def alter(self, rid: str, name: str, value: int | None, dry_run: bool) -> None:
+        if rid == "":
+            from kquotactl.errors import QuotaError
+
+            try:
+                self.wire.alter_broker_config("", name, None if value is None else str(value), dry_run)
+            except QuotaError as e:
+                raise QuotaError(f"alter {name} on the cluster default: {e}") from None
+            return
+        _alter(self.admin, rid, name, value, self.conn.timeout, dry_run)
+
+    def await_visible(self, rid: str, name: str, value: int | None, state: Any) -> None:
+        """Brokers apply committed config changes asynchronously: wait (bounded) until DescribeConfigs shows
+        the change, so that a command that follows sees it."""
+        import time
+
+        wanted = "DYNAMIC_DEFAULT_BROKER_CONFIG" if rid == "" else "DYNAMIC_BROKER_CONFIG"
+        deadline = time.monotonic() + min(self.conn.timeout, 10.0)
+        while True:
+            current = self.describe(rid).get(name, (None, ""))
+            dynamic = current[1] == wanted
+            if (value is not None and dynamic and current[0] == str(value)) or (value is None and not dynamic):
+                return
+            if time.monotonic() >= deadline:
+                where = "the cluster default" if rid == "" else f"broker {rid}"
+                state.warn(f"{where} does not show the change to {name} yet; describe may lag")
+                return
+            time.sleep(0.05)
 
 
 def _admin(conn: Any) -> Any:
@@ -117,20 +181,23 @@ def _result(future: Any, what: str, timeout: float) -> Any:
         raise QuotaError(f"{what}: {name}: {text}") from None
 
 
-def _broker_ids(admin: Any, timeout: float) -> list[str]:
-    desc = _result(admin.describe_cluster(request_timeout=timeout), "describe cluster", timeout)
-    return [str(n.id) for n in sorted(desc.nodes, key=lambda n: n.id)]
-
-
 def _describe(admin: Any, rid: str, timeout: float) -> dict[str, tuple[str | None, str]]:
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     res = ConfigResource(ResourceType.BROKER, rid)
     [fut] = admin.describe_configs([res], request_timeout=timeout).values()
     entries = _result(fut, f"describe configs of broker {rid or '<default>'}", timeout)
-    return {
-        name: (e.value, e.source.name if hasattr(e.source, "name") else str(e.source)) for name, e in entries.items()
-    }
+    return {name: (e.value, _source_name(e.source)) for name, e in entries.items()}
+
+
+def _source_name(source: Any) -> str:
+    """confluent-kafka reports a ConfigEntry's source as a plain int: name it (DYNAMIC_BROKER_CONFIG...)."""
+    from confluent_kafka.admin import ConfigSource
+
+    try:
+        return ConfigSource(int(source)).name
+    except (TypeError, ValueError):
+        return getattr(source, "name", str(source))
 
 
 def _alter(admin: Any, rid: str, name: str, value: int | None, timeout: float, dry_run: bool) -> None:

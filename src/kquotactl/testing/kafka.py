@@ -1,9 +1,11 @@
 """Real Apache Kafka brokers for tests and benchmarks, run from Maven Central jars with the machine's Java.
 
 - :class:`ZkKafkaServer`: Kafka 3.9 in ZooKeeper mode, pointed at a (test) ZooKeeper under a chroot.
+- ``ZkKafkaServer(jars_name="kafka-2.5", supports_quota_api=False)``: Kafka 2.5, the last release without
+  the client-quota admin API, for the capability check.
 - :class:`KRaftKafkaServer`: Kafka 4.x, one process that is both broker and controller, with a PLAINTEXT
-  listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512; a SCRAM user is created when the log
-  directory is formatted).
+  listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, with a SCRAM user created when the log
+  directory is formatted, and PLAIN for the same user/password); optionally a mutual-TLS SSL listener.
 
 Both listen on 127.0.0.1 only, on free ports, with data in a temporary directory removed on close.
 Start-up takes 10-20 s on a busy 2-core machine, so fixtures start each broker once per session.
@@ -79,6 +81,7 @@ class _KafkaBase:
     extra_props: dict[str, str] = field(default_factory=dict)
     workdir: Path | None = None
     port: int = 0
+    supports_quota_api: bool = True  # False for brokers older than 2.6 (ready = handshake answered)
     _proc: subprocess.Popen | None = None
 
     @property
@@ -130,7 +133,8 @@ class _KafkaBase:
         while time.monotonic() < deadline:
             try:
                 with AdminBackend.connect(self.bootstrap, connect_timeout=5, timeout=5) as b:
-                    b.describe()
+                    if self.supports_quota_api:
+                        b.describe()
                     return
             except QuotaError as e:
                 last = e
@@ -210,11 +214,19 @@ class KRaftKafkaServer(_KafkaBase):
     sasl_port: int = 0
     scram_user: str = "admin"
     scram_password: str = "admin-secret"
+    # An SSL listener (mutual TLS) when set: PEM files for the broker's key store (key + chain) and trust store.
+    ssl_keystore: Path | None = None
+    ssl_truststore: Path | None = None
+    ssl_port: int = 0
     cluster_id: str = field(default_factory=lambda: base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22])
 
     @property
     def sasl_bootstrap(self) -> str:
         return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
 
     @property
     def controller_bootstrap(self) -> str:
@@ -234,19 +246,41 @@ class KRaftKafkaServer(_KafkaBase):
                 setattr(self, attr, free_port())
         p, c, s = self.port, self.controller_port, self.sasl_port
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        listeners = f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},SASL_PLAINTEXT://127.0.0.1:{s}"
+        advertised = f"PLAINTEXT://127.0.0.1:{p},SASL_PLAINTEXT://127.0.0.1:{s}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+        ssl: dict[str, str] = {}
+        if self.ssl_keystore is not None:
+            if not self.ssl_port:
+                self.ssl_port = free_port()
+            listeners += f",SSL://127.0.0.1:{self.ssl_port}"
+            advertised += f",SSL://127.0.0.1:{self.ssl_port}"
+            protocols += ",SSL:SSL"
+            ssl = {
+                "listener.name.ssl.ssl.keystore.type": "PEM",
+                "listener.name.ssl.ssl.keystore.location": str(self.ssl_keystore),
+                "listener.name.ssl.ssl.truststore.type": "PEM",
+                "listener.name.ssl.ssl.truststore.location": str(self.ssl_truststore),
+                "listener.name.ssl.ssl.client.auth": "required",
+            }
         return {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{c}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},SASL_PLAINTEXT://127.0.0.1:{s}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{p},SASL_PLAINTEXT://127.0.0.1:{s}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "listeners": listeners,
+            "advertised.listeners": advertised,
+            "listener.security.protocol.map": protocols,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
             "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
             "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'user_{self.scram_user}="{self.scram_password}";'
+            ),
             "log.dirs": str(self.workdir / "logs"),
+            **ssl,
         }
 
     def _prepare(self) -> None:

@@ -488,3 +488,20 @@ def test_export_then_load_is_lossless_for_any_names(state: dict[Entity, int], pc
     text = dump_manifest_yaml(export_document(recs(quotas)))
     assert load_text(text).config_map() == quotas
     assert load_text(json.dumps(export_document(recs(quotas)))).config_map() == quotas
+
+
+def test_anchors_aliases_and_several_documents_in_one_file() -> None:
+    text = (
+        "quotas:\n- entity: {user: a}\n  config: &c {producer_byte_rate: 1}\n- entity: {user: b}\n  config: *c\n"
+        "---\nprune: [users/*]\nquotas:\n- {entity: {user: d}, config: {request_rate: 2}}\n"
+    )
+    m = load_text(text, "m.yaml")
+    assert m.config_map() == {
+        Entity(user="a"): {"producer_byte_rate": 1},
+        Entity(user="b"): {"producer_byte_rate": 1},
+        Entity(user="d"): {"request_rate": 2},
+    }
+    assert [r.pattern for r in m.prune] == ["users/*"] and m.get(Entity(user="d")).source == Source("m.yaml", 9)
+    assert problems("quotas:\n- entity: {user: a}\n  config: *nope\n") == [
+        "m.yaml:3: invalid YAML: found undefined alias 'nope'"
+    ]

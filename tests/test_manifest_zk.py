@@ -414,3 +414,30 @@ def test_a_connection_lost_midway_reports_exactly_what_was_applied_and_a_rerun_c
         r = run_cli("--zookeeper", connect, "apply", "-f", m, "--yes")
         assert r.exit_code == 0 and f"applied {n - len(state)} entities" in r.stdout, r.stderr
         assert run_cli("--zookeeper", connect, "plan", "-f", m).exit_code == 0
+
+
+# -- confirmation, dry run, usage --------------------------------------------------------------------------------
+
+
+def test_apply_without_a_terminal_needs_yes_and_dry_run_writes_nothing(chroot, tmp_path) -> None:
+    m = write(tmp_path, MANIFEST)
+    before = chroot.snapshot()
+    r = zk(chroot, "apply", "-f", m)
+    assert r.exit_code == 1 and "pass --yes" in r.stderr
+    r = zk(chroot, "apply", "-f", m, "--dry-run")
+    assert r.exit_code == 2, r.stderr
+    assert "would apply 6 entities" in r.stdout and "dry run, nothing written" in r.stdout
+    assert chroot.snapshot() == before
+    r = zk(chroot, "apply", "-f", m, "--plan", str(tmp_path / "p.json"), "--yes")
+    assert r.exit_code == 1 and "not both" in r.stderr
+    r = zk(chroot, "-o", "kafka", "plan", "-f", m)
+    assert r.exit_code == 1 and "-o kafka is for describe" in r.stderr
+    assert chroot.snapshot() == before
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_1(tmp_path) -> None:
+    from kquotactl.testing.servers import free_port
+
+    m = write(tmp_path, MANIFEST)
+    r = run_cli("--zookeeper", f"127.0.0.1:{free_port()}", "--connect-timeout", "1", "plan", "-f", m)
+    assert r.exit_code == 1 and "cannot connect to ZooKeeper" in r.stderr and r.stderr.count("\n") == 1

@@ -437,8 +437,8 @@ LAUGHS = "".join(
 BAD_MANIFESTS = {
     "billion-laughs": (LAUGHS + "quotas: *i\n", ":1: unknown key"),
     "laughs-in-config": (
-        LAUGHS.replace("a:", "x: 1\na:", 1).split("x: 1\n")[1] + "quotas:\n- {entity: {user: a}, config: *i}\n",
-        "unknown key",
+        LAUGHS + "quotas:\n- {entity: {user: a}, config: *i}\n",
+        "config must be a mapping",
     ),
     "laughs-in-owner": (LAUGHS + "quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 1}, owner: *i}\n", ":"),
     "nested-100k": ("quotas: " + "[" * 100_000 + "]" * 100_000 + "\n", ":1: invalid YAML: nested deeper"),

@@ -27,10 +27,10 @@ import fnmatch
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.errors import QuotaError
@@ -71,7 +71,7 @@ class ManifestError(QuotaError):
         super().__init__(self.problems[0] + suffix)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: 100,000 entries stay small
 class ManifestEntry:
     """One ``quotas`` item: an entity, its validated config, where it came from, and its metadata."""
 
@@ -271,7 +271,7 @@ class _Reader:
         import yaml
 
         try:
-            for doc in _compose_all(text):
+            for doc in _compose_all(text, self.entry):
                 if doc is not None:
                     self.document(doc)
         except yaml.MarkedYAMLError as e:
@@ -329,6 +329,8 @@ class _Reader:
             if not isinstance(qnode, yaml.SequenceNode):
                 self.problem(qnode, f"quotas must be a list of entries, not {_kind(qnode)}")
                 return
+            if getattr(qnode, "streamed", False):
+                return  # entries were read one by one while parsing
             for item in qnode.value:
                 self.entry(item)
 
@@ -533,34 +535,16 @@ def _json_surrogates(text: str) -> str:
     return _SURROGATE_PAIR.sub(joined, text)
 
 
-MAX_NESTING = 32  # a manifest needs 4 levels; YAML composers recurse, and libyaml's overflows the C stack
+MAX_NESTING = 32  # a manifest needs 4 levels; deeper documents are refused before they exhaust the stack
 
 
-def _check_nesting(text: str, loader_cls: Any) -> None:
-    """Refuse deeply nested documents before composing them: PyYAML's composers recurse per level (the C one
-    crashes the process on ~100,000 nested brackets, the Python one raises RecursionError). The event parser
-    is iterative, so counting depth on events is safe and cheap."""
-    import yaml
+def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> Iterator[Any]:
+    """Compose YAML documents into nodes (with marks) from the C parser's events.
 
-    loader = loader_cls(text)
-    depth = 0
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise yaml.composer.ComposerError(
-                        None, None, f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)", event.start_mark
-                    )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    finally:
-        loader.dispose()
-
-
-def _compose_all(text: str) -> Iterator[Any]:
-    """``yaml.compose_all`` with the C parser when available (same nodes and marks, much faster)."""
+    Like ``yaml.compose_all``, except that the items of the top-level ``quotas`` list are handed to
+    ``on_entry`` one at a time and not kept: memory stays proportional to the validated entries, not to
+    the YAML node tree (about 5 KB per entry).
+    """
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -572,13 +556,73 @@ def _compose_all(text: str) -> Iterator[Any]:
             line, column = text.count("\n", 0, e.start), e.start - (text.rfind("\n", 0, e.start) + 1)
             mark = yaml.error.Mark("<manifest>", e.start, line, column, None, None)
             raise yaml.scanner.ScannerError(None, None, "bytes that are not valid UTF-8", mark) from None
-    _check_nesting(text, loader_cls)
     loader = loader_cls(text)
     try:
-        while loader.check_node():
-            yield loader.get_node()
+        loader.get_event()  # StreamStart
+        while not loader.check_event(yaml.StreamEndEvent):
+            loader.get_event()  # DocumentStart
+            doc = _EventComposer(loader, on_entry).node(0, None)
+            loader.get_event()  # DocumentEnd
+            yield doc
+        loader.get_event()
     finally:
         loader.dispose()
+
+
+class _EventComposer:
+    def __init__(self, loader: Any, on_entry: Callable[[Any], None] | None) -> None:
+        self.loader = loader
+        self.on_entry = on_entry
+        self.anchors: dict[str, Any] = {}
+
+    def node(self, depth: int, key: str | None) -> Any:
+        import yaml
+
+        loader = self.loader
+        ev = loader.get_event()
+        if depth > MAX_NESTING:  # composing recurses per level: 100,000 nested brackets would exhaust the stack
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)", ev.start_mark
+            )
+        if isinstance(ev, yaml.AliasEvent):
+            if ev.anchor not in self.anchors:
+                raise yaml.composer.ComposerError(None, None, f"found undefined alias {ev.anchor!r}", ev.start_mark)
+            return self.anchors[ev.anchor]
+        tag = getattr(ev, "tag", None)
+        if isinstance(ev, yaml.ScalarEvent):
+            if tag is None or tag == "!":
+                tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+            node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+            if ev.anchor:
+                self.anchors[ev.anchor] = node
+            return node
+        if isinstance(ev, yaml.SequenceStartEvent):
+            if tag is None or tag == "!":
+                tag = loader.resolve(yaml.SequenceNode, None, ev.implicit)
+            node = yaml.SequenceNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
+            if ev.anchor:
+                self.anchors[ev.anchor] = node
+            stream = depth == 1 and key == "quotas" and self.on_entry is not None
+            while not loader.check_event(yaml.SequenceEndEvent):
+                item = self.node(depth + 1, None)
+                if stream:
+                    self.on_entry(item)  # type: ignore[misc]
+                else:
+                    node.value.append(item)
+            node.end_mark = loader.get_event().end_mark
+            node.streamed = stream  # type: ignore[attr-defined]
+            return node
+        if tag is None or tag == "!":
+            tag = loader.resolve(yaml.MappingNode, None, ev.implicit)
+        node = yaml.MappingNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
+        if ev.anchor:
+            self.anchors[ev.anchor] = node
+        while not loader.check_event(yaml.MappingEndEvent):
+            k = self.node(depth + 1, None)
+            v = self.node(depth + 1, k.value if isinstance(k, yaml.ScalarNode) else None)
+            node.value.append((k, v))
+        node.end_mark = loader.get_event().end_mark
+        return node
 
 
 def sources_of(paths: Sequence[str]) -> str:
@@ -617,9 +661,12 @@ def export_document(records: Iterable[QuotaRecord]) -> dict[str, Any]:
     return {"quotas": quotas}
 
 
-def dump_manifest_yaml(doc: Mapping[str, Any]) -> str:
+def dump_manifest_yaml(doc: Mapping[str, Any], out: IO[str] | None = None, chunk: int = 1000) -> str | None:
     """YAML with one flow mapping per entity and per config (``- entity: {user: alice}``), C emitter if present;
-    ``"<default>"`` is quoted as in the documentation."""
+    ``"<default>"`` is quoted as in the documentation. With ``out``, entries are written in chunks, so
+    memory does not grow with a whole document's representation; without it, the text is returned."""
+    import io
+
     import yaml
 
     base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -636,10 +683,29 @@ def dump_manifest_yaml(doc: Mapping[str, Any]) -> str:
 
     Dumper.add_representer(str, str_repr)
     Dumper.add_representer(_Flow, flow_repr)
+
+    def dump(data: Any, stream: IO[str]) -> None:
+        yaml.dump(
+            data, stream, Dumper=Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 20
+        )
+
+    target = out if out is not None else io.StringIO()
     body = dict(doc)
-    if isinstance(body.get("quotas"), list):
-        body["quotas"] = [{k: _Flow(v) if isinstance(v, dict) else v for k, v in q.items()} for q in body["quotas"]]
-    return yaml.dump(body, Dumper=Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 20)
+    quotas = body.pop("quotas", None)
+    if body:
+        dump(body, target)
+    if isinstance(quotas, list):
+        if not quotas:
+            target.write("quotas: []\n")
+        else:
+            target.write("quotas:\n")
+            for start in range(0, len(quotas), chunk):
+                items = [
+                    {k: _Flow(v) if isinstance(v, dict) else v for k, v in q.items()}
+                    for q in quotas[start : start + chunk]
+                ]
+                dump(items, target)
+    return target.getvalue() if out is None else None  # type: ignore[attr-defined]
 
 
 class _Flow(dict):

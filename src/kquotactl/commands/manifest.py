@@ -345,101 +345,148 @@ def apply(
         return
     if fmt == "table":
         render_plan(the_plan, fmt, sys.stdout, target)
-    if dry_run:
-        results = backend.alter(the_plan.changes(), validate_only=True, expected=the_plan.expected())
-        _report(the_plan, results, fmt, log_path, dry_run=True)
-        ctx.exit(EXIT_PENDING)
-    if not yes:
+    if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
         click.confirm(f"Apply {len(the_plan.diffs)} entity changes to {target['cluster']}?", abort=True, err=True)
-    results = _alter_with_progress(backend, the_plan)
-    _report(the_plan, results, fmt, log_path)
+    collector = _Collector(the_plan, fmt, log_path, dry_run)
+    _apply_in_chunks(backend, the_plan, collector, dry_run)
+    collector.finish()
+    if dry_run:
+        ctx.exit(EXIT_PENDING)
 
 
-def _alter_with_progress(backend: Any, the_plan: Any) -> list[Any]:
+APPLY_CHUNK = 5000  # entities per backend call: bounds the backend's working set (reads, ops, results)
+
+
+def _apply_in_chunks(backend: Any, the_plan: Any, collector: _Collector, dry_run: bool) -> None:
+    """Hand the plan to the backend in order, a chunk at a time; on a failure say exactly what was applied."""
     from kquotactl.errors import PartialFailure
 
-    changes = the_plan.changes()
+    diffs = the_plan.diffs
     progress_bar = None
-    if sys.stderr.isatty() and len(changes) >= 100:
+    if sys.stderr.isatty() and len(diffs) >= 100 and not dry_run:
         from rich.console import Console
         from rich.progress import Progress
 
         progress_bar = Progress(console=Console(stderr=True), transient=True)
+        progress_bar.start()
+    task = progress_bar.add_task("applying", total=len(diffs)) if progress_bar else None
+    advance = (lambda n: progress_bar.advance(task, n)) if progress_bar else None  # type: ignore[union-attr,arg-type]
     try:
-        if progress_bar is None:
-            return backend.alter(changes, expected=the_plan.expected())
-        with progress_bar:
-            task = progress_bar.add_task("applying", total=len(changes))
-            return backend.alter(
-                changes, expected=the_plan.expected(), progress=lambda n: progress_bar.advance(task, n)
-            )
-    except PartialFailure as e:
-        _echo_err(f"kquotactl: error: {e}")
-        for label in e.applied:
-            _echo_err(f"applied: {label}")
-        for label in e.not_applied:
-            _echo_err(f"not applied: {label}")
-        unknown = getattr(e, "unknown", [])
-        for label in unknown:
-            _echo_err(f"outcome unknown: {label}")
-        raise QuotaError(
-            f"partial apply: {len(e.applied)} entities applied, {len(e.not_applied)} not applied"
-            + (f", {len(unknown)} unknown (one transaction: all or none of them)" if unknown else "")
-            + " (listed above); re-run apply to converge"
-        ) from None
-    except QuotaError as e:
-        raise QuotaError(f"{e}; nothing was applied") from None
+        for start in range(0, len(diffs), APPLY_CHUNK):
+            chunk = diffs[start : start + APPLY_CHUNK]
+            try:
+                results = backend.alter(
+                    [d.change() for d in chunk],
+                    validate_only=dry_run,
+                    expected={d.entity: d.before for d in chunk},
+                    progress=advance,
+                )
+            except PartialFailure as e:
+                later = [d.entity.label() for d in diffs[start + len(chunk) :]]
+                _partial_report(e, collector.applied_labels + e.applied, e.not_applied + later, e.unknown)
+            except QuotaError as e:
+                if not collector.applied_labels:
+                    raise QuotaError(f"{e}; nothing was applied") from None
+                _partial_report(e, collector.applied_labels, [d.entity.label() for d in diffs[start:]])
+            collector.add(results)
+    finally:
+        if progress_bar is not None:
+            progress_bar.stop()
 
 
-def _report(the_plan: Any, results: list[Any], fmt: str, log_path: str | None, dry_run: bool = False) -> None:
-    """Per-entity results (with the manifest entry's source and metadata), a log, and the summary line."""
-    from kquotactl.model import Outcome, summarize
-    from kquotactl.render import result_line
+def _partial_report(error: QuotaError, applied: list[str], not_applied: list[str], unknown: Sequence[str] = ()) -> None:
+    """``unknown``: entities of the transaction or request in flight when the connection died (all or none)."""
+    _echo_err(f"kquotactl: error: {error}")
+    for label in applied:
+        _echo_err(f"applied: {label}")
+    for label in not_applied:
+        _echo_err(f"not applied: {label}")
+    for label in unknown:
+        _echo_err(f"outcome unknown: {label}")
+    raise QuotaError(
+        f"partial apply: {len(applied)} entities applied, {len(not_applied)} not applied"
+        + (f", {len(unknown)} unknown (one transaction: all or none of them)" if unknown else "")
+        + " (listed above); re-run apply to converge"
+    ) from None
 
-    by_entity = {d.entity: d for d in the_plan.diffs}
 
-    def enrich(r: Any) -> dict[str, Any]:
-        d = by_entity.get(r.entity)
+class _Collector:
+    """Per-entity results as they come (with the manifest entry's source and metadata): counts, failures,
+    the ``--log`` lines, and the full records only when ``-o json/yaml`` asks for them."""
+
+    def __init__(self, the_plan: Any, fmt: str, log_path: str | None, dry_run: bool) -> None:
+        from kquotactl.model import Outcome
+
+        self.by_entity = {d.entity: d for d in the_plan.diffs}
+        self.fmt = fmt
+        self.dry_run = dry_run
+        self.counts = {o.value: 0 for o in Outcome}
+        self.failed: list[Any] = []
+        self.rows: list[dict[str, Any]] = []
+        self.applied_labels: list[str] = []
+        self.log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
+        import datetime
+
+        self.stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+    def enrich(self, r: Any) -> dict[str, Any]:
+        from kquotactl.manifest import entity_path_text
+
         out = r.to_json()
+        d = self.by_entity.get(r.entity)
         if d is not None:
-            out["path"] = d.to_json()["path"]
+            out["path"] = entity_path_text(d.entity)
             if d.source:
                 out["source"] = d.source
             out.update(d.meta)
         return out
 
-    rows = [enrich(r) for r in results]
-    if log_path:
-        import datetime
+    def add(self, results: list[Any]) -> None:
+        from kquotactl.model import Outcome
 
-        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        with open(log_path, "a", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps({"time": stamp, **row}, ensure_ascii=False) + "\n")
-    counts = summarize(results)
-    if fmt in ("json", "yaml"):
-        _dump({"summary": counts, "results": rows}, fmt, sys.stdout)
-    failed = [r for r in results if r.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED)]
-    if fmt == "table":
-        for r in failed:
-            meta = by_entity[r.entity].meta if r.entity in by_entity else {}
-            extra = f" [{' '.join(f'{k}={v}' for k, v in meta.items())}]" if meta else ""
-            _echo_err(result_line(r) + extra)
-    done = [r for r in results if r.outcome in (Outcome.APPLIED, Outcome.UNCHANGED, Outcome.VALIDATED)]
-    word = "would apply" if dry_run else "applied"
-    line = (
-        f"{word} {counts['validated' if dry_run else 'applied']} entities, {counts['unchanged']} already as "
-        f"desired, {len(failed)} failed"
-    )
-    _summary(line + (" (dry run, nothing written)" if dry_run else ""), fmt)
-    if failed:
-        labels = ", ".join(r.entity.label() for r in failed[:5]) + (" ..." if len(failed) > 5 else "")
-        raise QuotaError(
-            f"{len(failed)} entities not applied ({labels}); {len(done)} entities are as planned; "
-            "fix the cause and re-run apply"
+        for r in results:
+            self.counts[r.outcome.value] += 1
+            if r.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
+                self.failed.append(r)
+            elif r.outcome is Outcome.APPLIED:
+                self.applied_labels.append(r.entity.label())
+            if self.log is not None or self.fmt != "table":
+                row = self.enrich(r)
+                if self.log is not None:
+                    self.log.write(json.dumps({"time": self.stamp, **row}, ensure_ascii=False) + "\n")
+                if self.fmt != "table":
+                    self.rows.append(row)
+        if self.log is not None:
+            self.log.flush()
+
+    def finish(self) -> None:
+        from kquotactl.render import result_line
+
+        if self.log is not None:
+            self.log.close()
+        if self.fmt in ("json", "yaml"):
+            _dump({"summary": self.counts, "results": self.rows}, self.fmt, sys.stdout)
+        if self.fmt == "table":
+            for r in self.failed:
+                meta = self.by_entity[r.entity].meta if r.entity in self.by_entity else {}
+                extra = f" [{' '.join(f'{k}={v}' for k, v in meta.items())}]" if meta else ""
+                _echo_err(result_line(r) + extra)
+        c = self.counts
+        word = "would apply" if self.dry_run else "applied"
+        line = (
+            f"{word} {c['validated' if self.dry_run else 'applied']} entities, {c['unchanged']} already as desired, "
+            f"{len(self.failed)} failed"
         )
+        _summary(line + (" (dry run, nothing written)" if self.dry_run else ""), self.fmt)
+        if self.failed:
+            done = sum(c.values()) - len(self.failed)
+            labels = ", ".join(r.entity.label() for r in self.failed[:5]) + (" ..." if len(self.failed) > 5 else "")
+            raise QuotaError(
+                f"{len(self.failed)} entities not applied ({labels}); {done} entities are as planned; "
+                "fix the cause and re-run apply"
+            )
 
 
 @click.command()
@@ -472,7 +519,7 @@ def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
         if fmt == "json":
             dump_json(doc, out)
         else:
-            out.write(dump_manifest_yaml(doc))
+            dump_manifest_yaml(doc, out)
     finally:
         if out_path:
             out.close()

@@ -367,7 +367,7 @@ class ZooKeeperBackend:
                     break
                 if not self._client.connected:
                     raise ConnectionTrouble(f"lost the ZooKeeper connection ({what} {p}): not connected")
-                log.debug("%s %s", what, p)
+                log.debug("%s %s", _VERBS.get(what, what), p)
                 window.append((p, call(p)))
             if not window:
                 return
@@ -836,6 +836,7 @@ class _EntityPlan:
         return 2 + len(self.parents)
 
 
+_VERBS = {"read": "get", "list": "ls"}  # --debug traces name the ZooKeeper operation
 CLOSE_WAIT = 2.0  # seconds to wait for a clean session close before leaving it to the server's timeout
 
 

@@ -17,7 +17,7 @@ import click
 from kquotactl import __version__
 from kquotactl import completion as comp
 from kquotactl.connection import ConnectionOptions
-from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError
+from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, one_line
 
 KEYS_HELP = (
     "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
@@ -504,7 +504,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             ctx.meta["kquotactl.flat"] = flat
             cli.invoke(ctx)
     except QuotaError as e:
-        click.echo(f"{prog_name}: error: {e}", err=True)
+        click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
@@ -516,6 +516,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             click.echo(f"{prog_name}: error: {e.format_message()}{where}", err=True)
         sys.exit(EXIT_ERROR)
     except click.ClickException as e:
+        e.message = one_line(e.message)
         e.show()
         sys.exit(EXIT_ERROR)
     except click.exceptions.Abort:
@@ -530,7 +531,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         if debug:
             raise
         click.echo(
-            f"{prog_name}: internal error: {type(e).__name__}: {e} (re-run with --debug for details)",
+            f"{prog_name}: internal error: {type(e).__name__}: {one_line(str(e))} (re-run with --debug for details)",
             err=True,
         )
         sys.exit(EXIT_ERROR)

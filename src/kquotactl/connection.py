@@ -175,7 +175,8 @@ def zk_tls_settings(path: str) -> TlsSettings:
     return TlsSettings(
         ca=get("ssl.truststore.location"),
         certfile=get("ssl.keystore.location"),
-        keyfile=None,
+        # the PEM key store holds the key and the certificate; kazoo sends no client certificate without a keyfile
+        keyfile=get("ssl.keystore.location"),
         keyfile_password=get("ssl.keystore.password"),
         verify_certs=True,
         check_hostname=verify_host.lower() == "true",

@@ -350,13 +350,16 @@ def _partial(
     ]
     if not applied:
         return error
-    not_applied = [ch.entity.label() for ch in changes if ch.entity not in results]
+    in_flight = set(unknown)
+    not_applied = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in in_flight]
+    unknown_labels = [ch.entity.label() for ch in changes if ch.entity in in_flight and ch.entity not in results]
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
     return PartialFailure(
-        f"{error}; applied {len(applied)} entities ({shown}); {len(unknown)} in the failed request may or may not "
-        f"have been applied; {len(not_applied) - len(unknown)} not sent — re-run to converge",
+        f"{error}; applied {len(applied)} entities ({shown}); {len(unknown_labels)} in the failed request may or "
+        f"may not have been applied; {len(not_applied)} not sent — re-run to converge",
         applied,
         not_applied,
+        unknown_labels,
     )
 
 

@@ -9,6 +9,11 @@ VENV=${VENV:-.venv}
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn  >/dev/null 2>&1 || need_apt+=(maven)
+# docs and completion tests: man pages rendered by groff, completion driven in real bash (tmux), zsh, fish
+command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
+command -v tmux  >/dev/null 2>&1 || need_apt+=(tmux)
+command -v zsh   >/dev/null 2>&1 || need_apt+=(zsh)
+command -v fish  >/dev/null 2>&1 || need_apt+=(fish)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing ${need_apt[*]} with apt-get"
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi

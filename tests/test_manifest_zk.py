@@ -401,15 +401,18 @@ def test_a_connection_lost_midway_reports_exactly_what_was_applied_and_a_rerun_c
         assert r.exit_code == 1
         applied = [x.split(": ", 1)[1] for x in r.stderr.splitlines() if x.startswith("applied: ")]
         missing = [x.split(": ", 1)[1] for x in r.stderr.splitlines() if x.startswith("not applied: ")]
-        assert len(applied) == 500 and len(missing) == n - 500
-        assert "partial apply: 500 entities applied, 1000 not applied" in r.stderr
+        unknown = [x.split(": ", 1)[1] for x in r.stderr.splitlines() if x.startswith("outcome unknown: ")]
+        # the commit after the crash may have been sent before kazoo saw the connection drop: then its
+        # outcome is unknown (all or none), otherwise it is plainly not applied
+        assert len(applied) == 500 and len(missing) + len(unknown) == n - 500 and len(unknown) in (0, 500)
+        assert "partial apply: 500 entities applied, " in r.stderr
         monkeypatch.setattr(ZooKeeperBackend, "alter", original)
         server.start()
         with ZooKeeperBackend(ZkSettings(connect=connect)) as b:
             state = {x.entity.label() for x in b.describe()}
-        assert state == set(applied)  # nothing half-written: exactly the reported entities
+        assert state in (set(applied), set(applied) | set(unknown))  # nothing half-written
         r = run_cli("--zookeeper", connect, "apply", "-f", m, "--yes")
-        assert r.exit_code == 0 and "applied 1000 entities" in r.stdout, r.stderr
+        assert r.exit_code == 0 and f"applied {n - len(state)} entities" in r.stdout, r.stderr
         assert run_cli("--zookeeper", connect, "plan", "-f", m).exit_code == 0
 
 

@@ -15,8 +15,9 @@ from typing import Any
 import click
 
 from kquotactl import __version__
+from kquotactl import completion as comp
 from kquotactl.connection import ConnectionOptions
-from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError
+from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, one_line
 
 KEYS_HELP = (
     "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
@@ -37,13 +38,22 @@ class AppState:
     color: bool = False
     verbose: bool = False
     kafka_compat: bool = False  # invoked in kafka-configs' flat form (--alter/--describe)
+    context_name: str | None = None  # --context (else KQUOTACTL_CONTEXT, else the file's current-context)
+    config_path: str | None = None  # --config (else KQUOTACTL_CONFIG, else XDG)
+    explicit: frozenset[str] = frozenset()  # connection fields typed on the command line (a context never overrides)
     _backend: Any = None
+
+    def connection(self) -> ConnectionOptions:
+        """The cluster to use: flags > environment > context (see kquotactl.contexts)."""
+        from kquotactl.contexts import resolve
+
+        return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
 
     def backend(self, ctx: click.Context) -> Any:
         if self._backend is None:
             from kquotactl.connection import open_backend
 
-            self._backend = open_backend(self.conn.with_env())
+            self._backend = open_backend(self.connection())
             ctx.call_on_close(self._backend.close)
         return self._backend
 
@@ -152,6 +162,7 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "entity_names",
             multiple=True,
             metavar="NAME",
+            shell_complete=comp.complete_entity_name,
             help="Name for the --entity-type at the same position.",
         ),
         click.option(
@@ -161,9 +172,26 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             help="The default entity for the --entity-type at the same position.",
         ),
-        click.option("--user", metavar="NAME", help="A user principal (same as --entity-type users --entity-name)."),
-        click.option("--client", "--client-id", "client", metavar="NAME", help="A client-id."),
-        click.option("--ip", metavar="ADDRESS", help="An IPv4/IPv6 address (connection_creation_rate only)."),
+        click.option(
+            "--user",
+            metavar="NAME",
+            shell_complete=comp.complete_user,
+            help="A user principal (same as --entity-type users --entity-name).",
+        ),
+        click.option(
+            "--client",
+            "--client-id",
+            "client",
+            metavar="NAME",
+            shell_complete=comp.complete_client,
+            help="A client-id.",
+        ),
+        click.option(
+            "--ip",
+            metavar="ADDRESS",
+            shell_complete=comp.complete_ip,
+            help="An IPv4/IPv6 address (connection_creation_rate only).",
+        ),
         click.option("--user-defaults", is_flag=True, help="The default user."),
         click.option("--client-defaults", is_flag=True, help="The default client-id."),
         click.option("--ip-defaults", is_flag=True, help="The default ip."),
@@ -212,17 +240,46 @@ def _flush_warnings(state: AppState, backend: Any) -> None:
     type=click.Choice(["table", "json", "yaml", "kafka"]),
     help="Output format (default: table on a terminal, json otherwise; kafka in the flat form).",
 )
-@click.option("-v", "--verbose", is_flag=True, help="Say more about what is done.")
+@click.option(
+    "--context",
+    "context_name",
+    metavar="NAME",
+    shell_complete=comp.complete_context,
+    help="Use this named cluster from the config file (env KQUOTACTL_CONTEXT; see `kquotactl config`).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Config file with named contexts (env KQUOTACTL_CONFIG; default ~/.config/kquotactl/config.yaml).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show the ZooKeeper nodes written or Kafka requests sent.")
 @click.option("--debug", is_flag=True, help="Trace the ZooKeeper paths and Kafka requests involved.")
 @click.option("--no-color", is_flag=True, help="No colour (also: NO_COLOR set, or not a terminal).")
 @click.version_option(__version__, "--version", prog_name="kquotactl")
 @click.pass_context
-def cli(ctx: click.Context, output: str | None, verbose: bool, debug: bool, no_color: bool, **conn: Any) -> None:
+def cli(
+    ctx: click.Context,
+    output: str | None,
+    context_name: str | None,
+    config_path: str | None,
+    verbose: bool,
+    debug: bool,
+    no_color: bool,
+    **conn: Any,
+) -> None:
     """Manage Apache Kafka client quotas: a drop-in for kafka-configs' quota commands.
 
     Quotas apply to users, client-ids, (user, client-id) pairs and their defaults, and to ips.
     Talk to a ZooKeeper-mode cluster with --zookeeper, or to any cluster (KRaft included) through the
     broker admin API with --bootstrap-server.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka describe
+      kquotactl --context prod alter --user alice --add-config producer_byte_rate=10MiB
+      kquotactl --zookeeper zk:2181 --describe --entity-type users   # kafka-configs' flat form
     """
     state = ctx.ensure_object(AppState)
     state.conn = ConnectionOptions(
@@ -238,6 +295,11 @@ def cli(ctx: click.Context, output: str | None, verbose: bool, debug: bool, no_c
         zk_acl=conn["zk_acl"],
     )
     state.output = output
+    state.context_name = context_name
+    state.config_path = config_path
+    state.explicit = frozenset(
+        name for name in conn if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    )
     state.verbose = verbose or debug
     state.kafka_compat = ctx.meta.get("kquotactl.flat", False)
     state.color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
@@ -246,6 +308,11 @@ def cli(ctx: click.Context, output: str | None, verbose: bool, debug: bool, no_c
 
         logging.basicConfig(stream=sys.stderr, format="kquotactl: debug: %(name)s: %(message)s")
         logging.getLogger("kquotactl").setLevel(logging.DEBUG)
+    elif verbose:  # the znodes written / requests sent, without the read-by-read trace
+        import logging
+
+        logging.basicConfig(stream=sys.stderr, format="kquotactl: %(message)s")
+        logging.getLogger("kquotactl").setLevel(logging.INFO)
 
 
 @cli.command()
@@ -281,6 +348,7 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> None:
 @click.option(
     "--add-config",
     metavar="K=V,...",
+    shell_complete=comp.complete_add_config,
     help="Keys to set: k1=v1,k2=[v2,v3] (kafka-configs grammar). " + KEYS_HELP,
 )
 @click.option(
@@ -289,7 +357,14 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> None:
     type=click.Path(dir_okay=False),
     help="Keys to set, from a Java properties file.",
 )
-@click.option("--delete-config", "delete_config", multiple=True, metavar="K,...", help="Keys to remove.")
+@click.option(
+    "--delete-config",
+    "delete_config",
+    multiple=True,
+    metavar="K,...",
+    shell_complete=comp.complete_delete_config,
+    help="Keys to remove.",
+)
 @click.option("--if-exists", is_flag=True, help="Removing a key that is not set is not an error.")
 @click.option("--dry-run", is_flag=True, help="Check and show the change; write nothing.")
 @pass_state
@@ -327,6 +402,8 @@ def alter(
         raise UsageError("Only one of --add-config or --add-config-file must be specified")
     adds = parse_add_config(add_config) if add_config is not None else {}
     if add_config_file is not None:
+        if not os.path.isfile(add_config_file):
+            raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
     backend = state.backend(ctx)
@@ -419,6 +496,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
     debug = "--debug" in args
     try:
         if os.environ.get("_KQUOTACTL_COMPLETE"):
+            comp.install(cli)  # options of commands that did not attach completion callbacks themselves
             cli.main(args=args, prog_name=prog_name)
             return
         args, flat = normalize_argv(args)
@@ -426,11 +504,19 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             ctx.meta["kquotactl.flat"] = flat
             cli.invoke(ctx)
     except QuotaError as e:
-        click.echo(f"{prog_name}: error: {e}", err=True)
+        click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
+    except click.exceptions.UsageError as e:
+        if isinstance(e, click.exceptions.NoArgsIsHelpError):
+            e.show()
+        else:  # one line that names the bad part (click adds "Did you mean ...?") and where help is
+            where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+            click.echo(f"{prog_name}: error: {e.format_message()}{where}", err=True)
+        sys.exit(EXIT_ERROR)
     except click.ClickException as e:
+        e.message = one_line(e.message)
         e.show()
         sys.exit(EXIT_ERROR)
     except click.exceptions.Abort:
@@ -445,7 +531,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         if debug:
             raise
         click.echo(
-            f"{prog_name}: internal error: {type(e).__name__}: {e} (re-run with --debug for details)",
+            f"{prog_name}: internal error: {type(e).__name__}: {one_line(str(e))} (re-run with --debug for details)",
             err=True,
         )
         sys.exit(EXIT_ERROR)

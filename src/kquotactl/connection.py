@@ -78,7 +78,8 @@ class ConnectionOptions:
         if not given:
             raise UsageError(
                 "no cluster given: pass --zookeeper HOST:PORT[/chroot] or --bootstrap-server HOST:PORT "
-                f"(or set {ENV_ZOOKEEPER} / {ENV_BOOTSTRAP}, or use a context)"
+                f"(or set {ENV_ZOOKEEPER} / {ENV_BOOTSTRAP}, or pick a context: --context NAME, "
+                "KQUOTACTL_CONTEXT, or `kquotactl config use-context NAME`)"
             )
         if len(given) > 1:
             raise UsageError(
@@ -131,6 +132,8 @@ def zk_tls_settings(path: str) -> TlsSettings:
     from kquotactl.backends.zookeeper import TlsSettings
     from kquotactl.grammar import load_properties
 
+    if not os.path.isfile(path):
+        raise UsageError(f"--zk-tls-config-file {path}: no such file (a properties file with zookeeper.ssl.* keys)")
     props = load_properties(path)
 
     def get(name: str) -> str | None:
@@ -172,7 +175,8 @@ def zk_tls_settings(path: str) -> TlsSettings:
     return TlsSettings(
         ca=get("ssl.truststore.location"),
         certfile=get("ssl.keystore.location"),
-        keyfile=None,
+        # the PEM key store holds the key and the certificate; kazoo sends no client certificate without a keyfile
+        keyfile=get("ssl.keystore.location"),
         keyfile_password=get("ssl.keystore.password"),
         verify_certs=True,
         check_hostname=verify_host.lower() == "true",

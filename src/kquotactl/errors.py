@@ -10,6 +10,20 @@ EXIT_ERROR = 1
 EXIT_PENDING = 2  # manifests: changes pending (plan)
 
 
+def one_line(text: str, limit: int = 1000) -> str:
+    """An error message as people see it: one line, whatever the user typed into it.
+
+    Messages quote user input (names, keys, file contents), which can hold newlines, NUL, terminal escapes,
+    bidi overrides or bytes that are not UTF-8; those are shown escaped (``\\n``, ``\\x00``, ``\\udcff``), and a
+    message is cut at ``limit`` characters (a 1 MB name is not echoed back).
+    """
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} characters)"
+    return text
+
+
 class QuotaError(Exception):
     """Base class: a problem the user can act on."""
 
@@ -57,7 +71,10 @@ class ConflictError(QuotaError):
 class PartialFailure(QuotaError):
     """Some entities were applied and some were not; the message says exactly which."""
 
-    def __init__(self, message: str, applied: list[str], not_applied: list[str]) -> None:
+    def __init__(
+        self, message: str, applied: list[str], not_applied: list[str], unknown: list[str] | None = None
+    ) -> None:
         super().__init__(message)
         self.applied = applied
         self.not_applied = not_applied
+        self.unknown = unknown or []  # in a transaction whose answer was lost: all or none of them written

@@ -514,9 +514,11 @@ def _kind(node: Any) -> str:
         return "a list"
     if node.tag == _TAG_NULL:
         return "empty"
-    return f"the scalar {node.value!r}"
+    value = node.value if len(node.value) <= 60 else node.value[:57] + "..."
+    return f"the scalar {value!r}"
 
 
+# an escape only when preceded by an even number of backslashes (``\\\\ud800`` is a backslash, then an escape)
 _SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
 
 
@@ -533,6 +535,9 @@ def _json_surrogates(text: str) -> str:
     return _SURROGATE_PAIR.sub(joined, text)
 
 
+MAX_NESTING = 32  # a manifest needs 4 levels; deeper documents are refused before they exhaust the stack
+
+
 def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> Iterator[Any]:
     """Compose YAML documents into nodes (with marks) from the C parser's events.
 
@@ -543,7 +548,15 @@ def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> It
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_cls(_json_surrogates(text))
+    text = _json_surrogates(text)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # undecodable bytes smuggled in as surrogates (stdin under LANG=C)
+            line, column = text.count("\n", 0, e.start), e.start - (text.rfind("\n", 0, e.start) + 1)
+            mark = yaml.error.Mark("<manifest>", e.start, line, column, None, None)
+            raise yaml.scanner.ScannerError(None, None, "bytes that are not valid UTF-8", mark) from None
+    loader = loader_cls(text)
     try:
         loader.get_event()  # StreamStart
         while not loader.check_event(yaml.StreamEndEvent):
@@ -567,6 +580,10 @@ class _EventComposer:
 
         loader = self.loader
         ev = loader.get_event()
+        if depth > MAX_NESTING:  # composing recurses per level: 100,000 nested brackets would exhaust the stack
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)", ev.start_mark
+            )
         if isinstance(ev, yaml.AliasEvent):
             if ev.anchor not in self.anchors:
                 raise yaml.composer.ComposerError(None, None, f"found undefined alias {ev.anchor!r}", ev.start_mark)

@@ -85,7 +85,14 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=out, no_color=not color, highlight=False, soft_wrap=False, width=200 if not color else None)
+    console = Console(
+        file=out,
+        no_color=not color,
+        color_system="auto" if color else None,  # no colour: no escape codes at all (NO_COLOR, pipes)
+        highlight=False,
+        soft_wrap=False,
+        width=200 if not color else None,
+    )
     if not records:
         console.print("No quotas found.")
         return

@@ -13,12 +13,20 @@ count and bytes, under ZooKeeper's 1 MiB ``jute.maxbuffer``); on a conflict the 
 re-read and the requested change is re-applied, so concurrent writers never lose an update. Every wait
 is bounded: kazoo's synchronous calls block forever on a lost connection, so this module only uses the
 ``*_async`` calls with a timeout.
+
+Connection loss and session expiry are ridden out: kazoo reconnects by itself (a new session if the old one
+expired), and the backend waits for that up to the op timeout, then re-reads and carries on. A commit
+whose answer was lost is *settled* by reading its entities back before anything is retried (a multi is
+all-or-nothing, so one definite entity decides the whole transaction): nothing is written twice and
+nothing is reported applied that was not. When the connection does not come back in time, the error says
+exactly which entities were applied, which were not, and which transaction's outcome is unknown.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import warnings
 from collections.abc import Iterable, Sequence
@@ -42,9 +50,26 @@ ENTITY_ROOTS = ("/config/users", "/config/clients", "/config/ips")
 
 MAX_TXN_OPS = 1000
 MAX_TXN_BYTES = 512 * 1024  # well under jute.maxbuffer (1 MiB): an oversized multi shows up as ConnectionLoss
-READ_WINDOW = 5000  # outstanding async reads (more in flight pipelines better; memory is trivial)
+READ_CHUNK = 5000  # reads retried together after a connection loss
+# Outstanding async requests. kazoo wakes its connection thread with one byte per request on a socketpair that
+# holds about 278 of them; requests issued while it is reconnecting are not drained, and the 279th blocks the
+# caller forever. A sliding window well under that (and no new request while disconnected) keeps every wait bounded.
+READ_WINDOW = 128
 MAX_ATTEMPTS = 25  # compare-and-set rounds per entity before giving up
+MAX_OUTAGES = 10  # connection losses ridden out in one call before giving up
 _KEY_ORDER = {k: i for i, k in enumerate(KEYS)}
+
+
+class ConnectionTrouble(BackendUnavailable):
+    """The connection was lost or the session expired: kazoo reconnects, so the caller may wait and retry."""
+
+
+class NotAuthorized(BackendUnavailable):
+    """ZooKeeper answered NoAuth; callers that know the path explain it (see ``_no_auth_message``)."""
+
+
+class NoAnswer(BackendUnavailable):
+    """A request got no answer within the op timeout (a hung or overloaded server): not retried."""
 
 
 @dataclass
@@ -137,6 +162,18 @@ def unstorable_reason(entity: Entity) -> str | None:
     return None
 
 
+class _RedactSecrets(logging.Filter):
+    """Blank the credentials in kazoo's request trace (``Auth(... auth='user:password')``, session passwd)."""
+
+    _PATTERN = re.compile(r"(auth=|passwd=|password=)(b?'[^']*'|b?\"[^\"]*\")")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self._PATTERN.search(message):
+            record.msg, record.args = self._PATTERN.sub(r"\1'***'", message), ()
+        return True
+
+
 class ZooKeeperBackend:
     """Quotas in a ZooKeeper-mode Kafka cluster's ZooKeeper (``--zookeeper host:port[/chroot]``)."""
 
@@ -146,16 +183,19 @@ class ZooKeeperBackend:
         self.settings = settings
         self.warnings: list[str] = []
         self._created: set[str] = set()  # parents created earlier in the current alter call
+        self._outages = 0  # connection losses ridden out so far (bounded by MAX_OUTAGES)
+        self._sent = False  # whether the current batch's commit went out (else its outcome is known: not applied)
         self._client = self._connect(settings)
 
     # -- connection ------------------------------------------------------------------------------
 
     def _connect(self, s: ZkSettings) -> Any:
         from kazoo.client import KazooClient
-        from kazoo.handlers.threading import KazooTimeoutError
         from kazoo.retry import KazooRetry
 
         quiet = logging.getLogger("kquotactl.kazoo")
+        if not any(isinstance(f, _RedactSecrets) for f in quiet.filters):
+            quiet.addFilter(_RedactSecrets())  # --debug traces kazoo's requests, Auth(...) included
         if not log.isEnabledFor(logging.DEBUG):
             # kazoo logs connection drops and retries itself; the user gets one line from us instead.
             for name in ("kquotactl.kazoo", "kazoo"):
@@ -190,19 +230,17 @@ class ZooKeeperBackend:
         except ImportError as e:
             raise UsageError(f"ZooKeeper SASL needs the pure-sasl package (pip install pure-sasl): {e}") from None
         log.debug("connecting to ZooKeeper %s (timeout %.1fs)", s.connect, s.connect_timeout)
+        # Not client.start(): on a time-out it joins its connection thread for up to 10 s more (a hung server
+        # keeps that thread busy), and its chroot check is a synchronous call that can block forever.
         try:
-            client.start(timeout=s.connect_timeout)
-        except KazooTimeoutError:
-            client.stop()
-            client.close()
-            hint = " (TLS: check the certificates and that the port speaks TLS)" if s.tls else ""
-            raise BackendUnavailable(
-                f"cannot connect to ZooKeeper at {s.connect} within {s.connect_timeout:g}s{hint}"
-            ) from None
+            client.start_async().wait(timeout=s.connect_timeout)
         except Exception as e:
-            client.stop()
-            client.close()
+            _stop_bounded(client)
             raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {_short(e)}") from None
+        if not client.connected:
+            _stop_bounded(client, wait=0.1)  # no session to close
+            hint = " (TLS: check the certificates and that the port speaks TLS)" if s.tls else ""
+            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect} within {s.connect_timeout:g}s{hint}")
         self._client = client
         # SASL failures arrive only after start() returned: probe once, bounded.
         try:
@@ -225,12 +263,8 @@ class ZooKeeperBackend:
     def close(self) -> None:
         client = getattr(self, "_client", None)
         if client is not None:
-            try:
-                client.stop()
-                client.close()
-            except Exception:  # pragma: no cover - best effort on shutdown
-                pass
             self._client = None
+            _stop_bounded(client)
 
     def __enter__(self) -> ZooKeeperBackend:
         return self
@@ -252,52 +286,101 @@ class ZooKeeperBackend:
         try:
             return async_result.get(timeout=self.settings.op_timeout)
         except KazooTimeoutError:
-            raise BackendUnavailable(
+            raise NoAnswer(
                 f"ZooKeeper {self.settings.connect} did not answer ({what}) within {self.settings.op_timeout:g}s"
             ) from None
-        except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
+        except (ConnectionLoss, SessionExpiredError) as e:
+            raise ConnectionTrouble(f"lost the ZooKeeper connection ({what}): {_short(e)}") from None
+        except ConnectionClosedError as e:
             raise BackendUnavailable(f"lost the ZooKeeper connection ({what}): {_short(e)}") from None
         except NoAuthError:
-            raise BackendUnavailable(
+            raise NotAuthorized(
                 f"not authorized by ZooKeeper for {what}: check --zk-auth / SASL credentials and the node ACLs"
             ) from None
         except AuthFailedError:
             raise BackendUnavailable("ZooKeeper authentication failed (check the scheme and credentials)") from None
 
+    def _await_connected(self, trouble: ConnectionTrouble) -> None:
+        """Wait, up to the op timeout, for kazoo to reconnect (a new session if the old one expired)."""
+        from kazoo.protocol.states import KazooState
+
+        self._outages += 1
+        if self._outages > MAX_OUTAGES:
+            raise BackendUnavailable(f"{trouble} (gave up after {MAX_OUTAGES} connection losses)")
+        log.debug("%s: waiting up to %.1fs for a reconnect", trouble, self.settings.op_timeout)
+        deadline = time.monotonic() + self.settings.op_timeout
+        while time.monotonic() < deadline:
+            client = self._client
+            if client is None:
+                break
+            if client.state == KazooState.CONNECTED and client.connected:
+                log.debug("reconnected to ZooKeeper")
+                return
+            time.sleep(0.02)
+        raise BackendUnavailable(f"{trouble}; no reconnect within {self.settings.op_timeout:g}s")
+
+    def _ride_out(self, fn: Any, *args: Any) -> Any:
+        """Run an idempotent read, waiting out connection losses (each wait bounded by the op timeout)."""
+        while True:
+            try:
+                return fn(*args)
+            except ConnectionTrouble as trouble:
+                self._await_connected(trouble)
+
     # -- reads -----------------------------------------------------------------------------------
 
     def _get_many(self, paths: Sequence[str]) -> dict[str, _Node | None]:
-        """Read many znodes with a bounded window of outstanding async gets."""
-        from kazoo.exceptions import NoNodeError
-
+        """Read many znodes, pipelined (connection losses ridden out)."""
         out: dict[str, _Node | None] = {}
-        for start in range(0, len(paths), READ_WINDOW):
-            chunk = paths[start : start + READ_WINDOW]
-            pending = [(p, self._client.get_async(p)) for p in chunk]
-            for p, ar in pending:
-                log.debug("get %s", p)
-                try:
-                    data, stat = self._wait(ar, f"read {p}")
-                except NoNodeError:
-                    out[p] = None
-                    continue
-                out[p] = _Node(p, decode_entity(p, data), stat.version, stat.numChildren)
+        for start in range(0, len(paths), READ_CHUNK):
+            out.update(self._ride_out(self._get_chunk, paths[start : start + READ_CHUNK]))
+        return out
+
+    def _get_chunk(self, chunk: Sequence[str]) -> dict[str, _Node | None]:
+        out: dict[str, _Node | None] = {}
+        for p, res in self._pipelined(chunk, self._client.get_async, "read"):
+            out[p] = None if res is None else _Node(p, decode_entity(p, res[0]), res[1].version, res[1].numChildren)
         return out
 
     def _children_many(self, paths: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for start in range(0, len(paths), READ_CHUNK):
+            out.update(self._ride_out(self._children_chunk, paths[start : start + READ_CHUNK]))
+        return out
+
+    def _children_chunk(self, chunk: Sequence[str]) -> dict[str, list[str]]:
+        return {p: sorted(r or []) for p, r in self._pipelined(chunk, self._client.get_children_async, "list")}
+
+    def _pipelined(self, paths: Sequence[str], call: Any, what: str) -> Iterable[tuple[str, Any]]:
+        """``call(path)`` for each path with at most READ_WINDOW outstanding; yields (path, result or None if
+        the node does not exist). Nothing is issued while disconnected (see READ_WINDOW)."""
+        from collections import deque
+
         from kazoo.exceptions import NoNodeError
 
-        out: dict[str, list[str]] = {}
-        for start in range(0, len(paths), READ_WINDOW):
-            chunk = paths[start : start + READ_WINDOW]
-            pending = [(p, self._client.get_children_async(p)) for p in chunk]
-            for p, ar in pending:
-                log.debug("ls %s", p)
-                try:
-                    out[p] = sorted(self._wait(ar, f"list {p}"))
-                except NoNodeError:
-                    out[p] = []
-        return out
+        window: deque[tuple[str, Any]] = deque()
+        todo = iter(paths)
+        while True:
+            while len(window) < READ_WINDOW:
+                p = next(todo, None)
+                if p is None:
+                    break
+                if not self._client.connected:
+                    raise ConnectionTrouble(f"lost the ZooKeeper connection ({what} {p}): not connected")
+                log.debug("%s %s", _VERBS.get(what, what), p)
+                window.append((p, call(p)))
+            if not window:
+                return
+            p, ar = window.popleft()
+            try:
+                yield p, self._wait(ar, f"{what} {p}")
+            except NoNodeError:
+                yield p, None
+            except NotAuthorized:
+                if what == "exists":  # ZooKeeper 3.6+ checks READ on exists; NoAuth means the node is there
+                    yield p, True
+                    continue
+                raise NotAuthorized(self._no_auth_message([p], "read")) from None
 
     def _scan(self, flt: EntityFilter) -> dict[str, _Node | None]:
         """Read the entity znodes a filter may match, visiting only the subtrees it can reach.
@@ -349,6 +432,7 @@ class ZooKeeperBackend:
 
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
+        self._outages = 0
         exact = flt.exact_entity()
         if exact is not None and unstorable_reason(exact):
             return []
@@ -385,18 +469,26 @@ class ZooKeeperBackend:
         return list(CREATOR_ALL_ACL) + ([] if sensitive else list(READ_ACL_UNSAFE))
 
     def _ensure_base(self) -> None:
+        # exists, not get, and NoAuth counts as present: /config/users is unreadable to others under secure ACLs
+        base = [CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS]
+        existing = dict(self._ride_out(lambda: list(self._pipelined(base, self._client.exists_async, "exists"))))
+        for path in base:
+            if existing.get(path) is None:
+                self._ride_out(self._create_base, path)
+
+    def _create_base(self, path: str) -> None:
+        """Create one base node; one that exists already (ours after a lost answer, or another's) is fine."""
         from kazoo.exceptions import NodeExistsError, NoNodeError
 
-        existing = self._get_many([CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS])
-        for path in (CONFIG_ROOT, CHANGES_PATH, *ENTITY_ROOTS):
-            if existing.get(path) is None:
-                log.debug("create %s", path)
-                try:
-                    self._wait(self._client.create_async(path, b"", acl=self._acl(path)), f"create {path}")
-                except NodeExistsError:
-                    pass
-                except NoNodeError:  # pragma: no cover - parents are created in order
-                    raise BackendUnavailable(f"cannot create {path}: parent missing") from None
+        log.debug("create %s", path)
+        try:
+            self._wait(self._client.create_async(path, b"", acl=self._acl(path)), f"create {path}")
+        except NodeExistsError:
+            pass
+        except NotAuthorized:
+            raise NotAuthorized(self._no_auth_message([path.rsplit("/", 1)[0] or "/"])) from None
+        except NoNodeError:  # pragma: no cover - parents are created in order
+            raise BackendUnavailable(f"cannot create {path}: parent missing") from None
 
     def alter(
         self,
@@ -417,62 +509,76 @@ class ZooKeeperBackend:
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
         self._created = set()
+        self._outages = 0
         base_ready = False
         deleted_pairs: list[Entity] = []
         attempts = 0
-        while pending:
-            attempts += 1
-            if attempts > MAX_ATTEMPTS:
-                for ch in pending:
-                    results[ch.entity] = EntityResult(
-                        ch.entity,
-                        Outcome.NOT_ATTEMPTED,
-                        message=f"gave up after {MAX_ATTEMPTS} compare-and-set conflicts",
-                    )
-                break
-            retry: list[EntityChange] = []
-            plans = self._plan_round(pending, expected, results)
-            if validate_only:
-                for plan in plans:
-                    results[plan.change.entity] = EntityResult(
-                        plan.change.entity, Outcome.VALIDATED, plan.before, plan.after
-                    )
-                break
-            if plans and not base_ready:  # only once there is something to write
-                try:
-                    self._ensure_base()
-                except InvalidACLError:
-                    raise UsageError(
-                        "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
-                    ) from None
-                base_ready = True
-            for batch in _batches(plans):
-                try:
-                    committed = self._commit(batch)
-                except InvalidACLError:
-                    raise UsageError(
-                        "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
-                    ) from None
-                except BackendUnavailable as e:
-                    landed = self._batch_applied(batch)  # a multi is all-or-nothing; None: cannot tell
-                    for p in batch if landed else []:
-                        results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
-                    raise _partial(e, changes, results, uncertain=len(batch) if landed is None else 0) from None
-                if committed:
-                    for p in batch:
-                        results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
-                        if p.deletes_node and p.is_pair:
-                            deleted_pairs.append(p.change.entity)
-                    if progress:
-                        progress(len(batch))
-                else:
-                    retry.extend(p.change for p in batch)
-            pending = retry
-            if pending:
-                log.debug("compare-and-set conflict: retrying %d entities", len(pending))
-                time.sleep(min(0.01 * attempts, 0.2))
+        in_flight: list[_EntityPlan] = []  # the batch whose commit outcome is not known yet
+        try:
+            while pending:
+                attempts += 1
+                if attempts > MAX_ATTEMPTS:
+                    for ch in pending:
+                        results[ch.entity] = EntityResult(
+                            ch.entity,
+                            Outcome.NOT_ATTEMPTED,
+                            message=f"gave up after {MAX_ATTEMPTS} compare-and-set conflicts",
+                        )
+                    break
+                retry: list[EntityChange] = []
+                plans = self._plan_round(pending, expected, results)
+                if validate_only:
+                    for plan in plans:
+                        results[plan.change.entity] = EntityResult(
+                            plan.change.entity, Outcome.VALIDATED, plan.before, plan.after
+                        )
+                    break
+                if plans and not base_ready:  # only once there is something to write
+                    try:
+                        self._ensure_base()
+                    except InvalidACLError:
+                        raise UsageError(
+                            "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
+                        ) from None
+                    base_ready = True
+                for batch in _batches(plans):
+                    in_flight, self._sent = batch, False
+                    try:
+                        committed: bool | None = self._commit(batch)
+                    except InvalidACLError:
+                        raise UsageError(
+                            "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
+                        ) from None
+                    except ConnectionTrouble as trouble:
+                        # The answer was lost: the transaction may or may not have committed. Reconnect, then
+                        # read back before deciding, so nothing is written twice or reported wrongly.
+                        self._created.clear()
+                        if not self._sent:
+                            in_flight = []
+                        self._await_connected(trouble)
+                        committed = self._settle(batch)
+                        log.debug("settled a transaction of %d entities: committed=%s", len(batch), committed)
+                    in_flight = []
+                    if committed:
+                        for p in batch:
+                            results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
+                            if p.deletes_node and p.is_pair:
+                                deleted_pairs.append(p.change.entity)
+                        if progress:
+                            progress(len(batch))
+                    else:  # a compare-and-set conflict, or a lost commit that did not land: re-read, re-apply
+                        retry.extend(p.change for p in batch)
+                pending = retry
+                if pending:
+                    log.debug("compare-and-set conflict: retrying %d entities", len(pending))
+                    time.sleep(min(0.01 * attempts, 0.2))
+        except BackendUnavailable as e:
+            raise _partial(e, changes, results, in_flight) from None
         if deleted_pairs:
-            self._clean_parents(deleted_pairs)
+            try:
+                self._clean_parents(deleted_pairs)
+            except BackendUnavailable as e:  # best effort: empty parents are harmless litter
+                log.debug("could not clean empty parents: %s", e)
         ordered = [results[ch.entity] for ch in changes if ch.entity in results]
         if progress:
             done = sum(1 for r in ordered if r.outcome in (Outcome.UNCHANGED, Outcome.REJECTED))
@@ -561,10 +667,15 @@ class ZooKeeperBackend:
             if p.node is None:
                 created.add(p.path)
         log.debug("commit transaction: %d entities", len(batch))
+        if not self._client.connected:  # not sent at all: a definite "not applied", not an unknown
+            raise ConnectionTrouble(f"lost the ZooKeeper connection (before the commit of {len(batch)} entities)")
+        self._sent = True
         results = self._wait(tx.commit_async(), f"commit of {len(batch)} entities")
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:
             self._created |= created
+            for p in batch:  # --verbose: the znodes written (and the notification brokers watch)
+                log.info("%s %s + /config/changes notification", "deleted" if p.deletes_node else "wrote", p.path)
             return True
         self._created.clear()  # the conflict may be a parent someone else removed: re-read everything
         from kazoo.exceptions import (
@@ -583,34 +694,64 @@ class ZooKeeperBackend:
                 raise f
             if not isinstance(f, BadVersionError | NodeExistsError | NoNodeError | NotEmptyError):
                 if _is_no_auth(f):
-                    raise BackendUnavailable(
-                        "not authorized by ZooKeeper to write quota nodes: check --zk-auth / SASL credentials"
-                    )
+                    raise BackendUnavailable(self._no_auth_message(_acl_witnesses(batch)))
                 raise ConflictError(f"ZooKeeper rejected the transaction: {_short(f)}")
         return False
 
-    def _batch_applied(self, batch: list[_EntityPlan]) -> bool | None:
-        """After an ambiguous commit failure: did the (atomic) transaction land? None when unreadable.
+    def _no_auth_message(self, paths: Sequence[str], action: str = "write") -> str:
+        """Why ZooKeeper refused, in one line. kazoo cannot say: a wrong digest password still "authenticates"
+        (as another identity) and only shows up as NoAuth later, so compare our identity with the ACLs of the
+        nodes involved (or, when those are unreadable to us, of /config and /config/changes, which Kafka's
+        secure ACLs leave world-readable). Names users, never passwords or their hashes."""
+        from kazoo.security import make_digest_acl_credential
 
-        One bounded read of the whole batch: with the connection gone, per-entity reads would each wait
-        for the op timeout (minutes for a 500-entity batch), and kazoo blocks queueing requests while
-        disconnected, so a lost connection is "cannot tell" at once."""
-        if not self._client.connected:
-            return None
-        try:
-            nodes = self._get_many([p.path for p in batch])
-        except BackendUnavailable:
-            return None
-        return all(self._was_applied(p, nodes[p.path]) for p in batch)
+        refused = paths[0] if paths else "quota nodes"
+        ours = {}
+        for cred in self.settings.digest_auth:
+            user, _, password = cred.partition(":")
+            ours[user] = make_digest_acl_credential(user, password)
+        if not ours and not self.settings.sasl:
+            return (
+                f"ZooKeeper refused to {action} {refused}: its ACL allows that only to authenticated users "
+                "(give --zk-auth digest:USER:PASSWORD, --zk-sasl-jaas FILE or KQUOTACTL_ZK_AUTH)"
+            )
+        for path in dict.fromkeys([*paths, CONFIG_ROOT, CHANGES_PATH]):
+            try:
+                acls, _ = self._wait(self._client.get_acls_async(path), f"read the ACL of {path}")
+            except Exception:  # the explanation is best effort; the refusal stands
+                continue
+            digest_ids = [a.id.id for a in acls if a.id.scheme == "digest"]
+            for user, ident in ours.items():
+                named = [i for i in digest_ids if i.split(":", 1)[0] == user]
+                if named and ident not in named:
+                    return (
+                        f"ZooKeeper refused to {action} {refused}: wrong password for digest user {user!r} "
+                        f"(the ACL of {path} names {user!r} with a different password)"
+                    )
+            if path in paths:
+                mask = 0b0001 if action == "read" else 0b1110  # READ; WRITE, CREATE, DELETE
+                allowed = sorted({f"{a.id.scheme}:{a.id.id.split(':', 1)[0]}" for a in acls if a.perms & mask})
+                return (
+                    f"ZooKeeper refused to {action} {refused}: its ACL allows that only to "
+                    f"{', '.join(allowed) or 'nobody'}; check --zk-auth / SASL credentials"
+                )
+        return f"not authorized by ZooKeeper to {action} {refused}: check --zk-auth / SASL credentials and the ACLs"
 
-    def _was_applied(self, plan: _EntityPlan, node: _Node | None) -> bool:
-        """After an ambiguous failure (connection lost mid-commit), did this entity's write land?"""
-        if plan.deletes_node:
-            return node is None
-        if node is None:
-            return False
-        expected_version = 0 if plan.node is None else plan.node.version + 1
-        return node.version == expected_version and typed_config(plan.change.entity, node.props) == plan.after
+    def _settle(self, batch: list[_EntityPlan]) -> bool:
+        """After a commit whose answer was lost: did the transaction land? Decided by reading it back.
+
+        A multi is all-or-nothing, so one entity whose state is definite decides for the whole batch. An
+        entity is definitely written when it holds exactly our data at the version our write produced, and
+        definitely not written when it is still at the version we read. When every entity was changed again
+        since (another writer), the batch counts as not committed and is re-planned: the re-plan applies the
+        change to what is there now, so nothing is lost.
+        """
+        nodes = self._get_many([p.path for p in batch])
+        for p in batch:
+            verdict = p.written(nodes.get(p.path))
+            if verdict is not None:
+                return verdict
+        return False
 
     def _clean_parents(self, pairs: Iterable[Entity]) -> None:
         """Kafka 3.5+ (KAFKA-14285): drop ``users/<u>/clients`` and ``users/<u>`` once left empty."""
@@ -673,11 +814,48 @@ class _EntityPlan:
         ops.append(lambda tx: tx.create(NOTIFICATION_PREFIX, notification, acl=_notification_acl(acl), sequence=True))
         return ops
 
+    def written(self, node: _Node | None) -> bool | None:
+        """Is this plan's write what ``node`` (read after a lost commit answer) shows? None: cannot tell."""
+        if self.deletes_node:
+            if node is None:
+                return True
+            return False if self.node is not None and node.version == self.node.version else None
+        if node is None:
+            return False if self.node is None else None
+        expected_version = 0 if self.node is None else self.node.version + 1
+        if node.version == expected_version and node.props == self.new_props:
+            return True
+        if self.node is not None and node.version == self.node.version:
+            return False
+        return None
+
     def size(self) -> int:
         return len(encode_entity(self.new_props)) + len(self.path) * 2 + 96 + sum(len(p) + 16 for p in self.parents)
 
     def op_count(self) -> int:
         return 2 + len(self.parents)
+
+
+_VERBS = {"read": "get", "list": "ls"}  # --debug traces name the ZooKeeper operation
+CLOSE_WAIT = 2.0  # seconds to wait for a clean session close before leaving it to the server's timeout
+
+
+def _stop_bounded(client: Any, wait: float = CLOSE_WAIT) -> None:
+    """Stop a kazoo client without hanging: ``stop()`` joins its connection thread for up to 10 s, which a
+    hung or absent server keeps busy. Run it aside and wait at most CLOSE_WAIT; the thread is a daemon, and
+    the server expires an unclosed session by itself."""
+    import threading
+
+    def stop() -> None:
+        try:
+            client.stop()
+            client.close()
+        except Exception:  # best effort on shutdown
+            pass
+
+    t = threading.Thread(target=stop, name="kquotactl-zk-close", daemon=True)
+    t.start()
+    t.join(wait)
 
 
 def _notification_acl(acl: list[Any] | None) -> list[Any] | None:
@@ -708,29 +886,50 @@ def _batches(plans: list[_EntityPlan]) -> Iterable[list[_EntityPlan]]:
 
 
 def _partial(
-    error: QuotaError, changes: Sequence[EntityChange], results: dict[Entity, EntityResult], uncertain: int = 0
+    error: QuotaError,
+    changes: Sequence[EntityChange],
+    results: dict[Entity, EntityResult],
+    in_flight: Sequence[_EntityPlan] = (),
 ) -> QuotaError:
-    """Say exactly what was applied before the failure (nothing is half-written per entity)."""
+    """Say exactly what was applied before the failure (nothing is half-written per entity).
+
+    ``in_flight`` is the transaction whose answer was lost and could not be read back: all of its entities
+    or none of them were written, and a re-run converges either way.
+    """
     from kquotactl.errors import PartialFailure
 
+    if isinstance(error, PartialFailure):
+        return error
+    unknown_set = {p.change.entity for p in in_flight}
     applied = [
         ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
     ]
-    missing = [ch.entity.label() for ch in changes if ch.entity not in results]
-    if not applied:
+    unknown = [ch.entity.label() for ch in changes if ch.entity in unknown_set and ch.entity not in results]
+    missing = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in unknown_set]
+    if not applied and not unknown:
         return error
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
-    return PartialFailure(
-        f"{error}; applied {len(applied)} entities ({shown}); not applied: {len(missing)}"
-        + (
-            f" (the last {uncertain} were in a transaction whose outcome could not be read: all or none of them landed)"
-            if uncertain
-            else ""
+    parts = [f"{error}; applied {len(applied)} entities" + (f" ({shown})" if applied else "")]
+    if unknown:
+        parts.append(
+            f"outcome unknown for {len(unknown)} (one transaction, all or none of them written: "
+            f"{', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''})"
         )
-        + " — re-run to converge",
-        applied,
-        missing,
-    )
+    parts.append(f"not applied: {len(missing)} — re-run to converge")
+    return PartialFailure("; ".join(parts), applied, missing, unknown)
+
+
+def _acl_witnesses(batch: Sequence[_EntityPlan]) -> list[str]:
+    """Nodes whose ACL decides whether a batch may be written: an existing entity node, or the parent a new
+    one is created under, and the notifications' parent."""
+    out: list[str] = []
+    for p in batch[:3]:
+        if p.node is not None:
+            out.append(p.path)
+        else:
+            parent = p.path.rsplit("/", 1)[0]
+            out.append(p.parents[0].rsplit("/", 1)[0] if p.parents else parent)
+    return [*dict.fromkeys(out), CHANGES_PATH]
 
 
 def _is_no_auth(exc: Exception) -> bool:

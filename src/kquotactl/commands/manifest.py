@@ -37,7 +37,9 @@ def _load(files: Sequence[str]) -> Any:
 
 
 def _echo_err(line: str) -> None:
-    click.echo(line, err=True)
+    from kquotactl.errors import one_line
+
+    click.echo(one_line(line), err=True)  # problems quote the manifest: control characters escaped, length capped
 
 
 def _dump(data: Any, fmt: str, out: IO[str]) -> None:
@@ -385,7 +387,7 @@ def _apply_in_chunks(backend: Any, the_plan: Any, collector: _Collector, dry_run
                 )
             except PartialFailure as e:
                 later = [d.entity.label() for d in diffs[start + len(chunk) :]]
-                _partial_report(e, collector.applied_labels + e.applied, e.not_applied + later)
+                _partial_report(e, collector.applied_labels + e.applied, e.not_applied + later, e.unknown)
             except QuotaError as e:
                 if not collector.applied_labels:
                     raise QuotaError(f"{e}; nothing was applied") from None
@@ -396,15 +398,19 @@ def _apply_in_chunks(backend: Any, the_plan: Any, collector: _Collector, dry_run
             progress_bar.stop()
 
 
-def _partial_report(error: QuotaError, applied: list[str], not_applied: list[str]) -> None:
+def _partial_report(error: QuotaError, applied: list[str], not_applied: list[str], unknown: Sequence[str] = ()) -> None:
+    """``unknown``: entities of the transaction or request in flight when the connection died (all or none)."""
     _echo_err(f"kquotactl: error: {error}")
     for label in applied:
         _echo_err(f"applied: {label}")
     for label in not_applied:
         _echo_err(f"not applied: {label}")
+    for label in unknown:
+        _echo_err(f"outcome unknown: {label}")
     raise QuotaError(
-        f"partial apply: {len(applied)} entities applied, {len(not_applied)} not applied (listed above); "
-        "re-run apply to converge"
+        f"partial apply: {len(applied)} entities applied, {len(not_applied)} not applied"
+        + (f", {len(unknown)} unknown (one transaction: all or none of them)" if unknown else "")
+        + " (listed above); re-run apply to converge"
     ) from None
 
 

@@ -186,11 +186,30 @@ class ZooKeeperServer:
                 self._proc.wait()
         self._proc = None
 
+    def kill(self) -> None:
+        """Crash the server (SIGKILL); the data directory stays for :meth:`start` on the same port."""
+        self.thaw()
+        self.stop(signal.SIGKILL)
+
+    def freeze(self) -> None:
+        """SIGSTOP the server: its sockets stay open but nothing answers (a hung server)."""
+        if self.running:
+            assert self._proc is not None
+            os.killpg(self._proc.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT a frozen server (harmless otherwise)."""
+        if self.running:
+            assert self._proc is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGCONT)
+
     def restart(self, timeout: float = 60.0) -> None:
         self.stop()
         self.start(timeout)
 
     def close(self) -> None:
+        self.thaw()
         self.stop()
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)

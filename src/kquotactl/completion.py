@@ -1,0 +1,516 @@
+"""Shell completion: click's own machinery, plus what only kquotactl knows.
+
+- The bash/zsh/fish scripts are click's (``click.shell_completion``), registered here as small subclasses:
+  the line is normalised like a real invocation (group options anywhere, the flat ``--alter`` form), bash's
+  habit of splitting words at ``=`` is undone, and a key offered as ``producer_byte_rate=`` gets no
+  trailing space so the value can be typed straight after it.
+- ``shell_complete=`` callbacks for options: ``--add-config`` offers the keys valid for the entity type
+  already on the line, ``--delete-config`` the keys set on that entity, ``--user``/``--client``/``--ip``/
+  ``--entity-name`` the names in the live cluster (short timeout, silent on failure) or in the manifest
+  given with ``-f``.
+
+Pure helpers (:func:`key_candidates`, :func:`split_key_list`, :func:`manifest_names`...) do no I/O; only
+:func:`live_names` / :func:`live_keys` talk to a cluster. Nothing heavy is imported at module level.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import click
+from click.shell_completion import (
+    BashComplete,
+    CompletionItem,
+    FishComplete,
+    ShellComplete,
+    ZshComplete,
+    add_completion_class,
+    split_arg_string,
+)
+
+PROG = "kquotactl"
+COMPLETE_VAR = "_KQUOTACTL_COMPLETE"
+SHELLS = ("bash", "zsh", "fish")
+LIVE_TIMEOUT = 1.0  # seconds a Tab may wait for a live cluster (KQUOTACTL_COMPLETE_TIMEOUT overrides)
+MAX_NAMES = 500
+
+# -- pure helpers ---------------------------------------------------------------------------------
+
+
+def entity_kind(params: dict[str, Any]) -> str | None:
+    """``"ip"``, ``"client"`` (users/clients/pairs) or None, from the entity options parsed so far."""
+    types = set(params.get("entity_types") or ())
+    if params.get("ip") is not None or params.get("ip_defaults") or "ips" in types:
+        return "ip"
+    if (
+        params.get("user") is not None
+        or params.get("client") is not None
+        or params.get("client_id") is not None
+        or params.get("user_defaults")
+        or params.get("client_defaults")
+        or types & {"users", "clients"}
+    ):
+        return "client"
+    return None
+
+
+def keys_for(kind: str | None) -> tuple[str, ...]:
+    from kquotactl.keys import CLIENT_KEYS, IP_KEYS
+
+    if kind == "ip":
+        return IP_KEYS
+    if kind == "client":
+        return CLIENT_KEYS
+    return CLIENT_KEYS + IP_KEYS
+
+
+def split_key_list(incomplete: str) -> tuple[str, str]:
+    """``"a=1,b=[x,y],con"`` -> (``"a=1,b=[x,y],"``, ``"con"``): the finished part and the key being typed.
+
+    Commas inside ``[...]`` belong to a value (kafka-configs' grammar), so they do not start a new key.
+    """
+    depth = 0
+    cut = 0
+    for i, ch in enumerate(incomplete):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            cut = i + 1
+    return incomplete[:cut], incomplete[cut:]
+
+
+def key_candidates(incomplete: str, keys: Iterable[str], suffix: str = "=") -> list[str]:
+    """Complete the last key of a comma-separated list; keys already in the list are not offered again."""
+    head, tail = split_key_list(incomplete)
+    if "=" in tail:  # typing a value: nothing sensible to offer
+        return []
+    used = {part.split("=", 1)[0].strip() for part in head.split(",") if part.strip()}
+    return [head + k + suffix for k in keys if k.startswith(tail) and k not in used]
+
+
+def _walk_names(node: Any, out: dict[str, set[str]]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            k = str(key).lower().replace("_", "-")
+            field = {"user": "user", "users": "user", "client-id": "client", "client": "client", "ip": "ip"}.get(k)
+            if field and isinstance(value, str):
+                out[field].add(value)
+            elif field and isinstance(value, dict):  # users: {alice: {...}, bob: {...}}
+                out[field].update(str(n) for n in value if isinstance(n, str))
+                _walk_names(value, out)
+            else:
+                _walk_names(value, out)
+    elif isinstance(node, list):
+        for item in node:
+            _walk_names(item, out)
+
+
+def manifest_names(data: Any) -> dict[str, set[str]]:
+    """Entity names a manifest mentions, whatever its exact layout: values of ``user``/``client-id``/``ip``
+    keys anywhere in the document (and the keys under a ``users:``/``clients:``/``ips:`` mapping)."""
+    out: dict[str, set[str]] = {"user": set(), "client": set(), "ip": set()}
+    _walk_names(data, out)
+    for names in out.values():
+        names.discard("<default>")
+        names.discard("")
+    return out
+
+
+def merge_bash_equals(words: Sequence[str], cword: int) -> tuple[list[str], int]:
+    """Undo bash's split at ``=`` (COMP_WORDBREAKS): ``a`` ``=`` ``1`` -> ``a=1``, keeping the cursor word."""
+    out: list[str] = []
+    new_cword = cword
+    glue_next = False
+    for i, w in enumerate(words):
+        if i == cword:
+            new_cword = len(out) - 1 if (w == "=" or glue_next) and out else len(out)
+        if w == "=" and out:
+            out[-1] += "="
+            glue_next = True
+            continue
+        if glue_next and out:
+            out[-1] += w
+        else:
+            out.append(w)
+        glue_next = False
+    return out, new_cword
+
+
+# -- the line, as a real invocation would see it -------------------------------------------------
+
+
+def normalize_completion_args(cli: click.Group, args: list[str]) -> list[str]:
+    """Apply the same argv normalisation as ``main`` (group options anywhere, flat form), best effort."""
+    from kquotactl.cli import _option_table, normalize_argv
+
+    glob, _ = _option_table(cli)
+    pending: list[str] = []
+    if args and glob.get(args[-1]):  # a group option waiting for its value: complete it at the group
+        pending = [args[-1]]
+        args = args[:-1]
+    try:
+        out, _flat = normalize_argv(args, cli)
+    except Exception:
+        return args + pending
+    if not pending:
+        return out
+    head: list[str] = []  # the group options normalize_argv moved to the front
+    i = 0
+    while i < len(out) and out[i].split("=", 1)[0] in glob:
+        takes = glob[out[i].split("=", 1)[0]] and "=" not in out[i]
+        head += out[i : i + 2] if takes else out[i : i + 1]
+        i += 2 if takes else 1
+    return head + pending
+
+
+class _Normalising(ShellComplete):
+    def complete(self) -> str:
+        args, incomplete = self.get_completion_args()
+        completions = self.get_completions(args, incomplete)
+        # ``--add-config=pro``: click completes the value alone, but the shell replaces the whole word
+        opt, eq, _ = incomplete.partition("=")
+        if eq and opt.startswith("-"):
+            for item in completions:
+                if not str(item.value).startswith("-"):
+                    item.value = f"{opt}={item.value}"
+        return "\n".join(self.format_completion(item) for item in completions)
+
+    def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem[str]]:
+        args = normalize_completion_args(self.cli, args) if isinstance(self.cli, click.Group) else args
+        try:
+            return super().get_completions(args, incomplete)
+        except Exception:  # a half-typed line must never print a traceback into the prompt
+            return []
+
+
+class KquotactlBash(_Normalising, BashComplete):
+    """click's bash completion; ``=`` re-joined, and no space after an offered ``key=``."""
+
+    source_template = BashComplete.source_template.replace(
+        "            COMPREPLY+=($value)\n",
+        "            COMPREPLY+=($value)\n            [[ $value == *= ]] && compopt -o nospace\n",
+    )
+    _bash_word = ""
+    _merged_word = ""
+
+    def get_completion_args(self) -> tuple[list[str], str]:
+        words = split_arg_string(os.environ["COMP_WORDS"])
+        cword = int(os.environ["COMP_CWORD"])
+        self._bash_word = words[cword] if cword < len(words) else ""
+        merged, mcword = merge_bash_equals(words, cword)
+        self._merged_word = merged[mcword] if mcword < len(merged) else ""
+        return merged[1:mcword], self._merged_word
+
+    def format_completion(self, item: CompletionItem[Any]) -> str:
+        value = str(item.value)
+        # bash replaces only its own current word (after the last '='): send the part it will replace.
+        cut = len(self._merged_word) - len(self._bash_word)
+        prefix = self._merged_word[:cut]
+        if cut > 0 and value.startswith(prefix):
+            value = value[cut:]
+        return f"{item.type},{value}"
+
+
+class KquotactlZsh(_Normalising, ZshComplete):
+    """click's zsh completion; no space after an offered ``key=``."""
+
+    source_template = (
+        ZshComplete.source_template.replace(
+            '                completions+=("$key")\n',
+            '                if [[ "$key" == *= ]]; then\n'
+            '                    completions_nospace+=("$key")\n'
+            "                else\n"
+            '                    completions+=("$key")\n'
+            "                fi\n",
+        )
+        .replace(
+            "    local -a completions\n",
+            "    local -a completions\n    local -a completions_nospace\n",
+        )
+        .replace(
+            '    if [ -n "$completions" ]; then\n',
+            '    if [ -n "$completions_nospace" ]; then\n'
+            "        compadd -U -S '' -V unsorted -a completions_nospace\n"
+            "    fi\n\n"
+            '    if [ -n "$completions" ]; then\n',
+        )
+    )
+
+
+class KquotactlFish(_Normalising, FishComplete):
+    """click's fish completion (fish adds no space after a completion ending in ``=`` by itself)."""
+
+
+for _cls in (KquotactlBash, KquotactlZsh, KquotactlFish):
+    add_completion_class(_cls)
+
+
+def source(shell: str, prog_name: str = PROG) -> str:
+    """The completion script for ``shell``, exactly what ``kquotactl completion SHELL`` prints."""
+    from kquotactl.cli import cli
+
+    classes = {"bash": KquotactlBash, "zsh": KquotactlZsh, "fish": KquotactlFish}
+    if shell not in classes:
+        from kquotactl.errors import UsageError
+
+        raise UsageError(f"unknown shell {shell!r}: choose one of {', '.join(SHELLS)}")
+    comp = classes[shell](cli, {}, prog_name, COMPLETE_VAR)
+    # Not BashComplete.source(): its bash-version probe spawns a shell and prints to stderr.
+    return ShellComplete.source(comp)
+
+
+# -- live lookups (short timeout, silent on failure) ----------------------------------------------
+
+
+def _connection(ctx: click.Context) -> Any:
+    """The connection the command line names so far: flags > environment > context, with a short timeout."""
+    from dataclasses import replace
+
+    from kquotactl.connection import ConnectionOptions
+    from kquotactl.contexts import resolve
+
+    p = ctx.find_root().params
+    opts = ConnectionOptions(
+        zookeeper=p.get("zookeeper"),
+        bootstrap_server=p.get("bootstrap_server"),
+        bootstrap_controller=p.get("bootstrap_controller"),
+        command_config=p.get("command_config"),
+        zk_auth=list(p.get("zk_auth") or ()),
+        zk_sasl_jaas=p.get("zk_sasl_jaas"),
+        zk_tls_config_file=p.get("zk_tls_config_file"),
+        zk_acl=p.get("zk_acl") or "open",
+    )
+    opts = resolve(opts, p.get("context_name"), p.get("config_path"))
+    try:
+        limit = float(os.environ.get("KQUOTACTL_COMPLETE_TIMEOUT") or LIVE_TIMEOUT)
+    except ValueError:
+        limit = LIVE_TIMEOUT
+    short = max(0.1, min(limit, opts.connect_timeout, opts.timeout))
+    return replace(opts, connect_timeout=short, timeout=short)
+
+
+def _with_backend(ctx: click.Context, fn: Any) -> Any:
+    import logging
+
+    from kquotactl.connection import open_backend
+
+    logger = logging.getLogger("kquotactl")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)  # nothing may reach the terminal in the middle of a Tab
+    try:
+        backend = open_backend(_connection(ctx))
+        try:
+            return fn(backend)
+        finally:
+            backend.close()
+    finally:
+        logger.setLevel(level)
+
+
+def live_names(ctx: click.Context, etype: str) -> list[str]:
+    """Names of ``etype`` (``user``/``client``/``ip``) that have quotas in the live cluster."""
+    from kquotactl.entity import DEFAULT, EntityType
+    from kquotactl.filters import EntityFilter, FilterComponent, MatchType
+
+    t = {"user": EntityType.USER, "client": EntityType.CLIENT_ID, "ip": EntityType.IP}[etype]
+    flt = EntityFilter((FilterComponent(t, MatchType.ANY),), strict=False)
+
+    def names(backend: Any) -> list[str]:
+        if getattr(backend, "name", "") == "zookeeper" and t is not EntityType.CLIENT_ID:
+            # one listing instead of reading every entity node: a Tab on 1,000 users stays fast
+            from kquotactl.entity import Entity
+
+            base = f"/config/{t.plural}"
+            found = set()
+            for child in backend._children_many([base])[base]:
+                try:
+                    found.add(Entity.from_path(f"{t.plural}/{child}").components().get(t))
+                except Exception:
+                    continue
+            return sorted(str(n) for n in found if n is not None and n is not DEFAULT)
+        found = {r.entity.components().get(t) for r in backend.describe(flt)}
+        return sorted(str(n) for n in found if n is not None and n is not DEFAULT)
+
+    return _with_backend(ctx, names)
+
+
+def live_keys(ctx: click.Context, params: dict[str, Any]) -> list[str]:
+    """Keys currently set on the entity named on the line."""
+    from kquotactl.cli import _entity_args
+    from kquotactl.entityargs import entity_for_alter
+    from kquotactl.filters import EntityFilter
+
+    entity = entity_for_alter(_entity_args({k: params.get(k) for k in _ENTITY_PARAMS}))
+
+    def keys(backend: Any) -> list[str]:
+        return [k for r in backend.describe(EntityFilter.exact(entity)) for k in r.config]
+
+    return _with_backend(ctx, keys)
+
+
+_ENTITY_PARAMS = (
+    "entity_types",
+    "entity_names",
+    "user",
+    "client",
+    "ip",
+    "user_defaults",
+    "client_defaults",
+    "ip_defaults",
+)
+
+
+def _manifest_file(ctx: click.Context) -> str | None:
+    """The file given with ``-f`` on this command (manifests), if any."""
+    for param in ctx.command.params:
+        if isinstance(param, click.Option) and "-f" in param.opts:
+            value = ctx.params.get(param.name or "")
+            if isinstance(value, (list, tuple)):
+                value = value[0] if value else None
+            if isinstance(value, str) and os.path.exists(value):
+                return value
+    return None
+
+
+def names_from_manifest(path: str) -> dict[str, set[str]]:
+    """Names in a manifest file or directory: through the manifest loader, or (a manifest that does not load
+    yet, say half-edited) by walking the YAML for ``user``/``client-id``/``ip`` keys."""
+    from kquotactl.entity import DEFAULT, EntityType
+
+    try:
+        from kquotactl.manifest import load_manifests
+
+        out: dict[str, set[str]] = {"user": set(), "client": set(), "ip": set()}
+        fields = {EntityType.USER: "user", EntityType.CLIENT_ID: "client", EntityType.IP: "ip"}
+        for entry in load_manifests([path]).entries:
+            for etype, name in entry.entity.components().items():
+                if name is not DEFAULT:
+                    out[fields[etype]].add(str(name))
+        return out
+    except Exception:
+        if not os.path.isfile(path):
+            return {"user": set(), "client": set(), "ip": set()}
+    import yaml
+
+    with open(path, encoding="utf-8") as f:
+        return manifest_names(yaml.safe_load(f))
+
+
+# -- shell_complete= callbacks --------------------------------------------------------------------
+
+
+def _safe(fn: Any) -> Any:
+    """Completion callbacks never fail: any error means 'nothing to offer'."""
+
+    def wrapper(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
+        try:
+            return [c if isinstance(c, CompletionItem) else CompletionItem(c) for c in fn(ctx, param, incomplete)]
+        except Exception:
+            return []
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_safe
+def complete_add_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Keys valid for the entity type already on the line, each followed by ``=``."""
+    return key_candidates(incomplete, keys_for(entity_kind(ctx.params)))
+
+
+@_safe
+def complete_delete_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Keys set on the entity on the line (live); nothing when the cluster cannot be asked."""
+    try:
+        keys: Sequence[str] = live_keys(ctx, ctx.params)
+    except Exception:
+        return []
+    return key_candidates(incomplete, keys, suffix="")
+
+
+def _names(ctx: click.Context, etype: str, incomplete: str) -> list[str]:
+    manifest = _manifest_file(ctx)
+    try:
+        names = sorted(names_from_manifest(manifest)[etype]) if manifest else live_names(ctx, etype)
+    except Exception:
+        return []
+    return [n for n in names if n.startswith(incomplete)][:MAX_NAMES]
+
+
+@_safe
+def complete_user(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """User principals from the manifest given with ``-f``, or the live cluster."""
+    return _names(ctx, "user", incomplete)
+
+
+@_safe
+def complete_client(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Client-ids from the manifest given with ``-f``, or the live cluster."""
+    return _names(ctx, "client", incomplete)
+
+
+@_safe
+def complete_ip(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Ips from the manifest given with ``-f``, or the live cluster."""
+    return _names(ctx, "ip", incomplete)
+
+
+@_safe
+def complete_entity_name(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Names for the ``--entity-type`` at the same position."""
+    types = list(ctx.params.get("entity_types") or ())
+    position = len(ctx.params.get("entity_names") or ())
+    if position >= len(types):
+        return []
+    etype = {"users": "user", "clients": "client", "ips": "ip"}[types[position]]
+    return _names(ctx, etype, incomplete)
+
+
+@_safe
+def complete_context(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
+    """Context names from the config file (``--config`` if already given)."""
+    from kquotactl.contexts import load_config
+
+    root = ctx.find_root().params
+    config = load_config(root.get("config_path"))
+    items = sorted(config.contexts.items())
+    return [CompletionItem(name, help=c.cluster) for name, c in items if name.startswith(incomplete)]
+
+
+# -- commands that did not attach callbacks themselves ------------------------------------------------
+
+BY_OPTION = {
+    "--user": complete_user,
+    "--client": complete_client,
+    "--client-id": complete_client,
+    "--ip": complete_ip,
+    "--entity-name": complete_entity_name,
+    "--add-config": complete_add_config,
+    "--delete-config": complete_delete_config,
+    "--context": complete_context,
+}
+
+
+def install(cli: click.Command) -> None:
+    """Give every option named like ours (``--user``, ``--add-config``...) in every command the same
+    completion, unless it brought its own: commands added later complete names and keys for free.
+    Only called when completing, so it costs nothing otherwise."""
+    stack = [cli]
+    while stack:
+        cmd = stack.pop()
+        for param in cmd.params:
+            if not isinstance(param, click.Option) or getattr(param, "_custom_shell_complete", None) is not None:
+                continue
+            if param.is_flag or isinstance(param.type, click.Choice):
+                continue
+            for opt in param.opts:
+                if opt in BY_OPTION:
+                    param._custom_shell_complete = BY_OPTION[opt]
+                    break
+        if isinstance(cmd, click.Group):
+            stack.extend(cmd.commands.values())

@@ -1,0 +1,184 @@
+"""Pick an engine, run the model on a traffic input, and build the report (and a comparison) from it.
+
+The command layer calls :func:`analyze`; the engines stay ignorant of each other and of rendering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kquotactl.errors import UsageError
+from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, Window, check_limits, quota_table, report
+from kquotactl.impact.readers import detect_format
+from kquotactl.resolve import QuotaIndex
+
+AUTO_LOCAL_MAX_BYTES = 32 * 1024 * 1024  # inputs below this run on the local engine with --engine auto
+
+
+@dataclass
+class Analysis:
+    report: dict[str, Any]
+    timeline: dict[tuple, list[tuple[int, int, int]]] = field(default_factory=dict)
+    first_sample: int | None = None
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # distinct (user, client-id), for --compare
+    ips: list[str] = field(default_factory=list)
+
+
+def choose_engine(engine: str, path: str) -> str:
+    if engine != "auto":
+        return engine
+    if "://" in path:
+        return "spark"
+    _, files = detect_format(path)
+    return "local" if sum(f.stat().st_size for f in files) <= AUTO_LOCAL_MAX_BYTES else "spark"
+
+
+class Runner:
+    """Runs the model on one input with one engine; keeps the Spark session and input across quota sets."""
+
+    def __init__(
+        self,
+        path: str,
+        engine: str,
+        window: Window,
+        master: str | None = "local[*]",
+        conf: Mapping[str, str] | None = None,
+        status: Callable[[str], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.engine = choose_engine(engine, path)
+        self.window = window
+        self.master = master
+        self.conf = dict(conf or {})
+        self.status = status or (lambda _m: None)
+        self._columns: dict[str, list] | None = None
+        self._spark: Any = None
+        self._traffic: Any = None
+
+    def analyze(self, index: QuotaIndex, top: int = 0, distinct: bool = False) -> Analysis:
+        check_limits(quota_table(index))
+        if self.engine == "local":
+            return self._local(index, top, distinct)
+        if self.engine == "spark":
+            return self._spark_run(index, top, distinct)
+        raise UsageError(f"unknown engine {self.engine!r}: use spark, local or auto")
+
+    def _local(self, index: QuotaIndex, top: int, distinct: bool) -> Analysis:
+        from kquotactl.impact import local, readers
+
+        if self._columns is None:
+            self.status(f"reading {self.path}")
+            self._columns = readers.normalize(readers.read_table(self.path), self.window)
+        self.status("replaying traffic against the quotas (local engine)")
+        result, tl = local.timelines(self._columns, index, self.window)
+        rep = report(result, index, self.window)
+        a = Analysis(rep, _top_timeline(tl, top), result.first_sample)
+        if distinct:
+            cols = self._columns
+            a.pairs = sorted(set(zip(cols["user"], cols["client_id"], strict=True)))
+            a.ips = sorted({ip for ip, c in zip(cols["ip"], cols["u_connections"], strict=True) if c})
+        return a
+
+    def _spark_run(self, index: QuotaIndex, top: int, distinct: bool) -> Analysis:
+        from kquotactl.impact import spark
+
+        if self._spark is None:
+            self.status(f"starting Spark ({self.master or 'from spark-submit'})")
+            self._spark = spark.session(self.master, self.conf)
+            self._traffic = spark.read_traffic(self._spark, self.path, self.window)
+        self.status("Spark: resolving and replaying traffic against the quotas")
+        result, tl = spark.run(self._traffic, quota_table(index), self.window, timeline_top=top)
+        a = Analysis(report(result, index, self.window), tl, result.first_sample)
+        if distinct:
+            self.status("Spark: listing distinct (user, client-id) pairs and ips")
+            a.pairs = [
+                (r["user"], r["client_id"])
+                for r in self._traffic.select("user", "client_id").distinct().toArrow().to_pylist()
+            ]
+            a.pairs.sort()
+            a.ips = sorted(
+                r["ip"] for r in self._traffic.where("u_connections > 0").select("ip").distinct().toArrow().to_pylist()
+            )
+        return a
+
+
+def _top_timeline(tl: Mapping[tuple, list], top: int) -> dict[tuple, list]:
+    ranked = sorted(tl.items(), key=lambda kv: -sum((e - s) * ms for s, e, ms in kv[1]))
+    return dict(ranked[:top])
+
+
+def compare(new: Analysis, base: Analysis, new_index: QuotaIndex, base_index: QuotaIndex) -> dict[str, Any]:
+    """What changes between two quota sets on the same traffic (``new`` is the proposed set)."""
+    from kquotactl.impact.output import qid_label
+
+    def throttled(a: Analysis) -> dict[tuple[str, str], dict]:
+        return {(r["key"], qid_label(r["quota_id"])): r for r in a.report["quota_ids"] if r["seconds_throttled"] > 0}
+
+    tn, tb = throttled(new), throttled(base)
+
+    def brief(r: dict) -> dict:
+        keep = ("key", "quota_id", "level", "entity_path", "limit", "seconds_throttled", "total_throttle_ms")
+        return {k: r[k] for k in keep}
+
+    started = [brief(tn[k]) for k in sorted(set(tn) - set(tb))]
+    stopped = [brief(tb[k]) for k in sorted(set(tb) - set(tn))]
+    changed = [
+        {
+            "key": k[0],
+            "quota_id": tn[k]["quota_id"],
+            "seconds_throttled": [tb[k]["seconds_throttled"], tn[k]["seconds_throttled"]],
+            "total_throttle_ms": [tb[k]["total_throttle_ms"], tn[k]["total_throttle_ms"]],
+        }
+        for k in sorted(set(tn) & set(tb))
+        if (tn[k]["seconds_throttled"], tn[k]["total_throttle_ms"])
+        != (tb[k]["seconds_throttled"], tb[k]["total_throttle_ms"])
+    ]
+    limits = []
+    for user, client in new.pairs:
+        for key in CLIENT_MODEL_KEYS:
+            a, b = base_index.resolve(key, user, client), new_index.resolve(key, user, client)
+            if (a.limit, a.level) != (b.limit, b.level):
+                limits.append(
+                    {
+                        "user": user,
+                        "client-id": client,
+                        "key": key,
+                        "before": {"limit": a.limit, "level": a.level, "entity_path": a.entity_path},
+                        "after": {"limit": b.limit, "level": b.level, "entity_path": b.entity_path},
+                    }
+                )
+    for ip in new.ips:
+        for key in IP_MODEL_KEYS:
+            a, b = base_index.resolve_ip(ip, key), new_index.resolve_ip(ip, key)
+            if (a.limit, a.level) != (b.limit, b.level):
+                limits.append(
+                    {
+                        "ip": ip,
+                        "key": key,
+                        "before": {"limit": a.limit, "level": a.level, "entity_path": a.entity_path},
+                        "after": {"limit": b.limit, "level": b.level, "entity_path": b.entity_path},
+                    }
+                )
+    sb, sn = base.report["summary"], new.report["summary"]
+    return {
+        "summary": {
+            "throttled_quota_ids": [sb["throttled_quota_ids"], sn["throttled_quota_ids"]],
+            "share_of_traffic_throttled": [sb["share_of_traffic_throttled"], sn["share_of_traffic_throttled"]],
+            "started": len(started),
+            "stopped": len(stopped),
+            "changed": len(changed),
+            "limit_changes": len(limits),
+        },
+        "started_throttling": started,
+        "stopped_throttling": stopped,
+        "throttle_changed": changed,
+        "limit_changes": limits,
+    }
+
+
+def input_exists(path: str) -> None:
+    if "://" not in path and not Path(path).exists():
+        raise UsageError(f"traffic input {path!r} does not exist; give a Parquet/CSV/JSONL file or directory")

@@ -1,0 +1,166 @@
+"""Synthetic traffic for trying the model and for benchmarks: skewed users and clients, bursts, reconnect storms.
+
+Deterministic for a seed. The arrival rate is fixed (``rate`` rows per second), so a larger sample covers a
+longer span rather than denser seconds, and per-quota-id rates stay comparable across sizes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kquotactl.entity import DEFAULT, Entity
+from kquotactl.errors import UsageError
+from kquotactl.keys import Number
+
+START = 1_767_225_600  # 2026-01-01T00:00:00Z
+
+
+def generate(
+    rows: int,
+    *,
+    seed: int = 7,
+    users: int = 2000,
+    clients: int = 10000,
+    rate: int = 14000,
+    bursts: int | None = None,
+    topics: int = 50,
+    start: int = START,
+) -> Any:
+    """A pyarrow Table of ``rows`` traffic samples."""
+    import numpy as np
+    import pyarrow as pa
+
+    if rows < 1 or users < 1 or clients < 1 or rate < 1:
+        raise UsageError("--rows, --users, --clients and --rate must be at least 1")
+    rng = np.random.default_rng(seed)
+    # Clients belong to users (heavy users own more of them); 2% of client-ids are generic names many users share.
+    uw = 1.0 / np.arange(1, users + 1) ** 0.8
+    owner = rng.choice(users, size=clients, p=uw / uw.sum())
+    generic = rng.random(clients) < 0.02
+    client_names = np.array([f"generic-{i % 40}" if generic[i] else f"app-{i}" for i in range(clients)], dtype=object)
+    user_names = np.array([f"svc-{i}" for i in range(users)], dtype=object)
+    # Pair popularity: Zipf-like weights over a random order of clients.
+    weights = 1.0 / np.arange(1, clients + 1) ** 1.05
+    weights /= weights.sum()
+    order = rng.permutation(clients)
+    pick = order[rng.choice(clients, size=rows, p=weights)]
+    span = max(1.0, rows / rate)
+    ts = start + rng.random(rows) * span
+    scale = np.ones(rows)
+    n_bursts = bursts if bursts is not None else max(1, rows // 50_000)
+    if n_bursts:
+        # Bursts: a popular client sends 2% of its rows... squeezed into 5-20 s at 4x the payload.
+        in_burst = rng.random(rows) < 0.05
+        which = rng.integers(0, n_bursts, rows)
+        b_client = order[rng.integers(0, min(clients, 200), n_bursts)]
+        b_start = start + rng.random(n_bursts) * max(span - 20, 1)
+        b_len = rng.uniform(5, 20, n_bursts)
+        idx = np.nonzero(in_burst)[0]
+        pick[idx] = b_client[which[idx]]
+        ts[idx] = b_start[which[idx]] + rng.random(len(idx)) * b_len[which[idx]]
+        scale[idx] = 4.0
+    u = owner[pick]
+    kind = rng.random(rows)
+    produce = np.where(kind < 0.6, np.round(rng.lognormal(np.log(8192), 1.0, rows) * scale), 0).astype(np.int64)
+    fetch = np.where((kind >= 0.6) & (kind < 0.95), np.round(rng.lognormal(np.log(20480), 1.0, rows) * scale), 0)
+    requests = 1 + rng.poisson(3, rows)
+    rtime = np.round(rng.gamma(2.0, 1.5, rows) * requests * scale, 1)
+    storm = u < 20
+    connections = (rng.random(rows) < np.where(storm, 0.05, 0.002)).astype(np.int64)
+    ip = np.array([f"10.{(x >> 8) & 255}.{x & 255}.{k}" for x, k in zip(u, rng.integers(1, 4, rows), strict=True)])
+    topic = np.minimum(rng.zipf(1.3, rows), topics)
+    sort = np.argsort(ts, kind="stable")
+    return pa.table(
+        {
+            "ts": pa.array(np.round(ts[sort], 3)),
+            "user": pa.array(user_names[u[sort]].tolist(), pa.string()),
+            "client_id": pa.array(client_names[pick[sort]].tolist(), pa.string()),
+            "ip": pa.array(ip[sort].tolist(), pa.string()),
+            "topic": pa.array([f"topic-{t}" for t in topic[sort]], pa.string()),
+            "produce_bytes": pa.array(produce[sort]),
+            "fetch_bytes": pa.array(fetch[sort].astype(np.int64)),
+            "requests": pa.array(requests[sort].astype(np.int64)),
+            "request_time_ms": pa.array(rtime[sort]),
+            "connections": pa.array(connections[sort]),
+        }
+    )
+
+
+def write(table: Any, path: str | Path, files: int = 1) -> list[Path]:
+    """Write as Parquet, CSV or JSON lines by the path's suffix; ``files > 1`` writes a directory of parts."""
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    suffix = p.suffix.lower() if files == 1 else ".parquet"
+    if files > 1:
+        p.mkdir(parents=True, exist_ok=True)
+        step = -(-table.num_rows // files)
+        targets = [(p / f"part-{i:04d}.parquet", table.slice(i * step, step)) for i in range(files)]
+    else:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        targets = [(p, table)]
+    for target, t in targets:
+        if suffix in (".parquet", ".pq"):
+            pq.write_table(t, target, row_group_size=1_000_000)
+        elif suffix == ".csv":
+            pcsv.write_csv(t, target)
+        elif suffix in (".jsonl", ".json", ".ndjson"):
+            import json
+
+            with open(target, "w") as f:
+                for row in t.to_pylist():
+                    f.write(json.dumps(row) + "\n")
+        else:
+            raise UsageError(f"cannot tell the format of {str(p)!r}: end it in .parquet, .csv or .jsonl")
+    return [t for t, _ in targets]
+
+
+def quotas(users: int = 2000, clients: int = 10000) -> dict[Entity, dict[str, Number]]:
+    """A quota set for generated traffic where every precedence level wins somewhere."""
+    mib = 1024 * 1024
+    q: dict[Entity, dict[str, Number]] = {
+        Entity(user=DEFAULT): {"producer_byte_rate": 8 * mib, "request_rate": 2000},
+        Entity(user=DEFAULT, client_id=DEFAULT): {"consumer_byte_rate": 16 * mib},
+        Entity(client_id=DEFAULT): {"request_percentage": 400.0},
+        Entity(ip=DEFAULT): {"connection_creation_rate": 5},
+    }
+    for i in range(0, min(users, 200), 4):
+        q[Entity(user=f"svc-{i}")] = {"producer_byte_rate": 2 * mib, "request_percentage": 100.0}
+    for i in range(1, min(users, 100), 10):
+        q[Entity(user=f"svc-{i}", client_id=DEFAULT)] = {"consumer_byte_rate": 8 * mib}
+    for i in range(0, min(clients, 3000), 30):
+        q[Entity(client_id=f"app-{i}")] = {"request_percentage": 100.0}
+    for i in range(0, 40, 4):
+        q[Entity(client_id=f"generic-{i}")] = {"request_percentage": 50.0}  # shared by every user of the name
+    for i in range(0, min(clients, 500), 50):
+        q[Entity(user=DEFAULT, client_id=f"app-{i}")] = {"producer_byte_rate": 3 * mib}
+    for i in range(0, min(users, 50), 5):
+        q[Entity(user=f"svc-{i}", client_id=f"app-{i}")] = {"producer_byte_rate": 512 * 1024}
+    for i in range(0, min(users, 20), 2):
+        q[Entity(ip=f"10.0.{i}.1")] = {"connection_creation_rate": 10}
+    return q
+
+
+def write_manifest(quota_set: dict[Entity, dict[str, Number]], path: str | Path) -> None:
+    """The quota set as a manifest (``quotas: [{entity: ..., config: ...}]``) for ``impact run -f``."""
+    import yaml
+
+    def name(n: object) -> str:
+        return "<default>" if n is DEFAULT else str(n)
+
+    entries = []
+    for e, cfg in sorted(quota_set.items(), key=lambda kv: kv[0].sort_key()):
+        ent = {}
+        if e.user is not None:
+            ent["user"] = name(e.user)
+        if e.client_id is not None:
+            ent["client-id"] = name(e.client_id)
+        if e.ip is not None:
+            ent["ip"] = name(e.ip)
+        entries.append({"entity": ent, "config": dict(cfg)})
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        f.write("# generated by kquotactl impact generate\n")
+        yaml.safe_dump({"quotas": entries}, f, sort_keys=False, default_flow_style=None, width=120)

@@ -1,0 +1,167 @@
+"""The reference engine: the model in plain Python (dicts and loops), for small inputs and for testing Spark.
+
+Resolution goes through :class:`kquotactl.resolve.QuotaIndex` itself, once per distinct (user, client-id)
+and per distinct ip.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kquotactl.impact.model import (
+    CLIENT_MODEL_KEYS,
+    IP_MODEL_KEYS,
+    USAGE,
+    EngineResult,
+    KeyTotals,
+    QidStats,
+    Window,
+    qid_parts,
+)
+from kquotactl.resolve import QuotaIndex
+
+# (key, level, qid_user, qid_client, qid_ip) -> {sample: units}
+Series = dict[tuple[str, int, str | None, str | None, str | None], dict[int, int]]
+Timeline = dict[tuple[str, int, str | None, str | None, str | None], list[tuple[int, int, int]]]
+
+
+def run(
+    columns: Mapping[str, Sequence[Any]],
+    index: QuotaIndex,
+    window: Window,
+    progress: Callable[[str], None] | None = None,
+) -> EngineResult:
+    """Compute every quota-id's statistics from normalised columns (``readers.normalize``)."""
+    series, limits, totals, rows, first, last = _usage(columns, index)
+    stats, _ = _evaluate(series, totals, window, first, last, limits)
+    return EngineResult(rows, first, last, stats, totals)
+
+
+def timelines(columns: Mapping[str, Sequence[Any]], index: QuotaIndex, window: Window) -> tuple[EngineResult, Timeline]:
+    """Like :func:`run`, plus each throttled quota-id's intervals ``(start_sample, end_sample, throttle_ms)``."""
+    series, limits, totals, rows, first, last = _usage(columns, index)
+    stats, tl = _evaluate(series, totals, window, first, last, limits, keep=True)
+    return EngineResult(rows, first, last, stats, totals), tl
+
+
+def _usage(columns: Mapping[str, Sequence[Any]], index: QuotaIndex):
+    """Sum units per (key, level, quota-id, sample), resolving each distinct pair/ip once."""
+    limits: dict[tuple, float] = {}
+    series: Series = defaultdict(lambda: defaultdict(int))
+    totals = {k: KeyTotals() for k in (*CLIENT_MODEL_KEYS, *IP_MODEL_KEYS)}
+    pair_cache: dict[tuple[str, str], list[tuple[str, str, tuple | None]]] = {}
+    ip_cache: dict[str, tuple | None] = {}
+    samples = columns["sample"]
+    users, clients, ips = columns["user"], columns["client_id"], columns["ip"]
+    client_cols = [(k, columns["u_" + USAGE[k].column]) for k in CLIENT_MODEL_KEYS]
+    conn_key = IP_MODEL_KEYS[0]
+    conns = columns["u_" + USAGE[conn_key].column]
+    rows = 0
+    first = last = None
+    for i, s in enumerate(samples):
+        if s is None:
+            continue
+        rows += 1
+        first = s if first is None or s < first else first
+        last = s if last is None or s > last else last
+        pair = (users[i], clients[i])
+        resolved = pair_cache.get(pair)
+        if resolved is None:
+            resolved = pair_cache[pair] = [_resolve(index, limits, k, *pair) for k, _ in client_cols]
+        for (key, col), sid in zip(client_cols, resolved, strict=True):
+            u = col[i]
+            if u:
+                t = totals[key]
+                t.rows += 1
+                t.units += u
+                if sid is None:
+                    t.rows_unlimited += 1
+                    t.units_unlimited += u
+                else:
+                    series[sid][s] += u
+        u = conns[i]
+        if u:
+            ip = ips[i]
+            if ip not in ip_cache:
+                ip_cache[ip] = _resolve_ip(index, limits, conn_key, ip)
+            sid = ip_cache[ip]
+            t = totals[conn_key]
+            t.rows += 1
+            t.units += u
+            if sid is None:
+                t.rows_unlimited += 1
+                t.units_unlimited += u
+            else:
+                series[sid][s] += u
+    return series, limits, totals, rows, first, last
+
+
+def _resolve(index: QuotaIndex, limits: dict[tuple, float], key: str, user: str, client_id: str) -> tuple | None:
+    r = index.resolve(key, user, client_id)
+    if r.level is None:
+        return None
+    qu, qc = qid_parts(r.level, user, client_id)
+    sid = (key, r.level, qu, qc, None)
+    limits[sid] = float(r.limit)
+    return sid
+
+
+def _resolve_ip(index: QuotaIndex, limits: dict[tuple, float], key: str, ip: str) -> tuple | None:
+    r = index.resolve_ip(ip, key)
+    if r.level is None:
+        return None
+    sid = (key, r.level, None, None, ip)
+    limits[sid] = float(r.limit)
+    return sid
+
+
+def _evaluate(
+    series: Series,
+    totals: dict[str, KeyTotals],
+    window: Window,
+    first: int | None,
+    last: int | None,
+    limits: Mapping[tuple, float],
+    keep: bool = False,
+) -> tuple[list[QidStats], Timeline]:
+    """The event sweep of :mod:`kquotactl.impact.model` per quota-id."""
+    n = window.num
+    stats: list[QidStats] = []
+    tl: Timeline = {}
+    for sid, by_sample in series.items():
+        key = sid[0]
+        limit = limits[sid]
+        denom = window.denominator(key)
+        deltas: dict[int, int] = defaultdict(int)
+        for s, u in by_sample.items():
+            deltas[s] += u
+            deltas[s + n] -= u
+        points = sorted(deltas)
+        running = 0
+        seconds = total = max_ms = 0
+        max_rate = 0.0
+        throttled_units = 0
+        intervals = []
+        for j, p in enumerate(points):
+            running += deltas[p]
+            if p > last:
+                break
+            end = min(points[j + 1] if j + 1 < len(points) else last + 1, last + 1)
+            length = end - p
+            rate = running / denom
+            max_rate = max(max_rate, rate)
+            ms = window.throttle_ms(key, rate, limit)
+            if ms > 0:
+                seconds += length
+                total += ms * length
+                max_ms = max(max_ms, ms)
+                throttled_units += by_sample.get(p, 0)
+                if keep:
+                    intervals.append((p, end, ms))
+        totals[key].units_throttled += throttled_units
+        stats.append(QidStats(key, sid[1], sid[2], sid[3], sid[4], seconds * window.size_s, max_rate, total, max_ms))
+        if keep and intervals:
+            tl[sid] = intervals
+    return stats, tl

@@ -1,0 +1,250 @@
+"""The traffic-impact model, as pure data and pure functions (no I/O): both engines implement exactly this.
+
+- Usage per quota key comes from one input column (:data:`USAGE`), converted per row to integer *units*
+  (``floor(value × scale + 0.5)``) so that sums are exact in every engine; a key's rate is
+  ``units / (divisor × N × S)``.
+- Each row resolves per key with :class:`kquotactl.resolve.QuotaIndex` (8 levels, quota-id sharing; ips by ip).
+- Time is cut into samples of ``S = quota.window.size.seconds``; for every sample ``t`` from the input's first
+  to its last, the rate is the sum over samples ``t−N+1 … t`` divided by ``N·S`` (``N = quota.window.num``).
+- A sample is throttled when rate > limit; throttle = ``floor((rate − limit)/limit × N·S·1000 + 0.5)`` ms,
+  capped at ``S·1000`` ms for request and connection keys (``KEYS[k].throttle_capped``).
+
+The window sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + N``), so both
+engines evaluate it on *events*: ``(s, +u)`` and ``(s + N, −u)``; the running sum of the deltas is the window
+sum on ``[p_i, p_(i+1))``, and that interval is clipped to the input's last sample. That is exact, and costs
+two rows per (key, quota-id, sample) instead of N.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kquotactl.entity import DEFAULT, Entity
+from kquotactl.errors import UsageError
+from kquotactl.keys import KEYS, Number
+from kquotactl.resolve import LEVELS, QuotaIndex, Sharing
+from kquotactl.sanitizer import sanitize
+from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Where a key's usage comes from: ``units = floor(column × scale + 0.5)``; rate = units / divisor / (N·S)."""
+
+    column: str
+    scale: int = 1
+    divisor: int = 1
+
+
+# request_percentage: request_time_ms / 10 is percent-seconds; kept as integer microseconds (scale 1000).
+USAGE: dict[str, Usage] = {
+    "producer_byte_rate": Usage("produce_bytes"),
+    "consumer_byte_rate": Usage("fetch_bytes"),
+    "request_rate": Usage("requests"),
+    "request_percentage": Usage("request_time_ms", scale=1000, divisor=10_000),
+    "connection_creation_rate": Usage("connections"),
+}
+CLIENT_MODEL_KEYS: tuple[str, ...] = ("producer_byte_rate", "consumer_byte_rate", "request_rate", "request_percentage")
+IP_MODEL_KEYS: tuple[str, ...] = ("connection_creation_rate",)
+MODEL_KEYS = CLIENT_MODEL_KEYS + IP_MODEL_KEYS
+USAGE_COLUMNS: tuple[str, ...] = tuple(USAGE[k].column for k in MODEL_KEYS)
+ID_COLUMNS: tuple[str, ...] = ("user", "client_id", "ip")
+NOT_MODELLED = ("controller_mutation_rate",)  # partition mutations are not in request samples
+
+
+def to_units(value: Any, scale: int) -> int:
+    """A usage value as integer units (missing/None → 0), rounded half up like the engines do."""
+    if value is None:
+        return 0
+    return math.floor(float(value) * scale + 0.5)
+
+
+@dataclass(frozen=True)
+class Window:
+    """``quota.window.num`` samples of ``quota.window.size.seconds`` each."""
+
+    num: int = DEFAULT_WINDOW_NUM
+    size_s: int = DEFAULT_WINDOW_SIZE_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.num < 1 or self.size_s < 1:
+            raise UsageError("--window-num and --window-size must be at least 1")
+
+    @property
+    def window_ms(self) -> float:
+        return self.num * self.size_s * 1000.0
+
+    @property
+    def cap_ms(self) -> int:
+        return self.size_s * 1000
+
+    def denominator(self, key: str) -> float:
+        """What a window's unit sum is divided by to give the key's rate."""
+        return float(USAGE[key].divisor * self.num * self.size_s)
+
+    def throttle_ms(self, key: str, rate: float, limit: float) -> int:
+        """Throttle of one sample (0 when within the limit); the engines compute exactly these operations."""
+        if not rate > limit:
+            return 0
+        ms = math.floor((rate - limit) / limit * self.window_ms + 0.5)
+        return min(ms, self.cap_ms) if KEYS[key].throttle_capped else ms
+
+
+# -- the quota table (what Spark broadcasts) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    """One configured limit: key, precedence level, the entity's names (None = absent/default), the limit."""
+
+    key: str
+    level: int
+    pattern: str
+    user: str | None
+    client_id: str | None
+    ip: str | None
+    limit: Number
+
+
+def entity_level(entity: Entity) -> int:
+    """The precedence level an entity sits at (1..8 for user/client entities, 1..2 for ips)."""
+    if entity.ip is not None:
+        return 2 if entity.ip is DEFAULT else 1
+    for level in LEVELS:
+        u = None if entity.user is None else "default" if entity.user is DEFAULT else "name"
+        c = None if entity.client_id is None else "default" if entity.client_id is DEFAULT else "name"
+        if (level.user, level.client) == (u, c):
+            return level.number
+    raise ValueError(f"not a quota entity: {entity!r}")  # pragma: no cover - Entity forbids it
+
+
+def quota_table(index: QuotaIndex) -> list[QuotaRow]:
+    """Every modelled key set on any entity, as flat rows (names are raw; defaults are None)."""
+
+    def raw(name: object) -> str | None:
+        return None if name is None or name is DEFAULT else str(name)
+
+    rows = []
+    for entity in index.entities():
+        level = entity_level(entity)
+        pattern = ("ips/<ip>", "ips/<default>")[level - 1] if entity.ip is not None else LEVELS[level - 1].pattern
+        for key, limit in index.get(entity).items():
+            if key in MODEL_KEYS:
+                rows.append(
+                    QuotaRow(key, level, pattern, raw(entity.user), raw(entity.client_id), raw(entity.ip), limit)
+                )
+    return sorted(rows, key=lambda r: (r.key, r.level, r.user or "", r.client_id or "", r.ip or ""))
+
+
+def qid_parts(level: int, user: str, client_id: str) -> tuple[str, str]:
+    """The quota-id of a user/client resolution, with the *raw* user (sanitized only when reported)."""
+    sharing = LEVELS[level - 1].sharing
+    if sharing is Sharing.PAIR:
+        return (user, client_id)
+    if sharing is Sharing.USER:
+        return (user, "")
+    return ("", client_id)
+
+
+# -- engine output → report ----------------------------------------------------------------------
+
+
+@dataclass
+class QidStats:
+    """What an engine computes per (key, level, quota-id); names are raw."""
+
+    key: str
+    level: int
+    qid_user: str | None
+    qid_client: str | None
+    qid_ip: str | None
+    seconds_throttled: int
+    max_rate: float
+    total_throttle_ms: int
+    max_throttle_ms: int
+
+
+@dataclass
+class KeyTotals:
+    rows: int = 0  # input rows with usage for the key
+    rows_unlimited: int = 0
+    units: int = 0
+    units_unlimited: int = 0
+    units_throttled: int = 0  # usage that fell in a throttled sample of its quota-id
+
+
+@dataclass
+class EngineResult:
+    rows: int
+    first_sample: int | None
+    last_sample: int | None
+    stats: list[QidStats]
+    totals: dict[str, KeyTotals] = field(default_factory=dict)
+
+
+def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str, Any]:
+    """``{"summary": {...}, "quota_ids": [...]}`` from an engine's result; identical for both engines."""
+    rows = []
+    for s in result.stats:
+        if s.key in IP_MODEL_KEYS:
+            entity = Entity(ip=s.qid_ip) if s.level == 1 else Entity(ip=DEFAULT)
+            qid: dict[str, str] = {"ip": s.qid_ip or ""}
+        else:
+            entity = LEVELS[s.level - 1].entity(s.qid_user or "", s.qid_client or "")
+            qid = {"user": sanitize(s.qid_user or ""), "client-id": s.qid_client or ""}
+        limit = index.get(entity)[s.key]
+        rows.append(
+            {
+                "key": s.key,
+                "quota_id": qid,
+                "level": s.level,
+                "entity_path": entity.path,
+                "limit": limit,
+                "seconds_throttled": s.seconds_throttled,
+                "max_rate": s.max_rate,
+                "total_throttle_ms": s.total_throttle_ms,
+                "max_throttle_ms": s.max_throttle_ms,
+            }
+        )
+    rows.sort(key=lambda r: (-r["total_throttle_ms"], -r["seconds_throttled"], r["key"], sorted(r["quota_id"].items())))
+    span = 0 if result.first_sample is None else (result.last_sample - result.first_sample + 1) * window.size_s
+    traffic = {}
+    for key in MODEL_KEYS:
+        t = result.totals.get(key, KeyTotals())
+        traffic[key] = {
+            "rows": t.rows,
+            "rows_unlimited": t.rows_unlimited,
+            "usage": t.units / USAGE[key].scale,
+            "usage_throttled": t.units_throttled / USAGE[key].scale,
+            "share_throttled": (t.units_throttled / t.units) if t.units else 0.0,
+        }
+    summary = {
+        "rows": result.rows,
+        "seconds": span,
+        "window": {"num": window.num, "size_seconds": window.size_s},
+        "quota_ids": len(rows),
+        "throttled_quota_ids": sum(1 for r in rows if r["seconds_throttled"] > 0),
+        "share_of_traffic_throttled": _overall_share(result.totals),
+        "traffic": traffic,
+        "not_modelled": list(NOT_MODELLED),
+        "open_loop": True,
+    }
+    return {"summary": summary, "quota_ids": rows}
+
+
+def _overall_share(totals: Mapping[str, KeyTotals]) -> float:
+    """Share of the bytes (produce + fetch) that fell in throttled seconds: the headline number."""
+    byte_keys = ("producer_byte_rate", "consumer_byte_rate")
+    units = sum(totals[k].units for k in byte_keys if k in totals)
+    throttled = sum(totals[k].units_throttled for k in byte_keys if k in totals)
+    return throttled / units if units else 0.0
+
+
+def check_limits(rows: Iterable[QuotaRow]) -> None:
+    """Limits are > 0 (the key validation guarantees it for anything loaded through kquotactl)."""
+    for r in rows:
+        if not r.limit > 0:
+            raise UsageError(f"{r.key}={r.limit} on {r.pattern} is not > 0; fix the quota set")

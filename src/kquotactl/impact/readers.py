@@ -1,0 +1,98 @@
+"""Read traffic samples (Parquet, CSV, JSON lines; a file or a directory of them) for the local engine.
+
+Columns: ``ts`` (epoch seconds, or a timestamp), ``user``, ``client_id``, ``ip`` and the usage columns of
+:data:`kquotactl.impact.model.USAGE`; a missing column counts as 0 (or ``""`` for names). The Spark engine
+reads the same files with Spark's readers and applies the same normalisation (``spark.read_traffic``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kquotactl.errors import UsageError
+from kquotactl.impact.model import ID_COLUMNS, USAGE, Window
+
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
+
+
+def detect_format(path: str | Path) -> tuple[str, list[Path]]:
+    """The format and files of a traffic input (a directory holds files of one format)."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"traffic input {str(p)!r} does not exist; give a Parquet/CSV/JSONL file or directory")
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    files = [f for f in files if f.suffix.lower() in FORMATS and not f.name.startswith((".", "_"))]
+    fmts = {FORMATS[f.suffix.lower()] for f in files}
+    if not files:
+        raise UsageError(f"no .parquet, .csv or .jsonl files in {str(p)!r}")
+    if len(fmts) > 1:
+        raise UsageError(f"{str(p)!r} mixes formats ({', '.join(sorted(fmts))}); keep one format per directory")
+    return fmts.pop(), files
+
+
+def read_table(path: str | Path) -> Any:
+    """The raw traffic as one pyarrow Table."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pjson
+    import pyarrow.parquet as pq
+
+    fmt, files = detect_format(path)
+    tables = []
+    for f in files:
+        try:
+            if fmt == "parquet":
+                tables.append(pq.read_table(f))
+            elif fmt == "csv":
+                tables.append(pcsv.read_csv(f))
+            else:
+                tables.append(pjson.read_json(f))
+        except (pa.ArrowInvalid, OSError) as e:
+            raise UsageError(f"cannot read {str(f)!r} as {fmt}: {str(e).splitlines()[0]}") from None
+    return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+
+
+def normalize(table: Any, window: Window) -> dict[str, list]:
+    """Column lists: ``sample`` (int), the three names (str) and ``u_<column>`` integer units per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "ts" not in table.column_names:
+        raise UsageError("traffic has no 'ts' column (epoch seconds or a timestamp)")
+    n = table.num_rows
+    out: dict[str, list] = {"sample": sample_column(table.column("ts"), window.size_s).to_pylist()}
+    for name in ID_COLUMNS:
+        if name in table.column_names:
+            col = pc.fill_null(pc.cast(table.column(name), pa.string()), "")
+            out[name] = col.to_pylist()
+        else:
+            out[name] = [""] * n
+    for usage in {u.column: u for u in USAGE.values()}.values():
+        if usage.column in table.column_names:
+            x = pc.cast(table.column(usage.column), pa.float64())
+            units = pc.floor(pc.add(pc.multiply(x, float(usage.scale)), 0.5))
+            out["u_" + usage.column] = pc.fill_null(pc.cast(units, pa.int64()), 0).to_pylist()
+        else:
+            out["u_" + usage.column] = [0] * n
+    return out
+
+
+def sample_column(ts: Any, size_s: int) -> Any:
+    """``floor(seconds / S)`` for numeric epochs; whole microseconds // (S·10⁶) for timestamps."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = ts.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        try:
+            ts = pc.cast(ts, pa.timestamp("us", tz="UTC"))
+        except pa.ArrowInvalid as e:
+            raise UsageError(f"'ts' is neither epoch seconds nor an ISO timestamp: {str(e).splitlines()[0]}") from None
+        t = ts.type
+    if pa.types.is_timestamp(t):
+        micros = pc.cast(pc.cast(ts, pa.timestamp("us", tz=t.tz)), pa.int64())
+        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), float(size_s) * 1e6)).cast(pa.int64())
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return pc.floor(pc.divide(pc.cast(ts, pa.float64()), float(size_s))).cast(pa.int64())
+    raise UsageError(f"'ts' has type {t}; expected epoch seconds or a timestamp")

@@ -1,0 +1,438 @@
+"""The Spark engine: the model of :mod:`kquotactl.impact.model` with the PySpark DataFrame API only.
+
+No Python UDFs and no RDDs, so the same plan runs in ``local[*]``, on a cluster through ``spark-submit``
+(only the driver needs kquotactl), or through Spark Connect:
+
+1. read and normalise the traffic (integer units per row, sample = floor(ts / S));
+2. resolve every row per key with broadcast hash joins against the small quota table — one join per kind of
+   name the precedence levels look up (pair, user, client-id, ip) — and ``coalesce`` in level order; default
+   entities are literals;
+3. ``inline`` the row into one row per limited key with usage and pre-aggregate to
+   (key, level, quota-id, sample) — map-side partial aggregation does most of the work before the shuffle;
+4. turn each sample into two events, (s, +u) and (s + N, −u), and take the running sum over a window
+   partitioned by quota-id and ordered by time; ``lead`` gives each interval's end;
+5. aggregate throttle seconds, rates and milliseconds per quota-id, and collect only that (small) report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kquotactl.entity import DEFAULT, Entity
+from kquotactl.errors import UsageError
+from kquotactl.impact.model import (
+    CLIENT_MODEL_KEYS,
+    IP_MODEL_KEYS,
+    MODEL_KEYS,
+    USAGE,
+    EngineResult,
+    KeyTotals,
+    QidStats,
+    QuotaRow,
+    Window,
+)
+from kquotactl.impact.readers import detect_format
+from kquotactl.keys import KEYS
+from kquotactl.resolve import QuotaIndex
+
+# Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
+# follows whichever resolver this package has, so both engines always agree.
+BROKER_EXACT_EMPTY_NAMES = (
+    QuotaIndex(
+        {
+            Entity(user=DEFAULT, client_id=DEFAULT): {"producer_byte_rate": 1},
+            Entity(client_id=DEFAULT): {"producer_byte_rate": 2},
+        }
+    )
+    .resolve("producer_byte_rate", "", "c")
+    .level
+    == 8  # the broker: an empty user's (user, client) level gives tags ("", c), looked up at levels 7-8 only
+)
+
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.memory": "4g",
+}
+
+
+def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        k, sep, v = p.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"--conf {p!r} is not KEY=VALUE (e.g. --conf spark.sql.shuffle.partitions=16)")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def session(master: str | None = "local[*]", conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession; ``master=None`` leaves the master to ``spark-submit``/``spark-defaults``."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName("kquotactl-impact")
+    if master:
+        builder = builder.master(master)
+        settings = {**DEFAULT_CONF, **(conf or {})}
+    else:
+        settings = {k: v for k, v in {**DEFAULT_CONF, **(conf or {})}.items() if not k.startswith("spark.driver.")}
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# -- input ---------------------------------------------------------------------------------------
+
+
+def read_traffic(spark: Any, path: str, window: Window) -> Any:
+    """Traffic normalised exactly as ``readers.normalize`` does: sample, names, ``u_<column>`` units."""
+    fmt = "parquet"
+    if "://" not in path:  # local paths: check them; remote (s3a://, hdfs://) ones go to Spark as they are
+        fmt, _ = detect_format(path)
+    elif path.endswith((".csv",)):
+        fmt = "csv"
+    elif path.endswith((".json", ".jsonl", ".ndjson")):
+        fmt = "json"
+    reader = spark.read
+    if fmt == "csv":
+        df = reader.option("header", "true").option("inferSchema", "true").csv(path)
+    elif fmt == "json":
+        df = reader.json(path)
+    else:
+        df = reader.parquet(path)
+    return normalize(df, window)
+
+
+def normalize(df: Any, window: Window) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if "ts" not in df.columns:
+        raise UsageError("traffic has no 'ts' column (epoch seconds or a timestamp)")
+    ts_type = df.schema["ts"].dataType
+    if isinstance(ts_type, T.StringType):
+        ts = F.to_timestamp("ts")
+        ts_type = T.TimestampType()
+    else:
+        ts = F.col("ts")
+    if isinstance(ts_type, T.TimestampType | T.TimestampNTZType):
+        if isinstance(ts_type, T.TimestampNTZType):
+            ts = ts.cast(T.TimestampType())
+        sample = F.floor(F.unix_micros(ts).cast("double") / F.lit(float(window.size_s) * 1e6))
+    elif isinstance(ts_type, T.NumericType):
+        sample = F.floor(ts.cast("double") / F.lit(float(window.size_s)))
+    else:
+        raise UsageError(f"'ts' has type {ts_type.simpleString()}; expected epoch seconds or a timestamp")
+    cols = [sample.cast("long").alias("sample")]
+    for name in ("user", "client_id", "ip"):
+        cols.append(
+            F.coalesce(F.col(name).cast("string"), F.lit("")).alias(name)
+            if name in df.columns
+            else F.lit("").alias(name)
+        )
+    for usage in {u.column: u for u in USAGE.values()}.values():
+        if usage.column in df.columns:
+            x = F.floor(F.col(usage.column).cast("double") * F.lit(float(usage.scale)) + F.lit(0.5))
+            cols.append(F.coalesce(x.cast("long"), F.lit(0).cast("long")).alias("u_" + usage.column))
+        else:
+            cols.append(F.lit(0).cast("long").alias("u_" + usage.column))
+    return df.select(*cols).where(F.col("sample").isNotNull())
+
+
+# -- resolution ----------------------------------------------------------------------------------
+
+
+def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
+    """The quota table split by what each level looks up, pivoted to one column per (level, key)."""
+    from pyspark.sql import types as T
+
+    def frame(keycols: list[str], levels: tuple[int, ...], keys: tuple[str, ...], pick) -> Any:
+        entries: dict[tuple, dict[str, float]] = {}
+        for r in rows:
+            if r.level in levels and r.key in keys and pick(r):
+                ident = tuple(getattr(r, c) for c in keycols)
+                entries.setdefault(ident, {})[f"l{r.level}_{r.key}"] = float(r.limit)
+        if not entries:
+            return None
+        valcols = [f"l{lv}_{k}" for lv in levels for k in keys]
+        schema = T.StructType(
+            [T.StructField(c, T.StringType(), False) for c in keycols]
+            + [T.StructField(c, T.DoubleType(), True) for c in valcols]
+        )
+        return _local_frame(
+            spark, schema, [(*ident, *(vals.get(c) for c in valcols)) for ident, vals in entries.items()]
+        )
+
+    is_client = lambda r: r.ip is None  # noqa: E731
+    return {
+        "pair": frame(["user", "client_id"], (1,), CLIENT_MODEL_KEYS, is_client),
+        "user": frame(["user"], (2, 3), CLIENT_MODEL_KEYS, is_client),
+        "client": frame(["client_id"], (4, 7), CLIENT_MODEL_KEYS, is_client),
+        "ip": frame(["ip"], (1,), IP_MODEL_KEYS, lambda r: r.ip is not None),
+    }
+
+
+def _local_frame(spark: Any, schema: Any, rows: list[tuple]) -> Any:
+    """A small driver-side table as a DataFrame through Arrow: no Python worker (and no executor Python) needed."""
+    import pyarrow as pa
+
+    arrow_schema = pa.schema(
+        [(f.name, pa.string() if f.dataType.typeName() == "string" else pa.float64()) for f in schema.fields]
+    )
+    table = pa.Table.from_pylist([dict(zip(arrow_schema.names, r, strict=True)) for r in rows], schema=arrow_schema)
+    return spark.createDataFrame(table, schema)
+
+
+def _constants(rows: Sequence[QuotaRow]) -> dict[tuple[int, str], float]:
+    """Default-entity limits (levels 5, 6, 8 and the default ip): the same for every row, so literals."""
+    out = {}
+    for r in rows:
+        if r.ip is None and r.level in (5, 6, 8):
+            out[(r.level, r.key)] = float(r.limit)
+        if r.key in IP_MODEL_KEYS and r.level == 2:
+            out[(2, r.key)] = float(r.limit)
+    return out
+
+
+def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
+    """One row per (input row, key with usage): key, level (0 = unlimited), limit, quota-id parts, sample, u."""
+    from pyspark.sql import functions as F
+
+    spark = traffic.sparkSession
+    tables = _tables(spark, rows)
+    consts = _constants(rows)
+    df = traffic
+    for name, on in (("pair", ["user", "client_id"]), ("user", ["user"]), ("client", ["client_id"]), ("ip", ["ip"])):
+        if tables[name] is not None:
+            df = df.join(F.broadcast(tables[name]), on, "left")
+    present = set(df.columns)
+
+    def cand(level: int, key: str) -> Any:
+        name = f"l{level}_{key}"
+        if name in present:
+            return F.col(name)
+        if (level, key) in consts:
+            return F.lit(consts[(level, key)])
+        return None
+
+    # Level first, as its own column (so it is computed once per row), then limit and quota-id parts from it.
+    cands_by_key = {
+        key: [
+            (lv, c) for lv in (range(1, 9) if key in CLIENT_MODEL_KEYS else (1, 2)) if (c := cand(lv, key)) is not None
+        ]
+        for key in MODEL_KEYS
+    }
+    df = df.withColumns({f"lv_{k}": _level(cands_by_key[k], k in CLIENT_MODEL_KEYS) for k in MODEL_KEYS})
+    structs = []
+    for key in MODEL_KEYS:
+        level = F.col(f"lv_{key}")
+        limit = F.lit(None).cast("double")
+        for lv, c in reversed(cands_by_key[key]):
+            limit = F.when(level == lv, c).otherwise(limit)
+        if key in CLIENT_MODEL_KEYS:
+            qu = F.when(level.between(1, 6), F.col("user")).when(level > 0, F.lit(""))
+            qc = F.when(level.isin(3, 6), F.lit("")).when(level > 0, F.col("client_id"))
+            qip = F.lit(None)
+        else:
+            qu = qc = F.lit(None)
+            qip = F.when(level > 0, F.col("ip"))
+        structs.append(_entry(key, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
+    return df.select("sample", F.inline(F.array(*structs))).where(F.col("u") > 0)
+
+
+def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
+    """The level (0 = unlimited) whose limit applies.
+
+    Names that are set resolve to the first level with a limit. Empty names follow the broker's two-phase
+    resolution when :mod:`kquotactl.resolve` models it (``BROKER_EXACT_EMPTY_NAMES``): an empty user only
+    reaches levels 7 and 8 (and nothing when users/<default> is the first of levels 4-6 to set the key), an
+    empty client-id only levels 3 and 6 (and only when one of levels 2, 3, 5, 6 sets the key), both empty
+    nothing.
+    """
+    from pyspark.sql import functions as F
+
+    if not cands:
+        return F.lit(0)
+    cols = dict(cands)
+
+    def has(lv: int) -> Any:
+        return cols[lv].isNotNull() if lv in cols else F.lit(False)
+
+    def first(levels: Sequence[int]) -> Any:
+        return F.coalesce(*[F.when(has(lv), F.lit(lv)) for lv in levels if lv in cols], F.lit(0))
+
+    level = first([lv for lv, _ in cands])
+    if client_key and BROKER_EXACT_EMPTY_NAMES:
+        ue, ce = F.col("user") == "", F.col("client_id") == ""
+        level = (
+            F.when(ue & ce, F.lit(0))
+            .when(ue, F.when(~has(4) & ~has(5) & has(6), F.lit(0)).otherwise(first([7, 8])))
+            .when(ce, F.when(has(2) | has(3) | has(5) | has(6), first([3, 6])).otherwise(F.lit(0)))
+            .otherwise(level)
+        )
+    return level
+
+
+def _entry(key: str, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.struct(
+        F.lit(key).alias("key"),
+        level.cast("int").alias("level"),
+        limit.cast("double").alias("limit"),
+        qu.cast("string").alias("qu"),
+        qc.cast("string").alias("qc"),
+        qip.cast("string").alias("qip"),
+        F.col(ucol).alias("u"),
+    )
+
+
+# -- the window sweep ----------------------------------------------------------------------------
+
+QID = ["key", "level", "qu", "qc", "qip"]
+
+
+def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> Any:
+    """Per event: the window sum on [p, end), its rate and throttle (``end`` clipped to the last sample + 1).
+
+    ``one_shuffle``: hash-partition the usage rows by quota-id once; the per-sample aggregation, the window
+    and the per-quota-id aggregation then all run inside those partitions (their required clustering is a
+    superset of, or equal to, the quota-id), instead of three shuffles.
+    """
+    from pyspark.sql import Window as W
+    from pyspark.sql import functions as F
+
+    if one_shuffle:
+        usage = usage.repartition(*QID)
+    per_sample = usage.groupBy(*QID, "limit", "sample").agg(F.sum("u").alias("u"), F.count(F.lit(1)).alias("n"))
+    n = window.num
+    events = per_sample.select(
+        *QID,
+        "limit",
+        F.inline(
+            F.array(
+                F.struct(
+                    F.col("sample").alias("p"),
+                    F.col("u").alias("delta"),
+                    F.col("u").alias("added"),
+                    F.col("n").alias("n"),
+                ),
+                F.struct(
+                    (F.col("sample") + n).alias("p"),
+                    (-F.col("u")).alias("delta"),
+                    F.lit(0).cast("long").alias("added"),
+                    F.lit(0).cast("long").alias("n"),
+                ),
+            )
+        ),
+    )
+    w = W.partitionBy(*QID).orderBy("p")
+    running = F.sum("delta").over(w.rangeBetween(W.unboundedPreceding, W.currentRow))
+    nxt = F.lead("p").over(w)
+    stop = F.lit(last + 1)
+    denom = F.lit(None).cast("double")
+    capped = F.lit(False)
+    for key in MODEL_KEYS:
+        denom = F.when(F.col("key") == key, F.lit(window.denominator(key))).otherwise(denom)
+        if KEYS[key].throttle_capped:
+            capped = capped | (F.col("key") == key)
+    ev = events.select(*QID, "limit", "p", "added", "n", running.alias("running"), nxt.alias("nxt")).where(
+        F.col("p") <= last
+    )
+    rate = F.col("running").cast("double") / denom
+    raw_ms = F.floor((rate - F.col("limit")) / F.col("limit") * F.lit(window.window_ms) + F.lit(0.5))
+    ms = F.when(
+        (F.col("level") > 0) & (rate > F.col("limit")),
+        F.when(capped, F.least(raw_ms, F.lit(window.cap_ms).cast("long"))).otherwise(raw_ms),
+    ).otherwise(F.lit(0).cast("long"))
+    length = F.least(F.coalesce(F.col("nxt"), stop), stop) - F.col("p")
+    return ev.select(*QID, "limit", "p", "added", "n", rate.alias("rate"), ms.alias("ms"), length.alias("len"))
+
+
+def aggregate(swept: Any, window: Window) -> Any:
+    from pyspark.sql import functions as F
+
+    thr = F.col("ms") > 0
+    return swept.groupBy(*QID).agg(
+        (F.sum(F.when(thr, F.col("len")).otherwise(0)) * window.size_s).alias("seconds_throttled"),
+        F.max("rate").alias("max_rate"),
+        F.sum(F.col("ms") * F.col("len")).alias("total_throttle_ms"),
+        F.max("ms").alias("max_throttle_ms"),
+        F.sum("n").alias("rows"),
+        F.sum("added").alias("units"),
+        F.sum(F.when(thr, F.col("added")).otherwise(0)).alias("units_throttled"),
+    )
+
+
+def bounds(traffic: Any) -> tuple[int, int | None, int | None]:
+    from pyspark.sql import functions as F
+
+    r = traffic.agg(F.count(F.lit(1)).alias("n"), F.min("sample").alias("lo"), F.max("sample").alias("hi")).first()
+    return int(r["n"]), r["lo"], r["hi"]
+
+
+def run(traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0) -> tuple[EngineResult, dict]:
+    """Compute the model; with ``timeline_top`` also the throttle intervals of that many top quota-ids."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    nrows, first, last = bounds(traffic)
+    if first is None:
+        return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}
+    swept = sweep(resolved_usage(traffic, rows), window, int(last))
+    if timeline_top:
+        swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
+    table = aggregate(swept, window).toArrow().to_pylist()
+    stats: list[QidStats] = []
+    totals = {k: KeyTotals() for k in MODEL_KEYS}
+    for r in table:
+        t = totals[r["key"]]
+        t.rows += r["rows"]
+        t.units += r["units"]
+        if r["level"] == 0:
+            t.rows_unlimited += r["rows"]
+            t.units_unlimited += r["units"]
+            continue
+        t.units_throttled += r["units_throttled"]
+        stats.append(
+            QidStats(
+                r["key"],
+                r["level"],
+                r["qu"],
+                r["qc"],
+                r["qip"],
+                int(r["seconds_throttled"]),
+                float(r["max_rate"]),
+                int(r["total_throttle_ms"]),
+                int(r["max_throttle_ms"]),
+            )
+        )
+    result = EngineResult(nrows, int(first), int(last), stats, totals)
+    timeline: dict = {}
+    if timeline_top:
+        top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
+        if top:
+            cond = None
+            for s in top:
+                c = (F.col("key") == s.key) & (F.col("level") == s.level)
+                for col, v in (("qu", s.qid_user), ("qc", s.qid_client), ("qip", s.qid_ip)):
+                    c = c & (F.col(col).isNull() if v is None else (F.col(col) == v))
+                cond = c if cond is None else cond | c
+            for r in swept.where(cond & (F.col("ms") > 0) & (F.col("len") > 0)).toArrow().to_pylist():
+                sid = (r["key"], r["level"], r["qu"], r["qc"], r["qip"])
+                timeline.setdefault(sid, []).append((r["p"], r["p"] + r["len"], r["ms"]))
+            for v in timeline.values():
+                v.sort()
+        swept.unpersist()
+    return result, timeline

@@ -1,0 +1,304 @@
+"""Real Apache Kafka brokers for tests and benchmarks, run from Maven Central jars with the machine's Java.
+
+- :class:`ZkKafkaServer`: Kafka 3.9 in ZooKeeper mode, pointed at a (test) ZooKeeper under a chroot.
+- ``ZkKafkaServer(jars_name="kafka-2.5", supports_quota_api=False)``: Kafka 2.5, the last release without
+  the client-quota admin API, for the capability check.
+- :class:`KRaftKafkaServer`: Kafka 4.x, one process that is both broker and controller, with a PLAINTEXT
+  listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, with a SCRAM user created when the log
+  directory is formatted, and PLAIN for the same user/password); optionally a mutual-TLS SSL listener.
+
+Both listen on 127.0.0.1 only, on free ports, with data in a temporary directory removed on close.
+Start-up takes 10-20 s on a busy 2-core machine, so fixtures start each broker once per session.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kquotactl.testing.servers import classpath, fetch_jars, free_port
+
+JVM_OPTS = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true"]
+
+LOG4J1 = """log4j.rootLogger={level}, F
+log4j.appender.F=org.apache.log4j.FileAppender
+log4j.appender.F.File={log}
+log4j.appender.F.layout=org.apache.log4j.PatternLayout
+log4j.appender.F.layout.ConversionPattern=%d{{ISO8601}} %-5p %c{{1}} - %m%n
+"""
+
+LOG4J2 = """Configuration:
+  Appenders:
+    File:
+      name: F
+      fileName: "{log}"
+      PatternLayout:
+        pattern: "%d{{ISO8601}} %-5p %c{{1}} - %m%n"
+  Loggers:
+    Root:
+      level: {level}
+      AppenderRef:
+        ref: F
+"""
+
+BROKER_DEFAULTS = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "num.partitions": "1",
+    "num.network.threads": "2",
+    "num.io.threads": "2",
+    "log.flush.interval.messages": "1000000",
+}
+
+
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float, what: str, tail) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}:\n{tail()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not open port {port} within {timeout:g}s:\n{tail()}")
+
+
+@dataclass
+class _KafkaBase:
+    jars_name: str = ""
+    log_level: str = "WARN"
+    extra_props: dict[str, str] = field(default_factory=dict)
+    workdir: Path | None = None
+    port: int = 0
+    supports_quota_api: bool = True  # False for brokers older than 2.6 (ready = handshake answered)
+    _proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def jars(self) -> Path:
+        return fetch_jars(self.jars_name)
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def java(self, main: str, *args: str, jvm: list[str] | None = None) -> list[str]:
+        """A command line running ``main`` from this broker's jars (also used for ConfigCommand)."""
+        assert self.workdir is not None
+        return ["java", *JVM_OPTS, *self._log_opts(), *(jvm or []), "-cp", classpath(self.jars), main, *args]
+
+    def _log_opts(self) -> list[str]:
+        raise NotImplementedError
+
+    def _props(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _prepare(self) -> None:
+        """Anything to do between writing server.properties and starting (KRaft: format)."""
+
+    def start(self, timeout: float = 120.0) -> _KafkaBase:
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"kquotactl-{self.jars_name}-"))
+        props = {**BROKER_DEFAULTS, **self._props(), **self.extra_props}
+        (self.workdir / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self._prepare()
+        out = open(self.workdir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child process
+        cmd = self.java("kafka.Kafka", str(self.workdir / "server.properties"))
+        self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_port(self.port, self._proc, timeout, f"Kafka ({self.jars_name})", self.log_tail)
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        """The port opens before the broker serves requests: wait until a describe answers."""
+        from kquotactl.backends.admin import AdminBackend
+        from kquotactl.errors import QuotaError
+
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                with AdminBackend.connect(self.bootstrap, connect_timeout=5, timeout=5) as b:
+                    if self.supports_quota_api:
+                        b.describe()
+                    return
+            except QuotaError as e:
+                last = e
+                if self._proc is not None and self._proc.poll() is not None:
+                    break
+                time.sleep(0.5)
+        raise RuntimeError(f"Kafka ({self.jars_name}) not ready in {timeout:g}s ({last}):\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 40) -> str:
+        parts = []
+        for name in ("stdout.log", "server.log"):
+            p = (self.workdir or Path(".")) / name
+            if p.exists():
+                parts.append("\n".join(p.read_text(errors="replace").splitlines()[-n:]))
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait()
+        self._proc = None
+
+    def close(self) -> None:
+        self.stop()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class ZkKafkaServer(_KafkaBase):
+    """Kafka 3.9 in ZooKeeper mode: ``zookeeper`` is ``host:port/chroot`` (the chroot is created by Kafka)."""
+
+    zookeeper: str = ""
+    jars_name: str = "kafka-3.9"
+
+    def _log_opts(self) -> list[str]:
+        assert self.workdir is not None
+        cfg = self.workdir / "log4j.properties"
+        if not cfg.exists():
+            cfg.write_text(LOG4J1.format(level=self.log_level, log=self.workdir / "server.log"))
+        return [f"-Dlog4j.configuration=file:{cfg}"]
+
+    def _props(self) -> dict[str, str]:
+        assert self.workdir is not None
+        if not self.port:
+            self.port = free_port()
+        return {
+            "broker.id": "0",
+            "zookeeper.connect": self.zookeeper,
+            "zookeeper.connection.timeout.ms": "30000",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.workdir / "logs"),
+        }
+
+
+@dataclass
+class KRaftKafkaServer(_KafkaBase):
+    """Kafka 4.x in KRaft mode, combined broker+controller, PLAINTEXT + SASL_PLAINTEXT (SCRAM) listeners."""
+
+    jars_name: str = "kafka-4"
+    controller_port: int = 0
+    sasl_port: int = 0
+    scram_user: str = "admin"
+    scram_password: str = "admin-secret"
+    # An SSL listener (mutual TLS) when set: PEM files for the broker's key store (key + chain) and trust store.
+    ssl_keystore: Path | None = None
+    ssl_truststore: Path | None = None
+    ssl_port: int = 0
+    cluster_id: str = field(default_factory=lambda: base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22])
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
+
+    @property
+    def controller_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.controller_port}"
+
+    def _log_opts(self) -> list[str]:
+        assert self.workdir is not None
+        cfg = self.workdir / "log4j2.yaml"
+        if not cfg.exists():
+            cfg.write_text(LOG4J2.format(level=self.log_level, log=self.workdir / "server.log"))
+        return [f"-Dlog4j2.configurationFile={cfg}"]
+
+    def _props(self) -> dict[str, str]:
+        assert self.workdir is not None
+        for attr in ("port", "controller_port", "sasl_port"):
+            if not getattr(self, attr):
+                setattr(self, attr, free_port())
+        p, c, s = self.port, self.controller_port, self.sasl_port
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        listeners = f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},SASL_PLAINTEXT://127.0.0.1:{s}"
+        advertised = f"PLAINTEXT://127.0.0.1:{p},SASL_PLAINTEXT://127.0.0.1:{s}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+        ssl: dict[str, str] = {}
+        if self.ssl_keystore is not None:
+            if not self.ssl_port:
+                self.ssl_port = free_port()
+            listeners += f",SSL://127.0.0.1:{self.ssl_port}"
+            advertised += f",SSL://127.0.0.1:{self.ssl_port}"
+            protocols += ",SSL:SSL"
+            ssl = {
+                "listener.name.ssl.ssl.keystore.type": "PEM",
+                "listener.name.ssl.ssl.keystore.location": str(self.ssl_keystore),
+                "listener.name.ssl.ssl.truststore.type": "PEM",
+                "listener.name.ssl.ssl.truststore.location": str(self.ssl_truststore),
+                "listener.name.ssl.ssl.client.auth": "required",
+            }
+        return {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{c}",
+            "listeners": listeners,
+            "advertised.listeners": advertised,
+            "listener.security.protocol.map": protocols,
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'user_{self.scram_user}="{self.scram_password}";'
+            ),
+            "log.dirs": str(self.workdir / "logs"),
+            **ssl,
+        }
+
+    def _prepare(self) -> None:
+        assert self.workdir is not None
+        if (self.workdir / "logs" / "meta.properties").exists():
+            return  # formatted before: a restart keeps the data
+        cmd = self.java(
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            self.cluster_id,
+            "-c",
+            str(self.workdir / "server.properties"),
+            "--add-scram",
+            f"SCRAM-SHA-256=[name={self.scram_user},password={self.scram_password}]",
+            "--add-scram",
+            f"SCRAM-SHA-512=[name={self.scram_user},password={self.scram_password}]",
+        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")

@@ -1,0 +1,34 @@
+"""Shared helpers for the impact tests: write traffic, run an engine, index reports by quota-id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kquotactl.impact import local, model, readers
+from kquotactl.resolve import QuotaIndex
+
+
+def write_traffic(rows: list[dict[str, Any]], path: Path) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = list(dict.fromkeys(k for r in rows for k in r))  # from_pylist alone takes the first row's keys
+    pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]), path)
+    return str(path)
+
+
+def run_engine(engine: str, path: str, quotas: dict, window: model.Window | None = None, spark: Any = None) -> dict:
+    window = window or model.Window()
+    index = QuotaIndex(quotas)
+    if engine == "local":
+        result = local.run(readers.normalize(readers.read_table(path), window), index, window)
+    else:
+        from kquotactl.impact import spark as sp
+
+        result, _ = sp.run(sp.read_traffic(spark, path, window), model.quota_table(index), window)
+    return model.report(result, index, window)
+
+
+def by_qid(report: dict) -> dict[tuple[str, str], dict]:
+    return {(r["key"], ",".join(f"{k}={v}" for k, v in r["quota_id"].items())): r for r in report["quota_ids"]}

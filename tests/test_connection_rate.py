@@ -1,0 +1,117 @@
+"""``connection-rate``: broker-level max.connection.creation.rate (KIP-612) through confluent-kafka, against
+the session KRaft broker (node id 1); plus the pure parts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from kquotactl.brokerrate import (
+    RateSetting,
+    config_name,
+    librdkafka_config,
+    parse_rate,
+    settings_from_configs,
+    sort_settings,
+)
+from kquotactl.clientprops import ClientSettings
+from kquotactl.errors import InvalidValue, UsageError
+
+
+def test_config_names_and_values():
+    assert config_name(None) == "max.connection.creation.rate"
+    assert config_name("EXTERNAL") == "listener.name.external.max.connection.creation.rate"
+    with pytest.raises(UsageError):
+        config_name("a.b")
+    assert parse_rate(" 50 ") == 50
+    for bad in ("0", "-1", "1.5", "x", "2147483648"):
+        with pytest.raises(InvalidValue):
+            parse_rate(bad)
+
+
+def test_settings_from_configs_and_sorting():
+    configs = {
+        "max.connection.creation.rate": ("30", "DYNAMIC_BROKER_CONFIG"),
+        "listener.name.plaintext.max.connection.creation.rate": ("5", "DYNAMIC_BROKER_CONFIG"),
+        "max.connections": ("2147483647", "DEFAULT_CONFIG"),
+        "num.io.threads": ("2", "STATIC_BROKER_CONFIG"),
+    }
+    got = settings_from_configs("1", configs)
+    assert got == [
+        RateSetting("1", "plaintext", 5, "DYNAMIC_BROKER_CONFIG"),
+        RateSetting("1", None, 30, "DYNAMIC_BROKER_CONFIG"),
+    ]
+    ordered = sort_settings([*got, RateSetting(None, None, 7), RateSetting("10", None, 1)])
+    assert [(r.broker, r.listener) for r in ordered] == [(None, None), ("1", None), ("1", "plaintext"), ("10", None)]
+
+
+def test_librdkafka_config_from_command_config():
+    s = ClientSettings("SASL_SSL", "SCRAM-SHA-512", "u", "p", "/ca.pem", "/me.pem", "kp", False, "ops")
+    conf = librdkafka_config("b:9093", s, 5)
+    assert conf["security.protocol"] == "sasl_ssl" and conf["sasl.username"] == "u"
+    assert conf["ssl.ca.location"] == "/ca.pem" and conf["ssl.key.location"] == "/me.pem"
+    assert conf["ssl.endpoint.identification.algorithm"] == "none" and conf["client.id"] == "ops"
+
+
+def test_usage_errors_before_any_connection():
+    r = run_cli("--zookeeper", "127.0.0.1:1", "connection-rate")
+    assert r.exit_code == 1 and "needs --bootstrap-server" in r.stderr
+    r = run_cli("--bootstrap-server", "127.0.0.1:1", "connection-rate", "--set", "5")
+    assert r.exit_code == 1 and "--broker ID or --broker-defaults" in r.stderr
+    r = run_cli("--bootstrap-server", "127.0.0.1:1", "connection-rate", "--broker", "1", "--broker-defaults")
+    assert r.exit_code == 1 and "not both" in r.stderr
+    r = run_cli("--bootstrap-server", "127.0.0.1:1", "connection-rate", "--broker", "1", "--set", "0")
+    assert r.exit_code == 1 and "at least 1" in r.stderr
+
+
+@pytest.mark.kafka
+def test_set_show_delete_against_kraft(kraft):
+    def kq(*args: str):
+        return run_cli("--bootstrap-server", kraft.bootstrap, "--timeout", "15", "connection-rate", *args)
+
+    def shown() -> list[dict]:
+        r = run_cli("--bootstrap-server", kraft.bootstrap, "-o", "json", "connection-rate")
+        assert r.exit_code == 0, r.stderr
+        return [{k: v for k, v in x.items() if k != "source"} for x in json.loads(r.stdout)]
+
+    try:
+        r = kq("--broker", "1", "--set", "50")
+        assert r.exit_code == 0, r.stderr
+        assert r.stdout == "set broker 1: max.connection.creation.rate = 50\n"
+        assert r.stderr == ""  # no "does not show the change yet" warning: the command waited until it did
+        r = kq("--broker", "1", "--listener", "PLAINTEXT", "--set", "20")
+        assert r.exit_code == 0, r.stderr
+        r = kq("--broker", "1", "--set", "30", "--dry-run")
+        assert r.exit_code == 0 and r.stdout.startswith("would set"), r.stderr
+        got = shown()
+        assert {"broker": "1", "listener": None, "max.connection.creation.rate": 50} in got  # the dry run wrote nothing
+        assert {"broker": "1", "listener": "plaintext", "max.connection.creation.rate": 20} in got
+        assert len(got) == 2  # only dynamic settings: the broker's Int.MAX default is not listed
+        r = kq("--broker", "1", "--listener", "PLAINTEXT", "--delete")
+        assert r.exit_code == 0 and r.stderr == "", r.stderr
+        assert not any(x["listener"] == "plaintext" for x in shown())
+        # the cluster-wide default (an empty BROKER resource name: through the admin wire, not librdkafka)
+        r = kq("--broker-defaults", "--set", "70")
+        assert (r.exit_code, r.stdout, r.stderr) == (0, "set cluster default: max.connection.creation.rate = 70\n", "")
+        r = kq("--broker-defaults", "--listener", "PLAINTEXT", "--set", "7", "--dry-run")
+        assert r.exit_code == 0 and r.stdout.startswith("would set cluster default"), r.stderr
+        got = shown()
+        assert {"broker": None, "listener": None, "max.connection.creation.rate": 70} in got
+        assert not any(x["broker"] is None and x["listener"] for x in got)
+        assert got[0]["broker"] is None  # the default comes first
+        r = kq("--broker-defaults", "--delete")
+        assert r.exit_code == 0 and r.stderr == "", r.stderr
+        assert not any(x["broker"] is None for x in shown())
+    finally:
+        kq("--broker-defaults", "--delete")
+        kq("--broker", "1", "--delete")
+        kq("--broker", "1", "--listener", "PLAINTEXT", "--delete")
+
+
+@pytest.mark.kafka
+def test_unreachable_is_one_line():
+    r = run_cli("--bootstrap-server", "127.0.0.1:1", "--timeout", "2", "connection-rate")
+    assert r.exit_code == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and "kquotactl: error:" in r.stderr

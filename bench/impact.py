@@ -6,7 +6,8 @@ Spark is timed three ways: session start, the first job in a fresh JVM, and the 
 All engines must produce identical statistics (a digest is compared).
 
 Environment: BENCH_IMPACT_ROWS (default "1000000,10000000"), BENCH_IMPACT_ENGINES (default "duckdb,spark,local"),
-BENCH_IMPACT_LOCAL_MAX (largest input the pure-Python engine is run on, default 1000000).
+BENCH_IMPACT_LOCAL_MAX (largest input the pure-Python engine is run on, default 1000000),
+BENCH_IMPACT_SPARK_WARM=0 to skip Spark's second (warm) run.
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def child(engine: str, path: str) -> None:
         result, _ = spark.run(spark.read_traffic(s, path, window), quota_table(index), window)
         t2 = time.perf_counter()
         out["first_job_s"] = t2 - t1
-        result, _ = spark.run(spark.read_traffic(s, path, window), quota_table(index), window)
-        out["warm_job_s"] = time.perf_counter() - t2
+        if os.environ.get("BENCH_IMPACT_SPARK_WARM", "1") == "1":
+            result, _ = spark.run(spark.read_traffic(s, path, window), quota_table(index), window)
+        out["warm_job_s"] = time.perf_counter() - t2 if os.environ.get("BENCH_IMPACT_SPARK_WARM", "1") == "1" else None
         stats = result.stats
         s.stop()
     out["total_s"] = time.perf_counter() - t0
@@ -116,7 +118,7 @@ def measure(engine: str, path: Path) -> dict:
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", engine, str(path)],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=open(OUT / f"{engine}-{path.stem}.stderr", "w"),  # noqa: SIM115 - closed with the process
         text=True,
         env={**os.environ, "PYTHONPATH": f"{HERE.parent / 'src'}:{HERE}"},
     )
@@ -137,8 +139,8 @@ def measure(engine: str, path: Path) -> dict:
     done.set()
     th.join()
     line = [x for x in out.splitlines() if x.startswith("RESULT ")]
-    if proc.returncode or not line:
-        raise SystemExit(f"{engine} on {path} failed (exit {proc.returncode})")
+    if not line:
+        raise SystemExit(f"{engine} on {path} failed (exit {proc.returncode}); see {OUT}/{engine}-{path.stem}.stderr")
     res = json.loads(line[0][7:])
     res.update(wall_s=wall, peak_rss_gb=peak / 1e9)
     return res
@@ -158,10 +160,8 @@ def main() -> None:
             r = results[engine] = measure(engine, path)
             extra = ""
             if engine == "spark":
-                extra = (
-                    f"  (session {r['session_s']:.1f}s, first job {r['first_job_s']:.1f}s, "
-                    f"warm job {r['warm_job_s']:.1f}s = {n / r['warm_job_s'] / 1e3:,.0f}k rows/s warm)"
-                )
+                warm = f", warm job {r['warm_job_s']:.1f}s" if r["warm_job_s"] else ""
+                extra = f"  (session {r['session_s']:.1f}s, first job {r['first_job_s']:.1f}s{warm})"
             main_s = r["first_job_s"] + r["session_s"] if engine == "spark" else r["total_s"]
             print(
                 f"  {n:>11,} rows  {engine:<7} {main_s:7.1f}s end to end  {n / main_s / 1e3:8,.0f}k rows/s  "
@@ -173,8 +173,9 @@ def main() -> None:
         print(f"  identical statistics across {', '.join(digests)}: {'yes' if same else 'NO ' + str(digests)}")
         if "spark" in results and "duckdb" in results:
             sp, dk = results["spark"], results["duckdb"]["total_s"]
+            warm = f"warm job {sp['warm_job_s'] / dk:.2f}x, " if sp["warm_job_s"] else ""
             print(
-                f"  spark/duckdb: warm job {sp['warm_job_s'] / dk:.2f}x, first job {sp['first_job_s'] / dk:.2f}x, "
+                f"  spark/duckdb: {warm}first job {sp['first_job_s'] / dk:.2f}x, "
                 f"incl. session {(sp['session_s'] + sp['first_job_s']) / dk:.2f}x"
             )
 

@@ -86,6 +86,21 @@ def _status(console: Any) -> Any:
     "--top", type=click.IntRange(1, 1000), default=10, show_default=True, help="Quota-ids in the table and the picture."
 )
 @click.option(
+    "--model",
+    type=click.Choice(["client", "topic-threshold"]),
+    default="client",
+    show_default=True,
+    help="topic-threshold adds the seed 'Broker side quota (V1)' model (needs a topic column; local engine).",
+)
+@click.option("--total-threshold", metavar="BYTES/S", help="topic-threshold: total.bytes.in.per.sec.threshold.")
+@click.option(
+    "--topic-threshold",
+    "topic_thresholds",
+    multiple=True,
+    metavar="TOPIC=BYTES/S",
+    help="topic-threshold: a topic's bytes.in.per.sec.threshold, repeatable (others share the rest).",
+)
+@click.option(
     "--out",
     "out_dir",
     metavar="DIR",
@@ -104,6 +119,9 @@ def run(
     window_num: int,
     window_size: int,
     top: int,
+    model: str,
+    total_threshold: str | None,
+    topic_thresholds: tuple[str, ...],
     out_dir: str | None,
 ) -> None:
     """Replay TRAFFIC (a file or directory) against a quota set and report throttling per quota-id.
@@ -135,6 +153,7 @@ def run(
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
+    topic_cfg = _topic_config(model, total_threshold, topic_thresholds)
     index = _quota_set(ctx, state, list(files))
     base = _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with)) if compare_with else None
     err = Console(stderr=True)
@@ -147,9 +166,16 @@ def run(
                 click.echo(f"kquotactl: {msg}", err=True)
 
         runner = Runner(traffic, engine, window, None if master == "submit" else master, conf, say)
+        if topic_cfg is not None and runner.engine != "local":
+            raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
         analysis = runner.analyze(index, top=top if out_dir else 0, distinct=base is not None)
         result: dict[str, Any] = dict(analysis.report)
         result["summary"] = {**result["summary"], "engine": runner.engine}
+        if topic_cfg is not None:
+            from kquotactl.impact.engine import topic_threshold
+
+            say("replaying produce traffic against the topic thresholds")
+            result["topic_threshold"] = topic_threshold(runner, index, topic_cfg)
         if base is not None:
             say("replaying the same traffic against the base quota set")
             base_analysis = runner.analyze(base)
@@ -160,6 +186,27 @@ def run(
             say(f"writing {out_dir}")
             write_files(result, analysis.timeline, out_dir, top, window.size_s, analysis.first_sample)
     _render(state, result, top)
+
+
+def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
+    from kquotactl.errors import UsageError
+
+    if model != "topic-threshold":
+        if total or pairs:
+            raise UsageError("--total-threshold and --topic-threshold need --model topic-threshold")
+        return None
+    from kquotactl.impact.topic import TopicConfig, parse_topic_thresholds
+    from kquotactl.keys import KEYS, parse_value
+
+    if not total:
+        raise UsageError("--model topic-threshold needs --total-threshold BYTES/S (e.g. 100MiB)")
+
+    def parse(text: str) -> float:
+        return float(parse_value(KEYS["producer_byte_rate"], text))
+
+    cfg = TopicConfig(parse(total), parse_topic_thresholds(pairs, parse))
+    cfg.check()
+    return cfg
 
 
 def _quota_set(ctx: click.Context, state: Any, files: list[str]) -> Any:
@@ -187,6 +234,10 @@ def _render(state: Any, result: dict[str, Any], top: int) -> None:
         render_table(result, sys.stdout, top, state.color)
         if "compare" in result:
             render_compare(result["compare"], sys.stdout, top, state.color)
+        if "topic_threshold" in result:
+            from kquotactl.impact.output import render_topics
+
+            render_topics(result["topic_threshold"], sys.stdout, top, state.color)
 
 
 @impact.command("generate")

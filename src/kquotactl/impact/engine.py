@@ -57,6 +57,8 @@ class Runner:
         self._columns: dict[str, list] | None = None
         self._spark: Any = None
         self._traffic: Any = None
+        self._full_timeline: dict = {}
+        self._bounds: tuple[int | None, int | None] = (None, None)
 
     def analyze(self, index: QuotaIndex, top: int = 0, distinct: bool = False) -> Analysis:
         check_limits(quota_table(index))
@@ -74,6 +76,7 @@ class Runner:
             self._columns = readers.normalize(readers.read_table(self.path), self.window)
         self.status("replaying traffic against the quotas (local engine)")
         result, tl = local.timelines(self._columns, index, self.window)
+        self._full_timeline, self._bounds = tl, (result.first_sample, result.last_sample)
         rep = report(result, index, self.window)
         a = Analysis(rep, _top_timeline(tl, top), result.first_sample)
         if distinct:
@@ -103,6 +106,27 @@ class Runner:
                 r["ip"] for r in self._traffic.where("u_connections > 0").select("ip").distinct().toArrow().to_pylist()
             )
         return a
+
+
+def topic_threshold(runner: Runner, index: QuotaIndex, cfg: Any) -> dict[str, Any]:
+    """The seed-003 topic-threshold model on the same traffic, next to what client quotas would have throttled.
+
+    Runs on the local engine, after :meth:`Runner.analyze` (it reuses the read traffic and the throttle timeline).
+    """
+    from kquotactl.impact import local, topic
+
+    if runner.engine != "local":
+        raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
+    cols = runner._columns
+    if cols is None or "topic" not in cols:
+        raise UsageError("--model topic-threshold needs a 'topic' column in the traffic")
+    by, client = local.topic_usage(cols, index, runner._full_timeline)
+    first, last = runner._bounds
+    out = topic.replay(by, first or 0, last if last is not None else -1, cfg, runner.window)
+    for row in out["topics"]:
+        row["client_quota_throttled_bytes"] = client.get(row["topic"], 0)
+    out["client_quota_throttled_bytes"] = sum(client.values())
+    return out
 
 
 def _top_timeline(tl: Mapping[tuple, list], top: int) -> dict[tuple, list]:

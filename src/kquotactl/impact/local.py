@@ -165,3 +165,32 @@ def _evaluate(
         if keep and intervals:
             tl[sid] = intervals
     return stats, tl
+
+
+def topic_usage(
+    columns: Mapping[str, Sequence[Any]], index: QuotaIndex, timeline: Timeline
+) -> tuple[dict[tuple[int, str], int], dict[str, int]]:
+    """Produce bytes per (sample, topic), and per topic the bytes that client quotas would have throttled
+    (those in a throttled sample of the row's ``producer_byte_rate`` quota-id)."""
+    key = "producer_byte_rate"
+    throttled: dict[tuple, set[int]] = {
+        sid: {t for s, e, _ in iv for t in range(s, e)} for sid, iv in timeline.items() if sid[0] == key
+    }
+    limits: dict[tuple, float] = {}
+    cache: dict[tuple[str, str], tuple | None] = {}
+    by: dict[tuple[int, str], int] = defaultdict(int)
+    client: dict[str, int] = defaultdict(int)
+    units = columns["u_" + USAGE[key].column]
+    for i, s in enumerate(columns["sample"]):
+        u = units[i]
+        if s is None or not u:
+            continue
+        topic = columns["topic"][i]
+        by[(s, topic)] += u
+        pair = (columns["user"][i], columns["client_id"][i])
+        if pair not in cache:
+            cache[pair] = _resolve(index, limits, key, *pair)
+        sid = cache[pair]
+        if sid is not None and s in throttled.get(sid, ()):
+            client[topic] += u
+    return dict(by), dict(client)

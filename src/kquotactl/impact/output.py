@@ -248,3 +248,30 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
             who = f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}"
             t.add_row(who, r["key"], side(r["before"]), side(r["after"]))
         console.print(t)
+
+
+def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
+    """Bytes the topic-threshold model would drop per topic, next to what client quotas would throttle."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
+    console.print(
+        f"Topic thresholds (total {t['total_threshold']:,.0f} B/s): {t['bytes_dropped']:,} of {t['bytes_in']:,} "
+        f"produce bytes dropped ({t['share_dropped']:.1%}); client quotas would throttle "
+        f"{t['client_quota_throttled_bytes']:,} bytes."
+    )
+    table = Table(title=f"Top {top} topics by bytes dropped", title_justify="left")
+    for c in ("topic", "threshold B/s", "explicit", "bytes in", "dropped", "seconds dropping", "client-quota bytes"):
+        table.add_column(c, justify="left" if c == "topic" else "right")
+    for r in t["topics"][:top]:
+        table.add_row(
+            r["topic"],
+            f"{r['threshold']:,.0f}",
+            "yes" if r["explicit"] else "share",
+            f"{r['bytes_in']:,}",
+            f"{r['bytes_dropped']:,}",
+            f"{r['seconds_dropping']:,}",
+            f"{r['client_quota_throttled_bytes']:,}",
+        )
+    console.print(table)

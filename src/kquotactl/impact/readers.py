@@ -68,6 +68,8 @@ def normalize(table: Any, window: Window) -> dict[str, list]:
             out[name] = col.to_pylist()
         else:
             out[name] = [""] * n
+    if "topic" in table.column_names:  # only the optional topic-threshold model uses it
+        out["topic"] = pc.fill_null(pc.cast(table.column("topic"), pa.string()), "").to_pylist()
     for usage in {u.column: u for u in USAGE.values()}.values():
         if usage.column in table.column_names:
             x = pc.cast(table.column(usage.column), pa.float64())

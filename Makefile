@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml scripts/bootstrap.sh | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast lint bench clean docs docs-check
+.PHONY: setup demo test test-fast lint bench clean docs docs-check impact-zip
 
 setup: $(STAMP)
 
@@ -39,6 +39,9 @@ docs: setup
 
 docs-check: setup
 	$(BIN)/python -m kquotactl.docsgen --check
+
+impact-zip:  # the package as a zip for spark-submit --py-files (see docs/impact.md)
+	mkdir -p dist && rm -f dist/kquotactl.zip && $(PYTHON) -m zipfile -c dist/kquotactl.zip src/kquotactl
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build dist src/*.egg-info

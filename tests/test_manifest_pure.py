@@ -381,6 +381,9 @@ def test_saved_plans_round_trip_and_edited_plans_are_validated_again() -> None:
     assert again.fingerprint == plan.fingerprint and again.prune
     assert [d.change() for d in again.diffs] == plan.changes()
     assert [d.meta for d in again.diffs] == [d.meta for d in plan.diffs]
+    noop = json.loads(json.dumps(data))
+    noop["changes"][0]["after"] = noop["changes"][0]["before"]
+    assert len(Plan.from_json(noop).diffs) == len(plan.diffs) - 1  # an edited no-op entry is dropped
     data["changes"][0]["after"] = {"request_percentage": -1}
     with pytest.raises(UsageError, match="greater than 0"):
         Plan.from_json(data, "p.json")

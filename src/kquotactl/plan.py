@@ -117,7 +117,7 @@ class EntityDiff:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EntityDiff:
+    def from_json(cls, data: Mapping[str, Any]) -> EntityDiff | None:
         entity = Entity.from_json(data["entity"])
         before = _typed(entity, data.get("before") or {})
         after = _typed(entity, data.get("after") or {})
@@ -127,7 +127,7 @@ class EntityDiff:
             after,
             source=data.get("source"),
             meta={k: str(data[k]) for k in ("owner", "reason", "ticket") if data.get(k) is not None},
-        )  # type: ignore[return-value]
+        )  # None when before == after (an edited plan): nothing to do
 
 
 @dataclass
@@ -167,11 +167,12 @@ class Plan:
 
     def summary_line(self) -> str:
         c = self.counts()
+        other = f"; {c['unmanaged']} other live entities left alone" if c["unmanaged"] else ""
         if not self.diffs:
-            return f"in sync: {c['unchanged']} entities as declared, nothing to change"
+            return f"in sync: {c['unchanged']} entities as declared, nothing to change{other}"
         return (
             f"{len(self.diffs)} entities to change: {c['create']} to create, {c['update']} to update, "
-            f"{c['delete']} to delete; {c['unchanged']} unchanged"
+            f"{c['delete']} to delete; {c['unchanged']} unchanged{other}"
         )
 
     def to_json(self, target: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -193,7 +194,7 @@ class Plan:
         if data.get("version") != PLAN_VERSION:
             raise UsageError(f"{name}: plan version {data.get('version')!r} is not supported (expected {PLAN_VERSION})")
         try:
-            diffs = [EntityDiff.from_json(c) for c in data["changes"]]
+            diffs = [d for d in (EntityDiff.from_json(c) for c in data["changes"]) if d is not None]
             fingerprint = str(data["fingerprint"])
         except QuotaError as e:
             raise UsageError(f"{name}: {e}") from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kquotactl.entity import DEFAULT, Entity
 from kquotactl.errors import UsageError
 from kquotactl.impact.model import (
     CLIENT_MODEL_KEYS,
@@ -33,6 +34,21 @@ from kquotactl.impact.model import (
 )
 from kquotactl.impact.readers import detect_format
 from kquotactl.keys import KEYS
+from kquotactl.resolve import QuotaIndex
+
+# Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
+# follows whichever resolver this package has, so both engines always agree.
+BROKER_EXACT_EMPTY_NAMES = (
+    QuotaIndex(
+        {
+            Entity(user=DEFAULT, client_id=DEFAULT): {"producer_byte_rate": 1},
+            Entity(client_id=DEFAULT): {"producer_byte_rate": 2},
+        }
+    )
+    .resolve("producer_byte_rate", "", "c")
+    .level
+    == 8  # the broker: an empty user's (user, client) level gives tags ("", c), looked up at levels 7-8 only
+)
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -154,8 +170,9 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
             [T.StructField(c, T.StringType(), False) for c in keycols]
             + [T.StructField(c, T.DoubleType(), True) for c in valcols]
         )
-        data = [(*ident, *(vals.get(c) for c in valcols)) for ident, vals in entries.items()]
-        return spark.createDataFrame(data, schema)
+        return _local_frame(
+            spark, schema, [(*ident, *(vals.get(c) for c in valcols)) for ident, vals in entries.items()]
+        )
 
     is_client = lambda r: r.ip is None  # noqa: E731
     return {
@@ -164,6 +181,17 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
         "client": frame(["client_id"], (4, 7), CLIENT_MODEL_KEYS, is_client),
         "ip": frame(["ip"], (1,), IP_MODEL_KEYS, lambda r: r.ip is not None),
     }
+
+
+def _local_frame(spark: Any, schema: Any, rows: list[tuple]) -> Any:
+    """A small driver-side table as a DataFrame through Arrow: no Python worker (and no executor Python) needed."""
+    import pyarrow as pa
+
+    arrow_schema = pa.schema(
+        [(f.name, pa.string() if f.dataType.typeName() == "string" else pa.float64()) for f in schema.fields]
+    )
+    table = pa.Table.from_pylist([dict(zip(arrow_schema.names, r, strict=True)) for r in rows], schema=arrow_schema)
+    return spark.createDataFrame(table, schema)
 
 
 def _constants(rows: Sequence[QuotaRow]) -> dict[tuple[int, str], float]:
@@ -198,30 +226,62 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
             return F.lit(consts[(level, key)])
         return None
 
+    # Level first, as its own column (so it is computed once per row), then limit and quota-id parts from it.
+    cands_by_key = {
+        key: [
+            (lv, c) for lv in (range(1, 9) if key in CLIENT_MODEL_KEYS else (1, 2)) if (c := cand(lv, key)) is not None
+        ]
+        for key in MODEL_KEYS
+    }
+    df = df.withColumns({f"lv_{k}": _level(cands_by_key[k], k in CLIENT_MODEL_KEYS) for k in MODEL_KEYS})
     structs = []
-    for key in CLIENT_MODEL_KEYS:
-        cands = [(lv, c) for lv in range(1, 9) if (c := cand(lv, key)) is not None]
-        level, limit, qu, qc = _pick(cands)
-        structs.append(_entry(key, level, limit, qu, qc, F.lit(None).cast("string"), "u_" + USAGE[key].column))
-    for key in IP_MODEL_KEYS:
-        cands = [(lv, c) for lv in (1, 2) if (c := cand(lv, key)) is not None]
-        level, limit, _, _ = _pick(cands)
-        qip = F.when(level > 0, F.col("ip"))
-        structs.append(_entry(key, level, limit, F.lit(None), F.lit(None), qip, "u_" + USAGE[key].column))
+    for key in MODEL_KEYS:
+        level = F.col(f"lv_{key}")
+        limit = F.lit(None).cast("double")
+        for lv, c in reversed(cands_by_key[key]):
+            limit = F.when(level == lv, c).otherwise(limit)
+        if key in CLIENT_MODEL_KEYS:
+            qu = F.when(level.between(1, 6), F.col("user")).when(level > 0, F.lit(""))
+            qc = F.when(level.isin(3, 6), F.lit("")).when(level > 0, F.col("client_id"))
+            qip = F.lit(None)
+        else:
+            qu = qc = F.lit(None)
+            qip = F.when(level > 0, F.col("ip"))
+        structs.append(_entry(key, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
     return df.select("sample", F.inline(F.array(*structs))).where(F.col("u") > 0)
 
 
-def _pick(cands: list[tuple[int, Any]]) -> tuple[Any, Any, Any, Any]:
-    """The first level (in precedence order) with a limit, the limit, and the quota-id parts it implies."""
+def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
+    """The level (0 = unlimited) whose limit applies.
+
+    Names that are set resolve to the first level with a limit. Empty names follow the broker's two-phase
+    resolution when :mod:`kquotactl.resolve` models it (``BROKER_EXACT_EMPTY_NAMES``): an empty user only
+    reaches levels 7 and 8 (and nothing when users/<default> is the first of levels 4-6 to set the key), an
+    empty client-id only levels 3 and 6 (and only when one of levels 2, 3, 5, 6 sets the key), both empty
+    nothing.
+    """
     from pyspark.sql import functions as F
 
     if not cands:
-        return F.lit(0), F.lit(None).cast("double"), F.lit(None), F.lit(None)
-    level = F.coalesce(*[F.when(c.isNotNull(), F.lit(lv)) for lv, c in cands], F.lit(0))
-    limit = F.coalesce(*[c for _, c in cands])
-    qu = F.when(level.between(1, 6), F.col("user")).when(level > 0, F.lit(""))
-    qc = F.when(level.isin(3, 6), F.lit("")).when(level > 0, F.col("client_id"))
-    return level, limit, qu, qc
+        return F.lit(0)
+    cols = dict(cands)
+
+    def has(lv: int) -> Any:
+        return cols[lv].isNotNull() if lv in cols else F.lit(False)
+
+    def first(levels: Sequence[int]) -> Any:
+        return F.coalesce(*[F.when(has(lv), F.lit(lv)) for lv in levels if lv in cols], F.lit(0))
+
+    level = first([lv for lv, _ in cands])
+    if client_key and BROKER_EXACT_EMPTY_NAMES:
+        ue, ce = F.col("user") == "", F.col("client_id") == ""
+        level = (
+            F.when(ue & ce, F.lit(0))
+            .when(ue, F.when(~has(4) & ~has(5) & has(6), F.lit(0)).otherwise(first([7, 8])))
+            .when(ce, F.when(has(2) | has(3) | has(5) | has(6), first([3, 6])).otherwise(F.lit(0)))
+            .otherwise(level)
+        )
+    return level
 
 
 def _entry(key: str, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol: str) -> Any:
@@ -243,11 +303,18 @@ def _entry(key: str, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol: s
 QID = ["key", "level", "qu", "qc", "qip"]
 
 
-def sweep(usage: Any, window: Window, last: int) -> Any:
-    """Per event: the window sum on [p, end), its rate and throttle (``end`` clipped to the last sample + 1)."""
+def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> Any:
+    """Per event: the window sum on [p, end), its rate and throttle (``end`` clipped to the last sample + 1).
+
+    ``one_shuffle``: hash-partition the usage rows by quota-id once; the per-sample aggregation, the window
+    and the per-quota-id aggregation then all run inside those partitions (their required clustering is a
+    superset of, or equal to, the quota-id), instead of three shuffles.
+    """
     from pyspark.sql import Window as W
     from pyspark.sql import functions as F
 
+    if one_shuffle:
+        usage = usage.repartition(*QID)
     per_sample = usage.groupBy(*QID, "limit", "sample").agg(F.sum("u").alias("u"), F.count(F.lit(1)).alias("n"))
     n = window.num
     events = per_sample.select(

@@ -527,3 +527,38 @@ def test_fuzzed_manifests_load_or_fail_with_file_and_line(text) -> None:
     except ManifestError as e:
         assert str(e).startswith("m.yaml"), str(e)
         assert one_line(str(e))
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("debug", [[], ["--debug", "-v"]])
+def test_context_passwords_never_printed(chroot, tmp_path, debug) -> None:
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text(
+        "Client { org.apache.zookeeper.server.auth.DigestLoginModule required "
+        f'username="zk" password="{SECRET}"; }};\n'
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "current-context: prod\ncontexts:\n"
+        f"  prod: {{zookeeper: '{chroot.connect}', zk-auth: 'digest:admin:{SECRET}'}}\n"
+        f"  down: {{zookeeper: '127.0.0.1:1', zk-auth: 'digest:admin:{SECRET}', connect-timeout: 1}}\n"
+        f"  sasl: {{zookeeper: '127.0.0.1:1', zk-sasl-jaas: '{jaas}', connect-timeout: 1}}\n"
+        f"  bad: {{zookeeper: '{chroot.connect}', zk-auth: 'bogus{SECRET}'}}\n"
+    )
+    cfg = ("--config", str(config))
+    for args in (
+        ["config", "get-contexts", "-o", "json"],
+        ["config", "get-contexts", "-o", "yaml"],
+        ["config", "get-contexts", "-o", "table"],
+        ["config", "current-context"],
+        ["describe"],
+        ["alter", "--user", "a", "--add-config", "producer_byte_rate=1"],
+        ["alter", "--user", "a", "--add-config", "producer_byte_rat=1"],
+        ["--context", "down", "describe"],
+        ["--context", "sasl", "describe"],
+        ["--context", "bad", "describe"],
+        ["--context", "nope", "describe"],
+    ):
+        r = run_cli(*debug, *cfg, *args)
+        assert "Traceback" not in r.stderr
+        _no_secret(r)

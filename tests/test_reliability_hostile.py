@@ -562,3 +562,36 @@ def test_context_passwords_never_printed(chroot, tmp_path, debug) -> None:
         r = run_cli(*debug, *cfg, *args)
         assert "Traceback" not in r.stderr
         _no_secret(r)
+
+
+PROP_KEYS = [
+    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.type",
+    "ssl.keystore.location", "ssl.keystore.type", "ssl.key.password", "request.timeout.ms", "client.id",
+    "ssl.endpoint.identification.algorithm", "sasl.kerberos.service.name", "x",
+]  # fmt: skip
+PROP_VALUES = [
+    "SASL_SSL", "SASL_PLAINTEXT", "SSL", "PLAINTEXT", "PLAIN", "SCRAM-SHA-512", "GSSAPI", "PEM", "JKS", "/nonexistent",
+    "-1", "0", "30000", "1e3", "", " ", 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" '
+    f'password="{SECRET}";', f"com.x.Y required password={SECRET}", "required", ";", '"', "\\",
+]  # fmt: skip
+
+
+@FUZZ
+@given(props=st.dictionaries(st.sampled_from(PROP_KEYS), st.one_of(st.sampled_from(PROP_VALUES), st.text(max_size=20))))
+def test_fuzzed_command_config_and_jaas_never_raise_anything_else_and_never_echo_passwords(props) -> None:
+    from kquotactl.clientprops import parse_client_properties
+    from kquotactl.jaas import parse_module
+
+    COUNTS.fuzzed += 1
+    secret_keys = ("sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password")
+    props = {k: v if k in secret_keys or SECRET not in v else "x" for k, v in props.items()}  # passwords where they go
+    try:
+        settings = parse_client_properties(props)
+    except QuotaError as e:
+        assert SECRET not in str(e)
+    else:
+        assert SECRET not in repr(settings)
+    try:
+        parse_module(props.get("sasl.jaas.config", ""))
+    except QuotaError as e:
+        assert SECRET not in str(e)

@@ -47,6 +47,9 @@ def tls_kafka(tmp_path_factory) -> Iterator[tuple[KRaftKafkaServer, Pki, int]]:
             "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
             "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": SCRAM,
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM,
+            # the harness enables PLAIN too (sasl.enabled.mechanisms): every SASL listener needs its login module
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+            'required user_admin="admin-secret";',
             "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
             "listener.name.sasl_ssl.ssl.keystore.location": str(pki.server.bundle),
             "listener.name.sasl_ssl.ssl.truststore.type": "PEM",

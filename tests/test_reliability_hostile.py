@@ -23,6 +23,7 @@ from kquotactl.sanitizer import sanitize
 
 pytestmark = pytest.mark.reliability
 
+LONG = os.environ.get("KQUOTACTL_FUZZ_EXAMPLES") is not None
 FUZZ = settings(
     max_examples=fuzz_examples(300),
     deadline=None,
@@ -194,6 +195,7 @@ def _tree(chroot) -> dict[str, bytes]:
 
 
 @pytest.mark.zookeeper
+@pytest.mark.timeout(0 if LONG else 600)  # long mode: 10,000 command lines take 30+ minutes on a busy machine
 @FUZZ
 @given(argv=st.one_of(st.lists(arg, max_size=9), structured))
 def test_fuzzed_command_lines_never_trace_back_and_never_write_on_error(chroot, argv) -> None:

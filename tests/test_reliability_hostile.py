@@ -23,6 +23,7 @@ from kquotactl.sanitizer import sanitize
 
 pytestmark = pytest.mark.reliability
 
+LONG = os.environ.get("KQUOTACTL_FUZZ_EXAMPLES") is not None
 FUZZ = settings(
     max_examples=fuzz_examples(300),
     deadline=None,
@@ -194,6 +195,7 @@ def _tree(chroot) -> dict[str, bytes]:
 
 
 @pytest.mark.zookeeper
+@pytest.mark.timeout(0 if LONG else 600)  # long mode: 10,000 command lines take 30+ minutes on a busy machine
 @FUZZ
 @given(argv=st.one_of(st.lists(arg, max_size=9), structured))
 def test_fuzzed_command_lines_never_trace_back_and_never_write_on_error(chroot, argv) -> None:
@@ -527,3 +529,71 @@ def test_fuzzed_manifests_load_or_fail_with_file_and_line(text) -> None:
     except ManifestError as e:
         assert str(e).startswith("m.yaml"), str(e)
         assert one_line(str(e))
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("debug", [[], ["--debug", "-v"]])
+def test_context_passwords_never_printed(chroot, tmp_path, debug) -> None:
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text(
+        "Client { org.apache.zookeeper.server.auth.DigestLoginModule required "
+        f'username="zk" password="{SECRET}"; }};\n'
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "current-context: prod\ncontexts:\n"
+        f"  prod: {{zookeeper: '{chroot.connect}', zk-auth: 'digest:admin:{SECRET}'}}\n"
+        f"  down: {{zookeeper: '127.0.0.1:1', zk-auth: 'digest:admin:{SECRET}', connect-timeout: 1}}\n"
+        f"  sasl: {{zookeeper: '127.0.0.1:1', zk-sasl-jaas: '{jaas}', connect-timeout: 1}}\n"
+        f"  bad: {{zookeeper: '{chroot.connect}', zk-auth: 'bogus{SECRET}'}}\n"
+    )
+    cfg = ("--config", str(config))
+    for args in (
+        ["config", "get-contexts", "-o", "json"],
+        ["config", "get-contexts", "-o", "yaml"],
+        ["config", "get-contexts", "-o", "table"],
+        ["config", "current-context"],
+        ["describe"],
+        ["alter", "--user", "a", "--add-config", "producer_byte_rate=1"],
+        ["alter", "--user", "a", "--add-config", "producer_byte_rat=1"],
+        ["--context", "down", "describe"],
+        ["--context", "sasl", "describe"],
+        ["--context", "bad", "describe"],
+        ["--context", "nope", "describe"],
+    ):
+        r = run_cli(*debug, *cfg, *args)
+        assert "Traceback" not in r.stderr
+        _no_secret(r)
+
+
+PROP_KEYS = [
+    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.type",
+    "ssl.keystore.location", "ssl.keystore.type", "ssl.key.password", "request.timeout.ms", "client.id",
+    "ssl.endpoint.identification.algorithm", "sasl.kerberos.service.name", "x",
+]  # fmt: skip
+PROP_VALUES = [
+    "SASL_SSL", "SASL_PLAINTEXT", "SSL", "PLAINTEXT", "PLAIN", "SCRAM-SHA-512", "GSSAPI", "PEM", "JKS", "/nonexistent",
+    "-1", "0", "30000", "1e3", "", " ", 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" '
+    f'password="{SECRET}";', f"com.x.Y required password={SECRET}", "required", ";", '"', "\\",
+]  # fmt: skip
+
+
+@FUZZ
+@given(props=st.dictionaries(st.sampled_from(PROP_KEYS), st.one_of(st.sampled_from(PROP_VALUES), st.text(max_size=20))))
+def test_fuzzed_command_config_and_jaas_never_raise_anything_else_and_never_echo_passwords(props) -> None:
+    from kquotactl.clientprops import parse_client_properties
+    from kquotactl.jaas import parse_module
+
+    COUNTS.fuzzed += 1
+    secret_keys = ("sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password")
+    props = {k: v if k in secret_keys or SECRET not in v else "x" for k, v in props.items()}  # passwords where they go
+    try:
+        settings = parse_client_properties(props)
+    except QuotaError as e:
+        assert SECRET not in str(e)
+    else:
+        assert SECRET not in repr(settings)
+    try:
+        parse_module(props.get("sasl.jaas.config", ""))
+    except QuotaError as e:
+        assert SECRET not in str(e)

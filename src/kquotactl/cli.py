@@ -513,7 +513,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             e.show()
         else:  # one line that names the bad part (click adds "Did you mean ...?") and where help is
             where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-            click.echo(f"{prog_name}: error: {e.format_message()}{where}", err=True)
+            click.echo(f"{prog_name}: error: {one_line(e.format_message())}{where}", err=True)
         sys.exit(EXIT_ERROR)
     except click.ClickException as e:
         e.message = one_line(e.message)

@@ -89,10 +89,13 @@ class Config:
 
 
 def redact_auth(auth: str) -> str:
-    """``digest:admin:secret`` -> ``digest:admin:***``."""
+    """``digest:admin:secret`` -> ``digest:admin:***``; anything malformed (a password typed without its
+    scheme or user) is redacted whole."""
     scheme, _, rest = auth.partition(":")
     user, sep, _password = rest.partition(":")
-    return f"{scheme}:{user}:***" if sep else f"{scheme}:***"
+    if scheme not in ("digest", "sasl") or not sep:
+        return "***"
+    return f"{scheme}:{user}:***"
 
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:

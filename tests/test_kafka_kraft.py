@@ -178,8 +178,9 @@ def test_kafka_output_is_kafka_configs_bootstrap_dialect(kraft):
         "-o",
         "kafka",
     )
-    # kafka-configs names the head type: with --user and --client-defaults that is the user (see the report)
+    # kafka-configs names the head type: with --user and --client-defaults that is the user
     assert r.exit_code == 0, r.stderr
+    assert r.stdout == "Completed updating config for user alice.\n"
     r = bs(kraft, "alter", "--user", "alice", "--add-config", "consumer_byte_rate=1", "-o", "kafka")
     assert r.stdout == "Completed updating config for user alice.\n"
     r = bs(

@@ -117,3 +117,32 @@ def test_values_rejected_with_the_key_and_value_named(key: str, text: str, why: 
     assert why in str(e.value)
     assert key in str(e.value)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        # kafka-configs names the first type of its command line: flags before defaults, client before user
+        ({"user": "alice", "client_defaults": True}, "Completed updating config for user alice."),
+        ({"user": "alice", "client": "app"}, "Completed updating config for client app."),
+        ({"user_defaults": True, "client": "app"}, "Completed updating config for client app."),
+        (
+            {"user_defaults": True, "client_defaults": True},
+            "Completed updating default config for clients in the cluster.",
+        ),
+        ({"ip": "192.0.2.1"}, "Completed updating config for ip 192.0.2.1."),
+        ({"entity_types": ["users", "clients"], "entity_names": ["u", ""]}, "Completed updating config for user u."),
+        (
+            {"entity_types": ["clients", "users"], "entity_names": ["", "u"]},
+            "Completed updating default config for clients in the cluster.",
+        ),
+    ],
+)
+def test_bootstrap_alter_line_names_kafka_configs_head_entity(args: dict, line: str) -> None:
+    from kquotactl.entityargs import EntityArgs, alter_head, entity_for_alter
+    from kquotactl.model import EntityResult, Outcome
+    from kquotactl.render import kafka_alter_line
+
+    a = EntityArgs(**args)
+    result = EntityResult(entity_for_alter(a), Outcome.APPLIED)
+    assert kafka_alter_line(result, "bootstrap", alter_head(a)) == line

@@ -78,7 +78,9 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(chroot, cli) -> None:
     )
     tty = run_in_terminal("--zookeeper", chroot.connect, "describe")
     assert b"\x1b[" in tty and b"alice" in tty
-    for extra_env, extra_args in (({"NO_COLOR": "1"}, ()), ({"NO_COLOR": ""}, ()), ({}, ("--no-color",))):
+    # no-color.org: an empty NO_COLOR is as good as unset
+    assert b"\x1b[" in run_in_terminal("--zookeeper", chroot.connect, "describe", env={"NO_COLOR": ""})
+    for extra_env, extra_args in (({"NO_COLOR": "1"}, ()), ({}, ("--no-color",))):
         plain = run_in_terminal(*extra_args, "--zookeeper", chroot.connect, "describe", env=extra_env)
         assert b"\x1b" not in plain and b"alice" in plain
     piped = run_subprocess("--zookeeper", chroot.connect, "describe", "-o", "table")

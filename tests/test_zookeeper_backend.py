@@ -251,3 +251,28 @@ def test_describe_rejects_ip_combined_with_user_filter(match_backend) -> None:
 
     with pytest.raises(InvalidRequest, match="Invalid entity filter component combination"):
         match_backend.describe(EntityFilter((comp(IP, match=MatchType.ANY), comp(U, match=MatchType.ANY))))
+
+
+def test_entity_names_lists_names_from_both_places_without_defaults(chroot) -> None:
+    b = backend(chroot)
+    try:
+        b.alter(
+            [
+                EntityChange(e, {k: v})
+                for e in (
+                    Entity(user="alice", client_id="in-pair"),
+                    Entity(user=D, client_id="under-default-user"),
+                    Entity(client_id="solo"),
+                    Entity(client_id=D),
+                    Entity(user="CN=bob,O=x"),
+                    Entity(ip="192.0.2.1"),
+                    Entity(ip=D),
+                )
+                for k, v in [key_for(e)]
+            ]
+        )
+        assert b.entity_names(EntityType.CLIENT_ID) == {"in-pair", "under-default-user", "solo"}
+        assert b.entity_names(EntityType.USER) == {"alice", "CN=bob,O=x"}
+        assert b.entity_names(EntityType.IP) == {"192.0.2.1"}
+    finally:
+        b.close()

@@ -256,7 +256,7 @@ def _flush_warnings(state: AppState, backend: Any) -> None:
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show the ZooKeeper nodes written or Kafka requests sent.")
 @click.option("--debug", is_flag=True, help="Trace the ZooKeeper paths and Kafka requests involved.")
-@click.option("--no-color", is_flag=True, help="No colour (also: NO_COLOR set, or not a terminal).")
+@click.option("--no-color", is_flag=True, help="No colour (also: NO_COLOR non-empty, or not a terminal).")
 @click.version_option(__version__, "--version", prog_name="kquotactl")
 @click.pass_context
 def cli(
@@ -302,7 +302,7 @@ def cli(
     )
     state.verbose = verbose or debug
     state.kafka_compat = ctx.meta.get("kquotactl.flat", False)
-    state.color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    state.color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()  # no-color.org: non-empty
     if debug:
         import logging
 
@@ -392,12 +392,13 @@ def alter(
       kquotactl --zookeeper zk:2181 alter --user-defaults --delete-config consumer_byte_rate
       kquotactl --zookeeper zk:2181 alter --ip 192.0.2.10 --add-config connection_creation_rate=20
     """
-    from kquotactl.entityargs import entity_for_alter
+    from kquotactl.entityargs import alter_head, entity_for_alter
     from kquotactl.grammar import load_properties, parse_add_config, parse_delete_config
     from kquotactl.model import Outcome, build_change
     from kquotactl.render import dump_json, dump_yaml, kafka_alter_line, result_line
 
-    entity = entity_for_alter(_entity_args(kw))
+    entity_args = _entity_args(kw)
+    entity = entity_for_alter(entity_args)
     if add_config is not None and add_config_file is not None:
         raise UsageError("Only one of --add-config or --add-config-file must be specified")
     adds = parse_add_config(add_config) if add_config is not None else {}
@@ -417,7 +418,7 @@ def alter(
     elif fmt == "yaml":
         dump_yaml(result.to_json(), sys.stdout)
     elif fmt == "kafka" and result.outcome is not Outcome.VALIDATED:
-        click.echo(kafka_alter_line(result, _dialect(backend)))
+        click.echo(kafka_alter_line(result, _dialect(backend), alter_head(entity_args)))
     else:
         click.echo(result_line(result))
 

@@ -320,18 +320,8 @@ def live_names(ctx: click.Context, etype: str) -> list[str]:
     flt = EntityFilter((FilterComponent(t, MatchType.ANY),), strict=False)
 
     def names(backend: Any) -> list[str]:
-        if getattr(backend, "name", "") == "zookeeper" and t is not EntityType.CLIENT_ID:
-            # one listing instead of reading every entity node: a Tab on 1,000 users stays fast
-            from kquotactl.entity import Entity
-
-            base = f"/config/{t.plural}"
-            found = set()
-            for child in backend._children_many([base])[base]:
-                try:
-                    found.add(Entity.from_path(f"{t.plural}/{child}").components().get(t))
-                except Exception:
-                    continue
-            return sorted(str(n) for n in found if n is not None and n is not DEFAULT)
+        if hasattr(backend, "entity_names"):  # ZooKeeper: child listings only, a Tab on 1,000 users stays fast
+            return sorted(backend.entity_names(t))
         found = {r.entity.components().get(t) for r in backend.describe(flt)}
         return sorted(str(n) for n in found if n is not None and n is not DEFAULT)
 

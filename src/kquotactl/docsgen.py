@@ -135,7 +135,7 @@ def env_vars() -> list[tuple[str, str]]:
         (x.ENV_CONFIG, "The config file, when --config is not given."),
         ("XDG_CONFIG_HOME", "Base directory of the config file (default ~/.config)."),
         ("KAFKA_OPTS", "Its -Djava.security.auth.login.config=FILE is the JAAS file for ZooKeeper SASL."),
-        ("NO_COLOR", "When set, output has no colour (colour is only ever used on a terminal)."),
+        ("NO_COLOR", "When set and not empty, output has no colour (colour is only ever used on a terminal)."),
         ("KQUOTACTL_COMPLETE_TIMEOUT", "Seconds a completion may wait for the live cluster (default 1)."),
     ]
 

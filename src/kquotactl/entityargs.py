@@ -87,6 +87,12 @@ class EntityArgs:
         return [(t, names[i] if i < len(names) else None) for i, t in enumerate(types)]
 
 
+def alter_head(args: EntityArgs) -> tuple[EntityType, str]:
+    """The first (type, name) of the command line, which kafka-configs names in its alter line ("" = default)."""
+    t, n = args.pairs()[0]
+    return t, n or ""
+
+
 def _name(t: EntityType, name: str) -> Name:
     if name == "":
         return DEFAULT

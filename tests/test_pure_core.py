@@ -146,3 +146,18 @@ def test_bootstrap_alter_line_names_kafka_configs_head_entity(args: dict, line: 
     a = EntityArgs(**args)
     result = EntityResult(entity_for_alter(a), Outcome.APPLIED)
     assert kafka_alter_line(result, "bootstrap", alter_head(a)) == line
+
+
+def test_table_prints_names_that_look_like_rich_markup_as_they_are() -> None:
+    import io
+
+    from kquotactl.entity import Entity, EntityType
+    from kquotactl.model import QuotaRecord
+    from kquotactl.render import records_table
+
+    out = io.StringIO()
+    name = "[/x] [bold]y[/bold]"
+    records_table(
+        [QuotaRecord(Entity.from_components({EntityType.USER: name}), {"producer_byte_rate": 1024})], out, False
+    )
+    assert name in out.getvalue()

@@ -90,6 +90,7 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
         no_color=not color,
         color_system="auto" if color else None,  # no colour: no escape codes at all (NO_COLOR, pipes)
         highlight=False,
+        markup=False,  # names are data: "[/x]" must print as itself, not be parsed as console markup
         soft_wrap=False,
         width=200 if not color else None,
     )

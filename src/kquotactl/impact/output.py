@@ -35,6 +35,7 @@ def dump_json(report: Mapping[str, Any], out: IO[str]) -> None:
 def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
     """A summary line block and the top-N quota-ids by total throttle."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
@@ -61,9 +62,9 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
     for r in [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][:top]:
         t.add_row(
             r["key"],
-            qid_label(r["quota_id"]),
+            escape(qid_label(r["quota_id"])),
             str(r["level"]),
-            r["entity_path"],
+            escape(r["entity_path"]),
             f"{r['limit']:,}",
             f"{r['seconds_throttled']:,}",
             f"{r['max_rate']:,.1f}",
@@ -208,6 +209,7 @@ def plot(
 def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
     """Quota-ids that start/stop being throttled and (user, client-id) pairs whose limit changes."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
@@ -229,8 +231,8 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
         for r in rows[:top]:
             t.add_row(
                 r["key"],
-                qid_label(r["quota_id"]),
-                r["entity_path"],
+                escape(qid_label(r["quota_id"])),
+                escape(r["entity_path"]),
                 f"{r['limit']:,}",
                 f"{r['seconds_throttled']:,}",
                 f"{r['total_throttle_ms']:,}",
@@ -246,13 +248,14 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
 
         for r in cmp["limit_changes"][:top]:
             who = f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}"
-            t.add_row(who, r["key"], side(r["before"]), side(r["after"]))
+            t.add_row(escape(who), r["key"], escape(side(r["before"])), escape(side(r["after"])))
         console.print(t)
 
 
 def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
     """Bytes the topic-threshold model would drop per topic, next to what client quotas would throttle."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
@@ -266,7 +269,7 @@ def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = Fa
         table.add_column(c, justify="left" if c == "topic" else "right")
     for r in t["topics"][:top]:
         table.add_row(
-            r["topic"],
+            escape(r["topic"]),
             f"{r['threshold']:,.0f}",
             "yes" if r["explicit"] else "share",
             f"{r['bytes_in']:,}",

@@ -148,6 +148,33 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' quota window (``quota.window.num`` x ``quota.window.size.seconds``), for the commands that model
+    throttling (``explain``, ``impact run``): one spelling, Kafka's own lower bounds."""
+    opts = [
+        click.option(
+            "--window-num",
+            type=click.IntRange(min=1),
+            default=11,
+            show_default=True,
+            help="The brokers' quota.window.num: samples in the rate window.",
+        ),
+        click.option(
+            "--window-size-seconds",
+            "--window-size",
+            "window_size_seconds",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            metavar="SECONDS",
+            help="The brokers' quota.window.size.seconds: the length of one sample.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option(

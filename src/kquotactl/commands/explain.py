@@ -8,6 +8,8 @@ from typing import IO, Any
 
 import click
 
+from kquotactl.cli import quota_window_options
+
 
 def register(group: click.Group) -> None:
     group.add_command(explain)
@@ -48,16 +50,7 @@ def register(group: click.Group) -> None:
     metavar="KEY=RATE",
     help="A rate the client sustains (e.g. producer_byte_rate=12MiB): shows the steady-state throttle. Repeatable.",
 )
-@click.option(
-    "--window-num", type=click.IntRange(1, 1000), default=11, show_default=True, help="The brokers' quota.window.num."
-)
-@click.option(
-    "--window-size-seconds",
-    type=click.IntRange(1, 3600),
-    default=1,
-    show_default=True,
-    help="The brokers' quota.window.size.seconds.",
-)
+@quota_window_options
 @click.option(
     "--kafka-version",
     metavar="X.Y[.Z]",

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from kquotactl.cli import quota_window_options
+
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
 
@@ -71,17 +73,7 @@ def _status(console: Any) -> Any:
     help="Spark master (local[N], spark://host:7077, yarn, k8s://...); 'submit' leaves it to spark-submit.",
 )
 @click.option("--conf", "confs", multiple=True, metavar="K=V", help="Spark configuration, repeatable.")
-@click.option(
-    "--window-num", type=click.IntRange(1, 3600), default=11, show_default=True, help="quota.window.num of the brokers."
-)
-@click.option(
-    "--window-size",
-    type=click.IntRange(1, 3600),
-    default=1,
-    show_default=True,
-    metavar="SECONDS",
-    help="quota.window.size.seconds of the brokers.",
-)
+@quota_window_options
 @click.option(
     "--top", type=click.IntRange(1, 1000), default=10, show_default=True, help="Quota-ids in the table and the picture."
 )
@@ -117,7 +109,7 @@ def run(
     master: str,
     confs: tuple[str, ...],
     window_num: int,
-    window_size: int,
+    window_size_seconds: int,
     top: int,
     model: str,
     total_threshold: str | None,
@@ -148,7 +140,7 @@ def run(
     state = ctx.find_object(AppState) or AppState()
     input_exists(traffic)
     conf = parse_conf(confs)
-    window = Window(window_num, window_size)
+    window = Window(window_num, window_size_seconds)
     if len(compare_with) > 1 and "live" in compare_with:
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):

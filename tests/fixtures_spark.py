@@ -21,7 +21,6 @@ TEST_CONF = {
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    pytest.importorskip("pyspark")
     from kquotactl.impact.spark import session
 
     s = session("local[2]", TEST_CONF)

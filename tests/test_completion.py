@@ -402,7 +402,7 @@ def test_command_prints_what_clicks_own_source_instruction_prints(shell: str) ->
 def test_scripts_are_valid_shell(shell: str) -> None:
     exe = shutil.which(shell)
     if exe is None:
-        pytest.skip(f"{shell} not installed (scripts/bootstrap.sh installs it)")
+        pytest.fail(f"{shell} not installed: run scripts/bootstrap.sh (make setup)")
     script = source(shell)
     p = subprocess.run([exe, "-n"], input=script, capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
@@ -411,7 +411,7 @@ def test_scripts_are_valid_shell(shell: str) -> None:
 def test_real_fish_session_completes_keys_and_types(tmp_path) -> None:
     fish = shutil.which("fish")
     if fish is None:
-        pytest.skip("fish not installed (scripts/bootstrap.sh installs it)")
+        pytest.fail("fish not installed: run scripts/bootstrap.sh (make setup)")
     script = tmp_path / "kquotactl.fish"
     script.write_text(source("fish"))
     bindir = _shim_dir(tmp_path)
@@ -477,7 +477,7 @@ class TmuxShell:
 def _need(*programs: str) -> None:
     for prog in programs:
         if shutil.which(prog) is None:
-            pytest.skip(f"{prog} not installed (scripts/bootstrap.sh installs it)")
+            pytest.fail(f"{prog} not installed: run scripts/bootstrap.sh (make setup)")
 
 
 def test_real_bash_session_in_tmux_completes_add_config_for_ips(tmp_path) -> None:

@@ -88,7 +88,7 @@ def test_man_pages_have_the_sections_and_render_without_warnings(page: docsgen.P
         assert f".SH {section}\n" in text or f'.SH "{section}"\n' in text, section
     groff = shutil.which("groff")
     if groff is None:
-        pytest.skip("groff not installed (scripts/bootstrap.sh installs it)")
+        pytest.fail("groff not installed: run scripts/bootstrap.sh (make setup)")
     p = subprocess.run(
         [groff, "-man", "-ww", "-Tutf8", "-z", str(ROOT / "man" / f"{page.man_name}.1")],
         capture_output=True,

@@ -40,8 +40,8 @@ docs: setup
 docs-check: setup
 	$(BIN)/python -m kquotactl.docsgen --check
 
-impact-zip:  # the package as a zip for spark-submit --py-files (see docs/impact.md)
-	mkdir -p dist && rm -f dist/kquotactl.zip && $(PYTHON) -m zipfile -c dist/kquotactl.zip src/kquotactl
+impact-zip: setup  # the package as a zip for spark-submit --py-files (see docs/impact.md)
+	$(BIN)/python -m kquotactl.impact.package dist/kquotactl.zip
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build dist src/*.egg-info

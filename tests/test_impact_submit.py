@@ -11,12 +11,12 @@ import os
 import subprocess
 import sys
 import time
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from kquotactl.impact.package import write_zip
 from kquotactl.testing.servers import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -98,11 +98,7 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_engines_report(sta
     local = run_cli("-o", "json", "impact", "run", str(traffic), "-f", str(quotas), "--engine", "local")
     assert local.exit_code == 0, local.stderr
 
-    package = tmp_path / "kquotactl.zip"  # what `make impact-zip` builds
-    with zipfile.ZipFile(package, "w") as z:
-        for f in (ROOT / "src" / "kquotactl").rglob("*"):
-            if f.is_file() and "__pycache__" not in f.parts:
-                z.write(f, f.relative_to(ROOT / "src"))
+    package = write_zip(tmp_path / "kquotactl.zip")  # what `make impact-zip` builds
     where = subprocess.run(
         [sys.executable, "-c", "import kquotactl.cli; print(kquotactl.__file__)"],
         capture_output=True, text=True, env={**env, "PYTHONPATH": str(package)}, check=True,

@@ -83,6 +83,7 @@ def main() -> int:
         print(f"# What brokers see: {len(changes)} change notifications, e.g.")
         for c in changes[:3]:
             print(f"  /config/changes/{c}: {admin.get('/kafka-demo/config/changes/' + c)[0].decode()}")
+        print("# and the entity node they point brokers to:")
         print(f"  /config/users/alice: {admin.get('/kafka-demo/config/users/alice')[0].decode()}")
         admin.stop()
         admin.close()

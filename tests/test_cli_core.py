@@ -458,3 +458,15 @@ def test_help_imports_nothing_heavy() -> None:
 
 def test_describe_imports_only_what_it_uses(chroot) -> None:
     assert _heavy_modules("--zookeeper", chroot.connect, "describe", "-o", "json") == ["kazoo"]
+
+
+def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> None:
+    """`make demo` (the README's main job): its own ZooKeeper, real commands, exit 0 only if each step behaved."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "kquotactl.testing.demo"], capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "misbehaved" not in p.stdout
+    assert '{"version":2,"entity_path":"users/alice/clients/batch%20job"}' in p.stdout
+    assert "ZooKeeper stopped and its data removed." in p.stdout

@@ -74,6 +74,13 @@ pass_state = click.make_pass_decorator(AppState, ensure=True)
 # -- option groups ------------------------------------------------------------------------------
 
 
+def _stacked(options: list[Callable[..., Any]], f: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply click option decorators so that they appear in ``--help`` in list order."""
+    for o in reversed(options):
+        f = o(f)
+    return f
+
+
 def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option(
@@ -143,9 +150,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="ACLs for nodes kquotactl creates: 'secure' = what brokers use with zookeeper.set.acl=true.",
         ),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return _stacked(opts, f)
 
 
 def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -170,9 +175,7 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="The brokers' quota.window.size.seconds: the length of one sample.",
         ),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return _stacked(opts, f)
 
 
 def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -223,9 +226,7 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--client-defaults", is_flag=True, help="The default client-id."),
         click.option("--ip-defaults", is_flag=True, help="The default ip."),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return _stacked(opts, f)
 
 
 def _entity_args(kw: dict[str, Any]) -> Any:

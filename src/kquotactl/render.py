@@ -146,19 +146,15 @@ def result_line(result: EntityResult) -> str:
     return f"{result.outcome.value} {label}: {result.message}"
 
 
-def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType, str] | None = None) -> str:
+def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType, str]) -> str:
     """kafka-configs' success line for the flat ``--alter`` form.
 
     In bootstrap mode Kafka names only the *first* entity type and name of its command line (``--entity-type``
     order, then the flags in its fixed order: client, user, ip, then the ``--*-defaults``); ``head`` is that
-    pair as :meth:`EntityArgs.head` gives it ("" = a default). Without it, the head is inferred from the entity.
+    pair as :func:`kquotactl.entityargs.alter_head` gives it ("" = a default).
     """
     if dialect == "zookeeper":
         return f"Completed updating config for entity: {result.entity.words()}."
-    if head is None:
-        comps = result.entity.components()
-        t = next(t for t in (EntityType.CLIENT_ID, EntityType.USER, EntityType.IP) if t in comps)
-        head = (t, "" if comps[t] is DEFAULT else str(comps[t]))
     t, name = head
     if not name:
         return f"Completed updating default config for {t.plural} in the cluster."

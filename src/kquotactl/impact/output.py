@@ -32,13 +32,20 @@ def dump_json(report: Mapping[str, Any], out: IO[str]) -> None:
     out.write("\n")
 
 
+def _console(out: IO[str], color: bool) -> Any:
+    """The reports' console: colour only when asked, fixed width off a terminal. Cells that carry names are
+    ``escape``d, as the summary lines use markup."""
+    from rich.console import Console
+
+    return Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
+
+
 def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
     """A summary line block and the top-N quota-ids by total throttle."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
+    console = _console(out, color)
     s = report["summary"]
     console.print(
         f"{s['rows']:,} rows over {s['seconds']:,} s; {s['quota_ids']:,} quota-ids, "
@@ -208,11 +215,10 @@ def plot(
 
 def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
     """Quota-ids that start/stop being throttled and (user, client-id) pairs whose limit changes."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
+    console = _console(out, color)
     s = cmp["summary"]
     console.print(
         f"Compared with the base quota set: throttled quota-ids {s['throttled_quota_ids'][0]:,} → "
@@ -254,11 +260,10 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
 
 def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
     """Bytes the topic-threshold model would drop per topic, next to what client quotas would throttle."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
+    console = _console(out, color)
     console.print(
         f"Topic thresholds (total {t['total_threshold']:,.0f} B/s): {t['bytes_dropped']:,} of {t['bytes_in']:,} "
         f"produce bytes dropped ({t['share_dropped']:.1%}); client quotas would throttle "

@@ -161,3 +161,14 @@ def test_table_prints_names_that_look_like_rich_markup_as_they_are() -> None:
         [QuotaRecord(Entity.from_components({EntityType.USER: name}), {"producer_byte_rate": 1024})], out, False
     )
     assert name in out.getvalue()
+
+
+def test_a_batch_names_each_entity_once() -> None:
+    from kquotactl.entity import Entity
+    from kquotactl.model import EntityChange, check_one_change_per_entity
+
+    check_one_change_per_entity(
+        [EntityChange(Entity(user="a"), {"producer_byte_rate": 1}), EntityChange(Entity(user="b"))]
+    )
+    with pytest.raises(UsageError, match="appears twice"):
+        check_one_change_per_entity([EntityChange(Entity(user="a")), EntityChange(Entity(user="a"))])

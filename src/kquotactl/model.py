@@ -64,6 +64,15 @@ def build_change(
     return EntityChange(entity, typed, frozenset(removes), if_exists)
 
 
+def check_one_change_per_entity(changes: Iterable[EntityChange]) -> None:
+    """A batch carries each entity at most once: its sets and removes go in one write."""
+    seen: set[Entity] = set()
+    for ch in changes:
+        if ch.entity in seen:
+            raise UsageError(f"entity {ch.entity.label()} appears twice in one alter")
+        seen.add(ch.entity)
+
+
 def apply_change(current: Mapping[str, Number], change: EntityChange) -> Config:
     """The entity's config after the change; deleting an unset key fails unless ``if_exists``."""
     missing = sorted(k for k in change.remove if k not in current)

@@ -22,7 +22,15 @@ from kquotactl.entity import DEFAULT, Entity, EntityType
 from kquotactl.errors import PartialFailure, QuotaError, UsageError
 from kquotactl.filters import EntityFilter, MatchType
 from kquotactl.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
-from kquotactl.model import Config, EntityChange, EntityResult, Outcome, QuotaRecord, apply_change
+from kquotactl.model import (
+    Config,
+    EntityChange,
+    EntityResult,
+    Outcome,
+    QuotaRecord,
+    apply_change,
+    check_one_change_per_entity,
+)
 
 if TYPE_CHECKING:
     from kquotactl.clientprops import ClientSettings
@@ -250,11 +258,7 @@ class AdminBackend:
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         """Read, plan (pure), then send batched entries; see the module docstring."""
-        seen: set[Entity] = set()
-        for ch in changes:
-            if ch.entity in seen:
-                raise UsageError(f"entity {ch.entity.label()} appears twice in one alter")
-            seen.add(ch.entity)
+        check_one_change_per_entity(changes)
         current = self._current([ch.entity for ch in changes])
         results: dict[Entity, EntityResult] = {}
         planned: list[tuple[EntityChange, Config, Config, list[tuple[str, float, bool]]]] = []

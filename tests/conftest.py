@@ -16,8 +16,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from kquotactl.testing.servers import ZooKeeperServer
+
+# Property tests are reproducible by default: a fixed seed per test and no per-example deadline (a loaded CI
+# machine must not turn a slow example into a failure). The long fuzz mode (KQUOTACTL_FUZZ_EXAMPLES) explores.
+settings.register_profile("reproducible", derandomize=True, deadline=None)
+settings.register_profile("explore", deadline=None)
+settings.load_profile("explore" if os.environ.get("KQUOTACTL_FUZZ_EXAMPLES") else "reproducible")
 
 # Fixture modules beside this file (``fixtures_kafka.py``, ``fixtures_spark.py``...) are plugins: each
 # feature area keeps its servers and helpers in its own file.

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,17 @@ BROKER_DEFAULTS = {
     "num.io.threads": "2",
     "log.flush.interval.messages": "1000000",
 }
+
+
+def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id as Kafka's ``Uuid.randomUuid`` makes them: 22 url-safe base64 characters, never a leading '-'.
+
+    kafka-storage parses ``-t -abc…`` as a missing argument; Kafka redraws such ids, so do we.
+    """
+    while True:
+        candidate = base64.urlsafe_b64encode(random_uuid().bytes).decode()[:22]
+        if not candidate.startswith("-"):
+            return candidate
 
 
 def _wait_port(port: int, proc: subprocess.Popen, timeout: float, what: str, tail) -> None:
@@ -218,7 +230,7 @@ class KRaftKafkaServer(_KafkaBase):
     ssl_keystore: Path | None = None
     ssl_truststore: Path | None = None
     ssl_port: int = 0
-    cluster_id: str = field(default_factory=lambda: base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22])
+    cluster_id: str = field(default_factory=new_cluster_id)
 
     @property
     def sasl_bootstrap(self) -> str:

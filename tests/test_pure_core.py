@@ -172,3 +172,36 @@ def test_a_batch_names_each_entity_once() -> None:
     )
     with pytest.raises(UsageError, match="appears twice"):
         check_one_change_per_entity([EntityChange(Entity(user="a")), EntityChange(Entity(user="a"))])
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["alice", "bob"],
+        ["a" * 150, "b"],  # too wide for 80 columns: rich folds it as before
+        ["日本語ユーザー", "🚀rocket", "e\u0301clair", "tab\there", "line\nbreak", "<default>", "[/x]"],
+        [f"user-{i}" for i in range(50)],
+    ],
+)
+@pytest.mark.parametrize("color", [False, True])
+def test_table_layout_is_rich_own_with_widths_fixed_ahead(monkeypatch, names, color) -> None:
+    """Fixing the column widths ahead (fast path for big tables) must not change a single character."""
+    import io
+
+    import kquotactl.render as render
+    from kquotactl.entity import Entity
+    from kquotactl.model import QuotaRecord
+
+    records = [
+        QuotaRecord(
+            Entity(user=n, client_id=(f"c-{n}" if i % 2 else None)),
+            {"producer_byte_rate": 1024 * (i + 1), "request_percentage": 12.5} if i % 3 else {"consumer_byte_rate": 7},
+        )
+        for i, n in enumerate(names)
+    ]
+    fast = io.StringIO()
+    render.records_table(records, fast, color)
+    monkeypatch.setattr(render, "_fix_widths_if_they_fit", lambda *a: None)
+    plain = io.StringIO()
+    render.records_table(records, plain, color)
+    assert fast.getvalue() == plain.getvalue()

@@ -28,7 +28,6 @@ FUZZ = settings(
     max_examples=fuzz_examples(300),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=os.environ.get("KQUOTACTL_FUZZ_EXAMPLES") is None,  # CI: reproducible; long mode: explores
     database=None,
 )
 

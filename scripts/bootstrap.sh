@@ -7,7 +7,8 @@ PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 
 need_apt=()
-command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+# a JDK, not only a JRE: the differential tests compile small drivers against Kafka's jars
+command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn  >/dev/null 2>&1 || need_apt+=(maven)
 # docs and completion tests: man pages rendered by groff, completion driven in real bash (tmux), zsh, fish
 command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)

@@ -1,0 +1,157 @@
+"""Kafka's own classes as the oracle of differential tests.
+
+Small Java drivers (``common/*.java``, or ``v<version>/*.java`` where a version's API differs) are compiled with
+``javac`` against one Kafka version's jars from Maven Central (see :mod:`kquotactl.testing.servers`) and run as one
+JVM per suite. The protocol is one JSON request per line on stdin and one JSON answer per line on stdout, in order;
+an exception thrown by Kafka's code comes back as ``{"error": "<class>", "message": "..."}``, which is an answer
+like any other (``Sanitizer.desanitize("100%")`` throws, and kquotactl must refuse the same input).
+
+Used only by tests and benchmarks; nothing here is imported by the command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from kquotactl.testing.servers import cache_dir, classpath, fetch_jars
+
+SOURCES = Path(__file__).parent
+
+#: Kafka version -> the Maven POM (``testing/maven/<name>.xml``) that brings its jars.
+VERSIONS: dict[str, str] = {"2.8": "kafka-2.8", "3.9": "kafka-3.9", "4.1": "kafka-4"}
+
+
+def _sources(version: str, driver: str) -> list[Path]:
+    """The driver's source (the version's own if it has one) and the shared loop."""
+    own = SOURCES / f"v{version.replace('.', '_')}" / f"{driver}.java"
+    main = own if own.exists() else SOURCES / "common" / f"{driver}.java"
+    if not main.exists():
+        raise FileNotFoundError(f"no oracle driver {driver} for Kafka {version} ({main})")
+    return [SOURCES / "common" / "OracleLoop.java", main]
+
+
+def compile_driver(version: str, driver: str) -> tuple[Path, str]:
+    """Compile ``driver`` against Kafka ``version``'s jars (cached by source hash); return (classes, classpath)."""
+    jars = fetch_jars(VERSIONS[version])
+    cp = classpath(jars)
+    sources = _sources(version, driver)
+    digest = hashlib.sha256()
+    for s in sources:
+        digest.update(s.read_bytes())
+    digest.update((jars / ".complete").read_bytes())
+    out = cache_dir() / "oracle" / version / f"{driver}-{digest.hexdigest()[:16]}"
+    if not (out / ".complete").exists():
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        javac = shutil.which("javac")
+        if javac is None:
+            raise RuntimeError("javac not found: the oracle drivers need a JDK (make setup installs one)")
+        proc = subprocess.run(
+            [javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(out), *map(str, sources)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            shutil.rmtree(out, ignore_errors=True)
+            raise RuntimeError(f"javac failed for oracle {driver} on Kafka {version}:\n{proc.stderr[-4000:]}")
+        (out / ".complete").write_text("ok")
+    return out, cp
+
+
+class JavaOracle:
+    """One JVM running one driver against one Kafka version; ask it one case or a batch at a time."""
+
+    def __init__(self, version: str, driver: str) -> None:
+        self.version = version
+        self.driver = driver
+        classes, cp = compile_driver(version, driver)
+        java = shutil.which("java") or "java"
+        self._proc = subprocess.Popen(
+            [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx512m", "-cp", f"{classes}{os.pathsep}{cp}", driver],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+            bufsize=1 << 16,
+        )
+        self._lock = threading.Lock()
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self.ask_many([request])[0]
+
+    def ask_many(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Answers in the order of ``requests``; written from a thread so a large batch cannot dead-lock the pipes."""
+        proc = self._proc
+        assert proc.stdin is not None and proc.stdout is not None
+        with self._lock:
+            lines = [json.dumps(r, ensure_ascii=True) + "\n" for r in requests]
+
+            def write() -> None:
+                assert proc.stdin is not None
+                proc.stdin.writelines(lines)
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
+            answers = []
+            for _ in requests:
+                line = proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(
+                        f"oracle {self.driver} on Kafka {self.version} exited (code {proc.poll()}) mid-batch"
+                    )
+                answers.append(json.loads(line))
+            writer.join()
+            return answers
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+    def __enter__(self) -> JavaOracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def cases_per_run(default: int = 2000) -> int:
+    """How many random cases a differential test draws (``KQUOTACTL_ORACLE_CASES`` raises it on demand)."""
+    return int(os.environ.get("KQUOTACTL_ORACLE_CASES", default))
+
+
+def fresh_seed() -> int:
+    """A new seed each run (``KQUOTACTL_ORACLE_SEED`` replays one); tests print it in every failure message."""
+    env = os.environ.get("KQUOTACTL_ORACLE_SEED")
+    return int(env) if env else random.SystemRandom().randrange(2**32)
+
+
+def mismatches(
+    cases: Iterable[Any], ours: Iterable[Any], kafka: Iterable[Any], limit: int = 5
+) -> Iterator[tuple[Any, Any, Any]]:
+    """The first ``limit`` cases where kquotactl and Kafka disagree."""
+    found = 0
+    for case, a, b in zip(cases, ours, kafka, strict=True):
+        if a != b:
+            yield case, a, b
+            found += 1
+            if found >= limit:
+                return

@@ -6,14 +6,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml scripts/bootstrap.sh | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-dev.txt scripts/bootstrap.sh | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast lint bench clean docs docs-check impact-zip
+.PHONY: setup demo test test-fast lint lock bench clean docs docs-check impact-zip
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh
+$(STAMP): pyproject.toml requirements-dev.txt scripts/bootstrap.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap.sh
 	touch $@
 
@@ -29,6 +29,12 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+
+# The development/CI environment, pinned with hashes: re-resolve pyproject's ranges to the newest versions, then
+# run `make test` before committing the new requirements-dev.txt.
+lock: setup
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra sasl --extra admin --extra impact \
+		--python-version 3.11 --generate-hashes --upgrade -o requirements-dev.txt
 
 bench: setup
 	$(BIN)/python -m bench

@@ -26,7 +26,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".[dev,sasl,admin,impact]"
+# Exactly the versions the tests passed with (requirements-dev.txt, hashes checked; `make lock` refreshes it),
+# then the package itself without letting pip pick anything else. Users get pyproject's loose ranges instead.
+"$VENV/bin/python" -m pip install -q --require-hashes -r requirements-dev.txt
+"$VENV/bin/python" -m pip install -q --no-deps -e .
 
 # Java artifacts: resolved once, reused by tests, the demo and benchmarks.
 "$VENV/bin/python" -m kquotactl.testing.fetch

@@ -508,3 +508,43 @@ def test_anchors_aliases_and_several_documents_in_one_file() -> None:
     assert problems("quotas:\n- entity: {user: a}\n  config: *nope\n") == [
         "m.yaml:3: invalid YAML: found undefined alias 'nope'"
     ]
+
+
+# -- nesting guard: ours, before the YAML library's own limit (whose wording changes between releases) ----------
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("quotas: " + "[" * 100_000 + "]" * 100_000 + "\n", 1),  # far past libyaml's own limit (1,000 levels)
+        ("quotas: " + "[" * 1_001 + "]" * 1_001 + "\n", 1),
+        ("quotas: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", 1),
+        ("quotas:\n" + "  [\n" * 40 + "  ]\n" * 40, 34),  # one bracket per line: the 33rd level is on line 34
+        ("quotas: [" + "'x', [" * 40 + "]" * 41 + "\n", 1),  # quoted scalars between the levels
+        ("quotas: [" + "o'b, [" * 40 + "]" * 41 + "\n", 1),  # an apostrophe inside a plain scalar quotes nothing
+    ],
+)
+def test_deep_flow_nesting_is_refused_with_our_message_and_line(text, line):
+    with pytest.raises(ManifestError) as e:
+        load_text(text, "deep.yaml")
+    assert f"deep.yaml:{line}: invalid YAML: nested deeper than 32 levels" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "quotas: []\nnote: '" + "[" * 50 + "'\n",  # brackets in a single-quoted scalar
+        'quotas: []\nnote: "' + "{" * 50 + '\\"[["\n',  # ...in a double-quoted one, with an escaped quote
+        "quotas: []  # " + "[" * 50 + "\n",  # ...in a comment
+        "quotas: []\nnote: a" + "[" * 50 + "\n",  # ...inside a block plain scalar
+        "quotas: []\nnote: a#" + "[" * 50 + "\n",  # '#' without a blank before it starts no comment
+        "quotas: []\nnotes:\n" + "".join(f"- [a, 'b]]]', \"c\\\"[[\"]  # [[[[\n" for _ in range(40)),
+    ],
+)
+def test_brackets_that_open_nothing_do_not_count_as_nesting(text):
+    import yaml
+
+    from kquotactl.manifest import _check_flow_nesting
+
+    assert yaml.safe_load(text)["quotas"] == []  # valid YAML, however many brackets it shows
+    _check_flow_nesting(text)  # raises on a false positive

@@ -43,6 +43,18 @@ def test_version() -> None:
     assert r.exit_code == 0 and r.stdout == f"kquotactl, version {__version__}\n"
 
 
+def test_version_is_the_newest_release_in_the_changelog() -> None:
+    """Keep a Changelog: the first ``## [X.Y.Z] - YYYY-MM-DD`` heading is the version the package reports."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", text, re.MULTILINE)
+    assert released, "CHANGELOG.md has no released version heading"
+    assert released[0][0] == __version__, (released[0], __version__)
+    assert text.index("## [Unreleased]") < text.index(f"## [{__version__}]")
+
+
 @pytest.mark.zookeeper
 def test_verbose_names_the_znodes_written_and_debug_traces_reads_without_secrets(chroot) -> None:
     auth = ("--zk-auth", "digest:admin:TOPSECRET-pw")

@@ -537,6 +537,54 @@ def _json_surrogates(text: str) -> str:
 
 MAX_NESTING = 32  # a manifest needs 4 levels; deeper documents are refused before they exhaust the stack
 
+# What can open or close a flow collection, and what hides brackets from it: quoted scalars and comments. The
+# pattern starts with a character class so the regex engine skips plain text in C; where a quote, '#' or an opening
+# bracket really starts something (after a blank, a line's start or a flow indicator) is checked per match.
+_FLOW_TOKENS = re.compile(r"""[\[{](?:[^\[\]{}'"#]*[\]}])?|[\]}]|'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|#[^\n]*""")
+_NODE_START_BEFORE = frozenset(" \t\r\n[{,:")
+
+
+def _check_flow_nesting(text: str) -> None:
+    """Refuse flow collections nested deeper than :data:`MAX_NESTING` before the YAML library sees the text.
+
+    libyaml scans ahead of the parser (up to 1,024 characters per possible key), so deep ``[[[[`` reaches the
+    library's own limit, worded its own way and changing between releases, before our composer counts a level:
+    this lexical pass gives one message of ours whatever the library. A bracket inside a block plain scalar
+    (``user: a[b``) opens nothing. Block nesting costs two columns a level and is counted by the composer.
+    """
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    import yaml
+
+    depth, pos, opened_at, search = 0, 0, -1, _FLOW_TOKENS.search
+    while (m := search(text, pos)) is not None:
+        start, c = m.start(), text[m.start()]
+        before = text[start - 1] if start else "\n"
+        # '[' right after an opening bracket starts a node only if that bracket opened a collection ('a[[' does not)
+        starts_node = before in _NODE_START_BEFORE and (before not in "[{" or opened_at == start - 1)
+        if c in "[{":
+            flat = m.end() - start > 1  # '{user: alice}': opened and closed with nothing nested or quoted inside
+            pos = m.end() if flat else start + 1
+            if not starts_node:  # 'a[b': part of a plain scalar, opens nothing (its ']' closes one, as below)
+                depth = max(depth - 1, 0) if flat else depth
+            elif depth == MAX_NESTING:
+                line = text.count("\n", 0, start)
+                column = start - (text.rfind("\n", 0, start) + 1)
+                mark = yaml.error.Mark("<manifest>", start, line, column, None, None)
+                message = f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)"
+                raise yaml.composer.ComposerError(None, None, message, mark)
+            elif not flat:
+                depth, opened_at = depth + 1, start
+        elif c in "]}":
+            pos = start + 1
+            depth = max(depth - 1, 0)
+        elif c == "#" and not (start == 0 or text[start - 1].isspace()):
+            pos = start + 1  # 'a#b' is a plain scalar, not a comment
+        elif c in "'\"" and not starts_node:
+            pos = start + 1  # "o'brien": an apostrophe inside a plain scalar
+        else:
+            pos = m.end()  # a quoted scalar or a comment: its brackets open nothing
+
 
 def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> Iterator[Any]:
     """Compose YAML documents into nodes (with marks) from the C parser's events.
@@ -549,6 +597,7 @@ def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> It
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     text = _json_surrogates(text)
+    _check_flow_nesting(text)
     if not text.isascii():
         try:
             text.encode("utf-8")

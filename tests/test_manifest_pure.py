@@ -538,7 +538,7 @@ def test_deep_flow_nesting_is_refused_with_our_message_and_line(text, line):
         "quotas: []  # " + "[" * 50 + "\n",  # ...in a comment
         "quotas: []\nnote: a" + "[" * 50 + "\n",  # ...inside a block plain scalar
         "quotas: []\nnote: a#" + "[" * 50 + "\n",  # '#' without a blank before it starts no comment
-        "quotas: []\nnotes:\n" + "".join(f"- [a, 'b]]]', \"c\\\"[[\"]  # [[[[\n" for _ in range(40)),
+        "quotas: []\nnotes:\n" + "".join('- [a, \'b]]]\', "c\\"[["]  # [[[[\n' for _ in range(40)),
     ],
 )
 def test_brackets_that_open_nothing_do_not_count_as_nesting(text):

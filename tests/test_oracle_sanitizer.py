@@ -36,7 +36,9 @@ def _escaped(rng: random.Random) -> str:
         elif r < 0.5:
             parts.append("%" + rng.choice("0123456789ABCDEFabcdefgG") + rng.choice("0123456789ABCDEFabcdef"))
         elif r < 0.6:
-            parts.append(rng.choice(["%", "%4", "+", "%%", "%C3", "%E2%82", "%F0%9F%98", "%80", "%FF"]))
+            parts.append(rng.choice(["%", "%4", "+", "%%", "%C3", "%E2%82", "%F0%9F%98", "%80", "%FF", "%ED%A0%80"]))
+        elif r < 0.65:  # Integer.parseInt's view of the two characters: a sign, Unicode digits, full-width letters
+            parts.append("%" + "".join(rng.choice("+-0Fa\u0663\uff21\uff46\u0966x ") for _ in range(2)))
         else:
             parts.append(rng.choice(["a", "Z", "9", ".", "-", "_", "~", " ", "é"]))
     return "".join(parts)
@@ -66,6 +68,22 @@ def test_sanitize_matches_kafka(kafka_oracle, oracle_seed, version):
 def test_desanitize_matches_kafka(kafka_oracle, oracle_seed, version):
     rng = random.Random(oracle_seed)
     texts = [_escaped(rng) for _ in range(cases_per_run())]
+    kafka = kafka_oracle(version, "SanitizerOracle").ask_many([{"op": "desanitize", "s": t} for t in texts])
+    bad = list(mismatches(texts, (_ours(desanitize, t) for t in texts), map(_kafka, kafka)))
+    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+
+
+def _byte_run(rng: random.Random) -> bytes:
+    """Bytes biased to UTF-8's edges: lead bytes of every length, continuations, surrogates, overlongs, > U+10FFFF."""
+    pool = [0x41, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]
+    return bytes(rng.choice(pool) if rng.random() < 0.8 else rng.randrange(256) for _ in range(rng.randint(1, 7)))
+
+
+@pytest.mark.parametrize("version", ORACLE_VERSIONS)
+def test_malformed_utf8_is_replaced_as_java_replaces_it(kafka_oracle, oracle_seed, version):
+    """A name another tool stored with invalid UTF-8 escapes reads back with Java's U+FFFD count, not Python's."""
+    rng = random.Random(oracle_seed)
+    texts = ["".join(f"%{b:02X}" for b in _byte_run(rng)) + rng.choice(["", "a", "+"]) for _ in range(cases_per_run())]
     kafka = kafka_oracle(version, "SanitizerOracle").ask_many([{"op": "desanitize", "s": t} for t in texts])
     bad = list(mismatches(texts, (_ours(desanitize, t) for t in texts), map(_kafka, kafka)))
     assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"

@@ -84,6 +84,15 @@ def register(group: click.Group) -> None:
     is_flag=True,
     help="--replay: take throttled recordings back out, as the fetch and connection paths do.",
 )
+@click.option(
+    "--mutation-mode",
+    type=click.Choice(["strict", "permissive"]),
+    default="strict",
+    show_default=True,
+    help="controller_mutation_rate (--replay, --observed): strict = a request is refused, unrecorded, while the "
+    "token bucket is below zero (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+: current clients); "
+    "permissive = recorded, then throttled (older request versions).",
+)
 @click.pass_context
 def explain(
     ctx: click.Context,
@@ -103,6 +112,7 @@ def explain(
     key: str | None,
     limit_text: str | None,
     unrecord_throttled: bool,
+    mutation_mode: str,
 ) -> None:
     """Explain which quota applies to a connection, per quota type, and the throttle it would get.
 
@@ -142,7 +152,13 @@ def explain(
         raise UsageError("--replay explains one connection's key: it cannot be combined with --connections")
     if replay is None and (key or limit_text or unrecord_throttled):
         raise UsageError("--key, --limit and --unrecord-throttled go with --replay")
-    throttle = ThrottleModel(parse_observed(list(observed)), window_num, window_size_seconds)
+    throttle = ThrottleModel(
+        parse_observed(list(observed)),
+        window_num,
+        window_size_seconds,
+        kafka_version=version,
+        mutation_mode=mutation_mode,
+    )
     conn = Connection.of(user, client_id, ip) if has_conn else None
     if "-" in files and connections is not None and getattr(connections, "name", "") == "<stdin>":
         raise UsageError("-f - and --connections - cannot both read stdin: put one of them in a file")
@@ -174,6 +190,7 @@ def explain(
             window_num,
             window_size_seconds,
             version,
+            mutation_mode,
         )
         return
 
@@ -313,16 +330,17 @@ def _replay(
     window_num: int,
     window_size_seconds: int,
     version: tuple[int, ...] | None,
+    mutation_mode: str,
 ) -> None:
     from kquotactl.errors import UsageError
-    from kquotactl.keys import EntityKind, lookup_key, parse_value
+    from kquotactl.keys import EntityKind, lookup_key
     from kquotactl.render_explain import json_lines, replay_json, replay_table
 
     if key is None:
         key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
     qk = lookup_key(key)
     if limit_text is not None:
-        limit: float | None = float(parse_value(qk, limit_text))
+        limit: float | None = _parse_limit(qk, limit_text)
     else:
         if conn is None:
             raise UsageError("--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)")
@@ -341,7 +359,13 @@ def _replay(
     if key == "controller_mutation_rate":
         from kquotactl.rate import replay_token_bucket
 
-        steps = replay_token_bucket(events, limit, samples=window_num, window_ms=window_size_seconds * 1000)
+        if version is not None and version[:2] < (2, 7):
+            raise UsageError(
+                "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
+            )
+        steps = replay_token_bucket(
+            events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
+        )
     else:
         steps = _rate_replay(events, key, limit, unrecord, window_num, window_size_seconds, version)
     if fmt == "table":
@@ -352,6 +376,28 @@ def _replay(
         from kquotactl.render import dump_yaml
 
         dump_yaml([replay_json(s, key) for s in steps], sys.stdout)
+
+
+def _parse_limit(qk: Any, text: str) -> float:
+    """``--limit``: a quota value as for kafka-configs, and also 0 or a negative one (kafka-configs 2.8 wrote them and
+    brokers still apply them: the replay shows what they do)."""
+    from kquotactl.errors import InvalidValue
+    from kquotactl.keys import java_trim, parse_value
+
+    stripped = java_trim(text)
+    negative = stripped.startswith("-")
+    body = stripped[1:] if negative else stripped
+    try:
+        value = float(parse_value(qk, body))
+    except InvalidValue:
+        try:
+            zero = float(body) == 0
+        except ValueError:
+            zero = False
+        if not zero:
+            raise
+        value = 0.0
+    return -value if negative else value
 
 
 def _rate_replay(
@@ -365,6 +411,7 @@ def _rate_replay(
 ) -> Any:
     from kquotactl.keys import KEYS
     from kquotactl.rate import replay as run_replay
+    from kquotactl.rate import sampled_stat_for
 
     return run_replay(
         events,
@@ -373,6 +420,5 @@ def _rate_replay(
         window_ms=window_size_seconds * 1000,
         cap_ms=window_size_seconds * 1000 if KEYS[key].throttle_capped else None,
         unrecord_throttled=unrecord,
-        legacy=version is not None and version[:2] < (3, 8),
-        min_window_1ms=version is None or version[:2] >= (3, 4),
+        **sampled_stat_for(version),
     )

@@ -19,22 +19,11 @@ from kquotactl.keys import KEYS
 from kquotactl.rate import replay, sampled_stat_for
 from kquotactl.testing.oracle import cases_per_run, mismatches
 from kquotactl.throttle import steady_state_throttle_ms
+from oracle_cases import canon as _canon
+from oracle_cases import limit as _limit
 
 #: What each oracle version is: the full Kafka version the jars are.
 FULL_VERSION = {"2.8": (2, 8, 2), "3.9": (3, 9, 1), "4.1": (4, 1, 1)}
-
-
-def _limit(rng: random.Random) -> float:
-    r = rng.random()
-    if r < 0.08:
-        return 0.0
-    if r < 0.16:
-        return -rng.choice([1.0, 0.5, 100.0, rng.uniform(0, 1e4)])
-    if r < 0.2:
-        return rng.choice([1e-300, 5e-324, 1e300, 0.001])
-    if r < 0.6:
-        return float(rng.randint(1, 2000))
-    return 10 ** rng.uniform(-2, 7)
 
 
 def _value(rng: random.Random) -> float:
@@ -81,10 +70,6 @@ def _case(rng: random.Random) -> dict[str, Any]:
         "base": rng.choice([0, 1_700_000_000_000 + rng.randint(0, 10**9)]),
         "events": _events(rng, samples, window_s * 1000),
     }
-
-
-def _canon(x: float) -> str:
-    return float(x).hex()
 
 
 def _ours(case: dict[str, Any], version: str) -> list[tuple[str, int, int]]:

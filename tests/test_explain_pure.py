@@ -528,3 +528,25 @@ def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
     r = idx.resolve_ip("2001:db8::1")
     assert (r.limit, r.entity_path) == (8, "ips/2001:DB8:0::1")  # the path is the real node's
     assert idx.chain_ip("0:0::1")[0].status is ChainStatus.APPLIED
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        (2.5, 3),
+        (-2.5, -2),
+        (-0.5, 0),
+        (0.49999999999999994, 0),  # floor(x + 0.5) in doubles would say 1; Java's Math.round says 0
+        (4503599627370497.0, 4503599627370497),  # 2^52 + 1: x + 0.5 rounds to even in doubles
+        (math.nan, 0),
+        (math.inf, 2**63 - 1),
+        (-math.inf, -(2**63)),
+        (1e300, 2**63 - 1),
+    ],
+)
+def test_java_round_is_math_round(x: float, expected: int) -> None:
+    assert java_round(x) == expected
+
+
+def test_java_int_narrows_like_a_cast() -> None:
+    assert [java_int(v) for v in (2**63 - 1, -(2**63), 2**31, 2**32 + 5, -1)] == [-1, 0, -(2**31), 5, -1]

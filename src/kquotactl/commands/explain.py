@@ -54,8 +54,9 @@ def register(group: click.Group) -> None:
 @click.option(
     "--kafka-version",
     metavar="X.Y[.Z]",
-    help="Broker version to emulate (static defaults on <= 2.8; "
-    "Rate details for --replay). Default: the latest behaviour.",
+    help="Broker version to emulate: static defaults on <= 2.8; the sampled Rate of --replay and --observed "
+    "(1 ms window floor from 3.3, the 3.8 SampledStat); controller_mutation_rate from 2.7. "
+    "Default: the latest behaviour.",
 )
 @click.option(
     "--static-default",
@@ -77,12 +78,17 @@ def register(group: click.Group) -> None:
     help="--replay: the quota key (default producer_byte_rate, or connection_creation_rate with --ip).",
 )
 @click.option(
-    "--limit", "limit_text", metavar="VALUE", help="--replay: the quota (default: what the connection resolves to)."
+    "--limit",
+    "limit_text",
+    metavar="VALUE",
+    help="--replay: the quota (default: what the connection resolves to); 0 or a negative limit is replayed as a "
+    "broker applies it.",
 )
 @click.option(
     "--unrecord-throttled",
     is_flag=True,
-    help="--replay: take throttled recordings back out, as the fetch and connection paths do.",
+    help="--replay: take a recording whose throttle is above 0 back out, as the fetch (consumer_byte_rate) and "
+    "connection (connection_creation_rate) paths do.",
 )
 @click.option(
     "--mutation-mode",

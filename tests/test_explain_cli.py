@@ -292,12 +292,77 @@ def test_offline_needs_no_cluster_and_refuses_one_too(quotas, manifest) -> None:
 def test_replay_controller_mutations_uses_the_token_bucket(tmp_path) -> None:
     events = tmp_path / "mutations.txt"
     events.write_text("0 60\n500 0\n")
-    r = run_cli("explain", "--replay", str(events), "--key", "controller_mutation_rate", "--limit", "5", "-o", "json")
+    base = ("explain", "--replay", str(events), "--key", "controller_mutation_rate", "--limit", "5", "-o", "json")
+    # strict (default): the bucket is checked before recording; the second request finds it below zero, refused
+    r = run_cli(*base)
     assert r.exit_code == 0, r.stderr
     assert [json.loads(x) for x in r.stdout.splitlines()] == [
-        {"time_ms": 0, "value": 60.0, "tokens": -5.0, "throttle_ms": 1000},
-        {"time_ms": 500, "value": 0.0, "tokens": -2.5, "throttle_ms": 500},
+        {"time_ms": 0, "value": 60.0, "tokens": -5.0, "throttle_ms": 0, "rejected": False},
+        {"time_ms": 500, "value": 0.0, "tokens": -2.5, "throttle_ms": 500, "rejected": True},
     ]
+    # permissive (old request versions): recorded, then throttled
+    r = run_cli(*base, "--mutation-mode", "permissive")
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(x)["throttle_ms"] for x in r.stdout.splitlines()] == [1000, 500]
+    r = run_cli(*base, "--mutation-mode", "lenient")
+    assert r.exit_code != 0 and "lenient" in r.stderr
+    r = run_cli(*base, "--kafka-version", "2.6")
+    assert r.exit_code == 1 and "Kafka 2.7" in r.stderr and r.stdout == ""
+
+
+def test_observed_controller_mutations_follow_the_mode() -> None:
+    base = ("explain", "--example", "--client-id", "x", "--observed", "controller_mutation_rate=20", "-o", "json")
+    throttles = {}
+    for mode in ("strict", "permissive"):
+        r = run_cli(*base, "--mutation-mode", mode)
+        assert r.exit_code == 0, r.stderr
+        [q] = [q for q in json.loads(r.stdout)["quotas"] if q["key"] == "controller_mutation_rate"]
+        throttles[mode] = q["throttle_ms"]
+    # quota 10/s, 20 at each second's start for 12 s from a full bucket of 110: permissive records all 13 requests
+    # (-30 -> 3 s); strict records 12 (-20) and refuses the 13th, which finds the bucket at -10 -> 1 s
+    assert throttles == {"strict": 1000, "permissive": 3000}
+
+
+@pytest.mark.parametrize("limit", ["0", "-5", "-0", "0.0"])
+@pytest.mark.parametrize("key", ["producer_byte_rate", "request_percentage", "controller_mutation_rate"])
+def test_replay_takes_zero_and_negative_limits(tmp_path, limit: str, key: str) -> None:
+    events = tmp_path / "e.txt"
+    events.write_text("0 5\n0 0\n1 5\n")
+    for extra in ((), ("--window-num", "1", "--kafka-version", "2.8"), ("--window-num", "1")):
+        r = run_cli("explain", "--replay", str(events), "--key", key, "--limit", limit, "-o", "json", *extra)
+        assert r.exit_code == 0, r.stderr
+        lines = [json.loads(x) for x in r.stdout.splitlines()]
+        assert len(lines) == 3 and all(isinstance(x["throttle_ms"], int) for x in lines)
+    r = run_cli("explain", "--replay", str(events), "--limit", "-x")
+    assert r.exit_code == 1 and "not a number" in r.stderr
+
+
+def test_replay_window_num_one_never_crashes_and_shows_infinity_as_a_string(tmp_path) -> None:
+    events = tmp_path / "e.txt"
+    events.write_text("0 5\n")
+    r = run_cli(
+        "explain", "--replay", str(events), "--limit", "1", "--window-num", "1", "--kafka-version", "3.2", "-o", "json"
+    )
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == {"time_ms": 0, "value": 5.0, "rate": "Infinity", "window_ms": 0, "throttle_ms": 0}
+    # 3.3 already floors the window at 1 ms (the fix was cherry-picked to 3.3.0)
+    r = run_cli(
+        "explain", "--replay", str(events), "--limit", "1", "--window-num", "1", "--kafka-version", "3.3", "-o", "json"
+    )
+    assert json.loads(r.stdout) == {"time_ms": 0, "value": 5.0, "rate": 5000.0, "window_ms": 1, "throttle_ms": 4999}
+
+
+def test_observed_follows_the_kafka_version() -> None:
+    base = ("explain", "--example", "--user", "u", "--observed", "consumer_byte_rate=10MiB", "-o", "json")
+
+    def throttle(*extra: str) -> int:
+        r = run_cli(*base, *extra)
+        assert r.exit_code == 0, r.stderr
+        return json.loads(r.stdout)["quotas"][1]["throttle_ms"]
+
+    # 5 MiB/s quota: (10 - 5) / 5 x W, W = 11 s on 3.8+, 10 s at a sample's start on <= 3.7
+    assert throttle() == throttle("--kafka-version", "3.8") == 11000
+    assert throttle("--kafka-version", "3.7") == 10000
 
 
 def test_example_quota_set_needs_nothing(tmp_path) -> None:

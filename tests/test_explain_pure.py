@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -24,7 +25,7 @@ from kquotactl.explanation import (
 from kquotactl.keys import CLIENT_KEYS
 from kquotactl.rate import SampledRate, replay, replay_token_bucket
 from kquotactl.resolve import ChainStatus, QuotaIndex, Sharing
-from kquotactl.throttle import steady_state_throttle_ms
+from kquotactl.throttle import java_int, java_round, steady_state_throttle_ms
 
 P = "producer_byte_rate"
 
@@ -487,11 +488,33 @@ def test_bulk_resolution_equals_single_key_resolution(quotas, user, client, per_
 
 def test_token_bucket_replay_for_controller_mutations() -> None:
     # quota 5/s, 11 x 1 s: a burst of 55 credits. 60 mutations at once leave -5 credits: 1 s to refill.
-    steps = replay_token_bucket([(0, 60), (500, 0), (1000, 1), (3000, 5)], 5)
+    events = [(0, 60), (500, 0), (1000, 1), (3000, 5)]
+    steps = replay_token_bucket(events, 5, mode="permissive")  # recorded, then checked
     assert [s.throttle_ms for s in steps] == [1000, 500, 200, 0]
     assert steps[0].rate == -5
+    assert not any(s.rejected for s in steps)
+    # strict (the default): checked first; the request at 500 ms finds -2.5 credits and is refused, not recorded
+    steps = replay_token_bucket(events, 5)
+    assert [(s.throttle_ms, s.rejected) for s in steps] == [(0, False), (500, True), (0, False), (0, False)]
+    assert [s.rate for s in steps] == [-5, -2.5, -1, 4]
     # the bucket never holds more than the burst
-    assert replay_token_bucket([(0, 0), (100000, 56)], 5)[-1].throttle_ms == 200
+    assert replay_token_bucket([(0, 0), (100000, 56)], 5, mode="permissive")[-1].throttle_ms == 200
+    with pytest.raises(ValueError, match="mutation mode"):
+        replay_token_bucket(events, 5, mode="lenient")
+
+
+def test_zero_and_negative_limits_replay_as_java_computes_them() -> None:
+    # limit 0: (rate - 0) / 0 = +Infinity; Math.round -> Long.MAX_VALUE; .toInt -> -1 (no throttle), or the cap
+    assert [s.throttle_ms for s in replay([(0, 5)], 0)] == [-1]
+    assert [s.throttle_ms for s in replay([(0, 5)], 0, cap_ms=1000)] == [1000]
+    # a negative limit divides to a negative throttle; a -0.0 one to -Infinity -> Long.MIN_VALUE -> 0
+    assert replay([(0, 5)], -5)[0].throttle_ms == -11000
+    assert replay([(0, 5)], -0.0)[0].throttle_ms == 0
+    # one sample, before Kafka 3.3: a 0 ms window; 5 / 0 = Infinity, and the throttle (Inf - q) / q x 0 = NaN -> 0
+    [step] = replay([(0, 5)], 1, samples=1, legacy=True, min_window_1ms=False)
+    assert (step.rate, step.window_ms, step.throttle_ms) == (math.inf, 0, 0)
+    # a throttle beyond 2^31 ms wraps as Java's long -> int narrowing does
+    assert replay([(0, 1e9)], 0.001)[0].throttle_ms == java_int(java_round((1e8 - 0.001) / 0.001 * 10000))
 
 
 def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
@@ -505,3 +528,25 @@ def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
     r = idx.resolve_ip("2001:db8::1")
     assert (r.limit, r.entity_path) == (8, "ips/2001:DB8:0::1")  # the path is the real node's
     assert idx.chain_ip("0:0::1")[0].status is ChainStatus.APPLIED
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        (2.5, 3),
+        (-2.5, -2),
+        (-0.5, 0),
+        (0.49999999999999994, 0),  # floor(x + 0.5) in doubles would say 1; Java's Math.round says 0
+        (4503599627370497.0, 4503599627370497),  # 2^52 + 1: x + 0.5 rounds to even in doubles
+        (math.nan, 0),
+        (math.inf, 2**63 - 1),
+        (-math.inf, -(2**63)),
+        (1e300, 2**63 - 1),
+    ],
+)
+def test_java_round_is_math_round(x: float, expected: int) -> None:
+    assert java_round(x) == expected
+
+
+def test_java_int_narrows_like_a_cast() -> None:
+    assert [java_int(v) for v in (2**63 - 1, -(2**63), 2**31, 2**32 + 5, -1)] == [-1, 0, -(2**31), 5, -1]

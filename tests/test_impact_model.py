@@ -202,3 +202,16 @@ def test_sanitized_user_in_quota_id(run):
     [r] = rep["quota_ids"]
     assert r["quota_id"] == {"user": "CN%3Da%20b%2CO%3Dx", "client-id": ""}
     assert r["entity_path"] == "users/CN%3Da%20b%2CO%3Dx"
+
+
+def test_a_throttle_past_two_to_the_31_ms_wraps_as_on_a_broker(run):
+    # 2^31 ms is ~24.9 days: a broker narrows Math.round(...) to int, so 200 000 x the quota over an 11 s window
+    # (199 999 x 11 000 = 2 199 989 000 ms) comes out negative and throttles nothing; 100 000 x is an ordinary throttle.
+    rows = [row(0, "alice", "c1", produce_bytes=2_200_000), row(0, "bob", "c1", produce_bytes=1_100_000)]
+    quotas = {Entity(user="alice"): {"producer_byte_rate": 1}, Entity(user="bob"): {"producer_byte_rate": 1}}
+    rep = by_qid(run(rows, quotas))
+    assert Window().throttle_ms("producer_byte_rate", 200_000, 1) == 2_199_989_000 - 2**32
+    alice = rep[("producer_byte_rate", "user=alice,client-id=")]
+    assert (alice["seconds_throttled"], alice["total_throttle_ms"], alice["max_throttle_ms"]) == (0, 0, 0)
+    bob = rep[("producer_byte_rate", "user=bob,client-id=")]
+    assert (bob["seconds_throttled"], bob["max_throttle_ms"]) == (1, 1_099_989_000)

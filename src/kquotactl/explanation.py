@@ -73,6 +73,20 @@ class ThrottleModel:
     observed: Mapping[str, float] = field(default_factory=dict)
     window_num: int = DEFAULT_WINDOW_NUM
     window_size_seconds: float = DEFAULT_WINDOW_SIZE_SECONDS
+    kafka_version: tuple[int, ...] | None = None  # None: the latest behaviour
+    mutation_mode: str = "strict"  # controller_mutation_rate: strict or permissive
+
+    def throttle_ms(self, key: str, limit: float | None) -> int:
+        """The steady-state throttle for ``key``'s observed rate against ``limit`` (see :mod:`kquotactl.throttle`)."""
+        return steady_state_throttle_ms(
+            key,
+            self.observed[key],
+            limit,
+            self.window_num,
+            self.window_size_seconds,
+            self.kafka_version,
+            self.mutation_mode,
+        )
 
 
 def parse_observed(items: list[str]) -> dict[str, float]:
@@ -144,9 +158,7 @@ def _quota_json(res: Resolution, conn: Connection, throttle: ThrottleModel | Non
     if res.level == STATIC_LEVEL:
         d["static_config"] = STATIC_CONFIGS[res.key]
     if throttle is not None and res.key in throttle.observed:
-        d["throttle_ms"] = steady_state_throttle_ms(
-            res.key, throttle.observed[res.key], res.limit, throttle.window_num, throttle.window_size_seconds
-        )
+        d["throttle_ms"] = throttle.throttle_ms(res.key, res.limit)
     return d
 
 
@@ -210,9 +222,7 @@ def explain_json(
                 d["static_config"] = STATIC_CONFIGS[key]
             if observed and key in observed:
                 assert throttle is not None
-                d["throttle_ms"] = steady_state_throttle_ms(
-                    key, observed[key], limit, throttle.window_num, throttle.window_size_seconds
-                )
+                d["throttle_ms"] = throttle.throttle_ms(key, limit)
             quotas.append(d)
     if conn.ip is not None:
         quotas.extend(_quota_json(res, conn, throttle) for res in index.resolve_all_ip(conn.ip))
@@ -294,9 +304,7 @@ class LineEncoder:
                 if level == STATIC_LEVEL:
                     out.append(f',"static_config":"{STATIC_CONFIGS[key]}"')
                 if throttle is not None and key in throttle.observed:
-                    ms = steady_state_throttle_ms(
-                        key, throttle.observed[key], limit, throttle.window_num, throttle.window_size_seconds
-                    )
+                    ms = throttle.throttle_ms(key, limit)
                     out.append(f',"throttle_ms":{ms}')
                 out.append("}")
             if conn.ip is not None:

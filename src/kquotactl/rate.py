@@ -9,10 +9,14 @@ Brokers measure a client's rate over ``quota.window.num`` samples of ``quota.win
 - samples with nothing recent are purged (older than ``samples × window size``);
 - the window is measured from the oldest retained sample's start, and padded to at least
   ``(samples − 1)`` full windows — a fresh sensor is always measured over 10 s by default, which is what
-  lets a new client burst — and at least 1 ms (Kafka 3.4+).
+  lets a new client burst — and at least 1 ms (Kafka 3.3+; before, a window of 0 ms with ``--window-num 1``
+  divides by zero: an infinite or NaN rate, as Java has it).
 
 Kafka 3.8 changed two details (a ring of ``samples + 1``, purging by the last event instead of the sample
-start); ``legacy=True`` gives the ≤ 3.7 behaviour. Both reproduce Kafka's own test case
+start); ``legacy=True`` gives the ≤ 3.7 behaviour. :func:`sampled_stat_for` picks both flags for a version.
+Java's arithmetic is kept exactly (:mod:`kquotactl.throttle`), so limits of 0 or below replay as on a broker;
+``tests/test_oracle_rate.py`` and ``tests/test_oracle_mutation.py`` check every step against Kafka's own classes.
+Both reproduce Kafka's own test case
 (``ClientQuotaManagerTest.testQuotaViolation``): quota 500 B/s, 400 B at t = 0, 1000, …, 9000 ms, then
 2300 B at 10500 ms is throttled 2100 ms.
 
@@ -21,10 +25,23 @@ Pure: time is whatever the caller says it is.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kquotactl.throttle import java_round
+from kquotactl.throttle import java_div, java_int, java_round, quota_throttle_ms
+
+#: The clock a replay's time 0 stands for (a broker's wall clock; only the token bucket's first refill sees it).
+DEFAULT_EPOCH_MS = 1_700_000_000_000
+
+
+def sampled_stat_for(kafka_version: tuple[int, ...] | None) -> dict[str, bool]:
+    """``SampledRate`` flags for a Kafka version (None: the latest): the ≤ 3.7 ``SampledStat`` and the 1 ms window
+    floor, which shipped in 3.3.0 (KAFKA-13801's fix, cherry-picked to 3.3 before 3.4)."""
+    if kafka_version is None:
+        return {"legacy": False, "min_window_1ms": True}
+    v = kafka_version[:2]
+    return {"legacy": v < (3, 8), "min_window_1ms": v >= (3, 3)}
 
 
 @dataclass(slots=True)
@@ -97,21 +114,25 @@ class SampledRate:
 
     def total(self, now: int) -> float:
         self._purge(now)
-        return sum(s.value for s in self._ring)
+        total = 0.0
+        for s in self._ring:  # WindowedSum.combine: plain left-to-right double sums, in ring order
+            total += s.value
+        return total
 
     def measure(self, now: int) -> float:
-        """Units per second, as ``Rate.measure`` with ``TimeUnit.SECONDS``."""
+        """Units per second, as ``Rate.measure`` with ``TimeUnit.SECONDS`` (a 0 ms window divides by zero)."""
         total = self.total(now)
-        return total / (self.window_size_ms(now) / 1000.0)
+        return java_div(total, self.window_size_ms(now) / 1000.0)
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayStep:
     time_ms: int
     value: float
-    rate: float  # measured right after recording
+    rate: float  # measured right after recording (the token bucket: tokens left)
     window_ms: int
     throttle_ms: int
+    rejected: bool = False  # controller mutations, strict mode: refused, not recorded
 
 
 def replay(
@@ -128,10 +149,9 @@ def replay(
     """Record each ``(time_ms, value)`` and say what throttle the broker gives it.
 
     ``cap_ms`` bounds the throttle (request and connection quotas: one window sample);
-    ``unrecord_throttled`` takes a throttled recording back out, as the fetch and connection paths do.
+    ``unrecord_throttled`` takes a recording whose throttle is above 0 back out, as the fetch and connection paths
+    do. Any limit is accepted, 0 and negative ones included (see :func:`kquotactl.throttle.quota_throttle_ms`).
     """
-    if limit <= 0:
-        raise ValueError("the quota must be greater than 0")
     rate = SampledRate(samples, window_ms, legacy=legacy, min_window_1ms=min_window_1ms)
     out = []
     last = None
@@ -141,61 +161,107 @@ def replay(
         last = t
         rate.record(v, t)
         measured = rate.measure(t)
+        throttle = quota_throttle_ms(measured, limit, rate.window_size_ms(t), cap_ms)
         w = rate.window_size_ms(t)
-        throttle = 0
-        if measured > limit:
-            throttle = java_round((measured - limit) / limit * w)
-            if cap_ms is not None:
-                throttle = min(throttle, cap_ms)
-            if unrecord_throttled:
-                rate.record(-v, t)
+        if unrecord_throttled and throttle > 0:
+            rate.record(-v, t)
         out.append(ReplayStep(t, v, measured, w, throttle))
     return out
 
 
 class TokenBucket:
-    """Kafka's ``TokenBucket`` stat (KIP-599, ``controller_mutation_rate``): credits refill at the quota per second
-    up to a burst of ``samples × window × quota``; a recording takes its value out; below zero is throttled.
+    """Kafka's ``TokenBucket`` stat (KIP-599, ``controller_mutation_rate``, Kafka 2.7+): credits refill at the quota
+    per second up to a burst of ``samples × window × quota``; a recording takes its value out; below zero is
+    throttled. Kafka's bucket starts empty at clock 0 and is refilled on first use, so ``epoch_ms`` (the broker's
+    clock at the replay's time 0) decides where it starts: full for any positive quota on a real clock."""
 
-    A broker's bucket starts full (its clock starts long before the first recording).
-    """
-
-    def __init__(self, limit: float, samples: int = 11, window_ms: int = 1000) -> None:
+    def __init__(self, limit: float, samples: int = 11, window_ms: int = 1000, epoch_ms: int = DEFAULT_EPOCH_MS):
         self.limit = limit
         self.burst = samples * (window_ms / 1000.0) * limit
-        self.tokens = self.burst
-        self.last_ms: int | None = None
+        self.epoch_ms = epoch_ms
+        self.tokens = 0.0
+        self.last_ms = 0
 
     def _refill(self, now: int) -> None:
-        if self.last_ms is not None:
-            self.tokens = min(self.burst, self.tokens + self.limit * (now - self.last_ms) / 1000.0)
+        now += self.epoch_ms
+        self.tokens = _java_min(self.burst, self.tokens + self.limit * ((now - self.last_ms) / 1000.0))
         self.last_ms = now
 
     def record(self, value: float, now: int) -> None:
         self._refill(now)
-        self.tokens = min(self.burst, self.tokens - value)
+        self.tokens = _java_min(self.burst, self.tokens - value)
 
     def measure(self, now: int) -> float:
         self._refill(now)
         return self.tokens
 
 
+def _java_min(a: float, b: float) -> float:
+    """``Math.min(double, double)``: NaN if either is."""
+    if a != a or b != b:
+        return math.nan
+    return min(a, b)
+
+
+MUTATION_MODES = ("strict", "permissive")
+
+
 def replay_token_bucket(
-    events: Iterable[tuple[int, float]], limit: float, *, samples: int = 11, window_ms: int = 1000
+    events: Iterable[tuple[int, float]],
+    limit: float,
+    *,
+    samples: int = 11,
+    window_ms: int = 1000,
+    mode: str = "strict",
+    epoch_ms: int = DEFAULT_EPOCH_MS,
 ) -> list[ReplayStep]:
-    """Like :func:`replay`, for ``controller_mutation_rate``: throttle ``round(−tokens / quota × 1000)`` once the
-    bucket is below zero (``ControllerMutationQuotaManager.throttleTimeMs``). ``rate`` holds the tokens left."""
-    if limit <= 0:
-        raise ValueError("the quota must be greater than 0")
-    bucket = TokenBucket(limit, samples, window_ms)
+    """Like :func:`replay`, for ``controller_mutation_rate``, one request's mutations per recording.
+
+    ``strict`` (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+): the bucket is checked *before*
+    recording; a request arriving with the bucket below zero is rejected (THROTTLING_QUOTA_EXCEEDED) and not
+    recorded. ``permissive`` (older request versions): recorded, then checked. Either way the throttle is
+    ``max(0, Math.round(−tokens / quota × 1000))`` narrowed to int (``ControllerMutationQuotaManager.throttleTimeMs``,
+    ``AbstractControllerMutationQuota.throttleTime``). ``rate`` holds the tokens left."""
+    if mode not in MUTATION_MODES:
+        raise ValueError(f"mutation mode {mode!r}: expected strict or permissive")
+    bucket = TokenBucket(limit, samples, window_ms, epoch_ms)
     out = []
     last = None
     for t, v in events:
         if last is not None and t < last:
             raise ValueError(f"event at {t} ms goes back in time (previous event at {last} ms)")
         last = t
-        bucket.record(v, t)
-        tokens = bucket.measure(t)
-        throttle = java_round(-tokens / limit * 1000) if tokens < 0 else 0
-        out.append(ReplayStep(t, v, tokens, samples * window_ms, throttle))
+        rejected = False
+        throttle_long = 0
+        if mode == "strict":
+            tokens = bucket.measure(t)
+            if tokens < 0:
+                rejected = True
+                throttle_long = java_round(java_div(-tokens, limit) * 1000)
+            else:
+                bucket.record(v, t)
+        else:
+            bucket.record(v, t)
+            tokens = bucket.measure(t)
+            if tokens < 0:
+                throttle_long = java_round(java_div(-tokens, limit) * 1000)
+        throttle = java_int(max(0, throttle_long))
+        out.append(ReplayStep(t, v, bucket.measure(t), samples * window_ms, throttle, rejected))
     return out
+
+
+def mutation_window_load(observed: float, window_num: int, window_size_seconds: float) -> list[tuple[int, float]]:
+    """``observed`` mutations/s kept up for N + 1 samples (one quota window and one more): ``observed × S`` at the
+    start of each, then the same request once more (the one whose throttle ``--observed`` shows). From a full bucket
+    of ``N × S × quota``, a client at twice its quota is refused (strict) or throttled (permissive) there first."""
+    w = int(window_size_seconds * 1000)
+    return [(k * w, observed * window_size_seconds) for k in range(window_num + 2)]
+
+
+def mutation_window_throttle_ms(
+    observed: float, limit: float, window_num: int, window_size_seconds: float, mode: str = "strict"
+) -> int:
+    """The throttle of the last request of :func:`mutation_window_load` through the token bucket."""
+    events = mutation_window_load(observed, window_num, window_size_seconds)
+    w = int(window_size_seconds * 1000)
+    return replay_token_bucket(events, limit, samples=window_num, window_ms=w, mode=mode)[-1].throttle_ms

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
@@ -19,7 +20,6 @@ from kquotactl.explanation import (
 )
 from kquotactl.rate import ReplayStep
 from kquotactl.resolve import QuotaIndex
-from kquotactl.throttle import steady_state_throttle_ms
 
 
 def _console(out: IO[str], color: bool):
@@ -99,7 +99,7 @@ def explain_table(
 def _throttle_cell(key: str, limit: float | None, throttle: ThrottleModel) -> str:
     if key not in throttle.observed:
         return ""
-    ms = steady_state_throttle_ms(key, throttle.observed[key], limit, throttle.window_num, throttle.window_size_seconds)
+    ms = throttle.throttle_ms(key, limit)
     return f"{ms} ms"
 
 
@@ -181,14 +181,28 @@ def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[st
     console.print(table)
 
 
+def _json_double(x: float) -> float | str:
+    """A double for JSON: a number, or Java's spelling as a string when not finite (JSON has no Infinity/NaN)."""
+    if math.isfinite(x):
+        return x
+    return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
+
+
 def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
-    """One recording: ``rate`` and ``window_ms`` for the sampled Rate, ``tokens`` for the token bucket."""
+    """One recording: ``rate`` and ``window_ms`` for the sampled Rate, ``tokens`` (and, strict mode, ``rejected``)
+    for the token bucket. A rate a zero-length window or a zero limit makes infinite or NaN is a string."""
     if key == "controller_mutation_rate":
-        return {"time_ms": step.time_ms, "value": step.value, "tokens": step.rate, "throttle_ms": step.throttle_ms}
+        return {
+            "time_ms": step.time_ms,
+            "value": step.value,
+            "tokens": _json_double(step.rate),
+            "throttle_ms": step.throttle_ms,
+            "rejected": step.rejected,
+        }
     return {
         "time_ms": step.time_ms,
         "value": step.value,
-        "rate": step.rate,
+        "rate": _json_double(step.rate),
         "window_ms": step.window_ms,
         "throttle_ms": step.throttle_ms,
     }

@@ -54,8 +54,9 @@ def register(group: click.Group) -> None:
 @click.option(
     "--kafka-version",
     metavar="X.Y[.Z]",
-    help="Broker version to emulate (static defaults on <= 2.8; "
-    "Rate details for --replay). Default: the latest behaviour.",
+    help="Broker version to emulate: static defaults on <= 2.8; the sampled Rate of --replay and --observed "
+    "(1 ms window floor from 3.3, the 3.8 SampledStat); controller_mutation_rate from 2.7. "
+    "Default: the latest behaviour.",
 )
 @click.option(
     "--static-default",
@@ -77,12 +78,26 @@ def register(group: click.Group) -> None:
     help="--replay: the quota key (default producer_byte_rate, or connection_creation_rate with --ip).",
 )
 @click.option(
-    "--limit", "limit_text", metavar="VALUE", help="--replay: the quota (default: what the connection resolves to)."
+    "--limit",
+    "limit_text",
+    metavar="VALUE",
+    help="--replay: the quota (default: what the connection resolves to); 0 or a negative limit is replayed as a "
+    "broker applies it.",
 )
 @click.option(
     "--unrecord-throttled",
     is_flag=True,
-    help="--replay: take throttled recordings back out, as the fetch and connection paths do.",
+    help="--replay: take a recording whose throttle is above 0 back out, as the fetch (consumer_byte_rate) and "
+    "connection (connection_creation_rate) paths do.",
+)
+@click.option(
+    "--mutation-mode",
+    type=click.Choice(["strict", "permissive"]),
+    default="strict",
+    show_default=True,
+    help="controller_mutation_rate (--replay, --observed): strict = a request is refused, unrecorded, while the "
+    "token bucket is below zero (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+: current clients); "
+    "permissive = recorded, then throttled (older request versions).",
 )
 @click.pass_context
 def explain(
@@ -103,6 +118,7 @@ def explain(
     key: str | None,
     limit_text: str | None,
     unrecord_throttled: bool,
+    mutation_mode: str,
 ) -> None:
     """Explain which quota applies to a connection, per quota type, and the throttle it would get.
 
@@ -142,7 +158,13 @@ def explain(
         raise UsageError("--replay explains one connection's key: it cannot be combined with --connections")
     if replay is None and (key or limit_text or unrecord_throttled):
         raise UsageError("--key, --limit and --unrecord-throttled go with --replay")
-    throttle = ThrottleModel(parse_observed(list(observed)), window_num, window_size_seconds)
+    throttle = ThrottleModel(
+        parse_observed(list(observed)),
+        window_num,
+        window_size_seconds,
+        kafka_version=version,
+        mutation_mode=mutation_mode,
+    )
     conn = Connection.of(user, client_id, ip) if has_conn else None
     if "-" in files and connections is not None and getattr(connections, "name", "") == "<stdin>":
         raise UsageError("-f - and --connections - cannot both read stdin: put one of them in a file")
@@ -174,6 +196,7 @@ def explain(
             window_num,
             window_size_seconds,
             version,
+            mutation_mode,
         )
         return
 
@@ -313,16 +336,17 @@ def _replay(
     window_num: int,
     window_size_seconds: int,
     version: tuple[int, ...] | None,
+    mutation_mode: str,
 ) -> None:
     from kquotactl.errors import UsageError
-    from kquotactl.keys import EntityKind, lookup_key, parse_value
+    from kquotactl.keys import EntityKind, lookup_key
     from kquotactl.render_explain import json_lines, replay_json, replay_table
 
     if key is None:
         key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
     qk = lookup_key(key)
     if limit_text is not None:
-        limit: float | None = float(parse_value(qk, limit_text))
+        limit: float | None = _parse_limit(qk, limit_text)
     else:
         if conn is None:
             raise UsageError("--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)")
@@ -341,7 +365,13 @@ def _replay(
     if key == "controller_mutation_rate":
         from kquotactl.rate import replay_token_bucket
 
-        steps = replay_token_bucket(events, limit, samples=window_num, window_ms=window_size_seconds * 1000)
+        if version is not None and version[:2] < (2, 7):
+            raise UsageError(
+                "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
+            )
+        steps = replay_token_bucket(
+            events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
+        )
     else:
         steps = _rate_replay(events, key, limit, unrecord, window_num, window_size_seconds, version)
     if fmt == "table":
@@ -352,6 +382,28 @@ def _replay(
         from kquotactl.render import dump_yaml
 
         dump_yaml([replay_json(s, key) for s in steps], sys.stdout)
+
+
+def _parse_limit(qk: Any, text: str) -> float:
+    """``--limit``: a quota value as for kafka-configs, and also 0 or a negative one (kafka-configs 2.8 wrote them and
+    brokers still apply them: the replay shows what they do)."""
+    from kquotactl.errors import InvalidValue
+    from kquotactl.keys import java_trim, parse_value
+
+    stripped = java_trim(text)
+    negative = stripped.startswith("-")
+    body = stripped[1:] if negative else stripped
+    try:
+        value = float(parse_value(qk, body))
+    except InvalidValue:
+        try:
+            zero = float(body) == 0
+        except ValueError:
+            zero = False
+        if not zero:
+            raise
+        value = 0.0
+    return -value if negative else value
 
 
 def _rate_replay(
@@ -365,6 +417,7 @@ def _rate_replay(
 ) -> Any:
     from kquotactl.keys import KEYS
     from kquotactl.rate import replay as run_replay
+    from kquotactl.rate import sampled_stat_for
 
     return run_replay(
         events,
@@ -373,6 +426,5 @@ def _rate_replay(
         window_ms=window_size_seconds * 1000,
         cap_ms=window_size_seconds * 1000 if KEYS[key].throttle_capped else None,
         unrecord_throttled=unrecord,
-        legacy=version is not None and version[:2] < (3, 8),
-        min_window_1ms=version is None or version[:2] >= (3, 4),
+        **sampled_stat_for(version),
     )

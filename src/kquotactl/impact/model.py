@@ -6,8 +6,10 @@
 - Each row resolves per key with :class:`kquotactl.resolve.QuotaIndex` (8 levels, quota-id sharing; ips by ip).
 - Time is cut into samples of ``S = quota.window.size.seconds``; for every sample ``t`` from the input's first
   to its last, the rate is the sum over samples ``t−N+1 … t`` divided by ``N·S`` (``N = quota.window.num``).
-- A sample is throttled when rate > limit; throttle = ``floor((rate − limit)/limit × N·S·1000 + 0.5)`` ms,
-  capped at ``S·1000`` ms for request and connection keys (``KEYS[k].throttle_capped``).
+- A sample is throttled when rate > limit; throttle = ``Math.round((rate − limit)/limit × N·S·1000)`` ms,
+  capped at ``S·1000`` ms for request and connection keys (``KEYS[k].throttle_capped``), narrowed to int as
+  brokers do (:func:`kquotactl.throttle.quota_throttle_ms`: one formula for explain and impact); a sample counts
+  as throttled when that is > 0 (a throttle past 2^31 ms wraps negative on a broker, and throttles nothing).
 
 The window sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + N``), so both
 engines evaluate it on *events*: ``(s, +u)`` and ``(s + N, −u)``; the running sum of the deltas is the window
@@ -27,7 +29,7 @@ from kquotactl.errors import UsageError
 from kquotactl.keys import KEYS, Number
 from kquotactl.resolve import LEVELS, QuotaIndex, Sharing
 from kquotactl.sanitizer import sanitize
-from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
+from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, quota_throttle_ms
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,9 @@ class Window:
         return float(USAGE[key].divisor * self.num * self.size_s)
 
     def throttle_ms(self, key: str, rate: float, limit: float) -> int:
-        """Throttle of one sample (0 when within the limit); the engines compute exactly these operations."""
-        if not rate > limit:
-            return 0
-        ms = math.floor((rate - limit) / limit * self.window_ms + 0.5)
-        return min(ms, self.cap_ms) if KEYS[key].throttle_capped else ms
+        """Throttle of one sample: :func:`kquotactl.throttle.quota_throttle_ms` over ``N·S``, capped for request and
+        connection keys; the Spark engine computes exactly these operations column-wise."""
+        return quota_throttle_ms(rate, limit, self.window_ms, self.cap_ms if KEYS[key].throttle_capped else None)
 
 
 # -- the quota table (what Spark broadcasts) -----------------------------------------------------

@@ -363,11 +363,17 @@ def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> An
         F.col("p") <= last
     )
     rate = F.col("running").cast("double") / denom
-    raw_ms = F.floor((rate - F.col("limit")) / F.col("limit") * F.lit(window.window_ms) + F.lit(0.5))
-    ms = F.when(
-        (F.col("level") > 0) & (rate > F.col("limit")),
-        F.when(capped, F.least(raw_ms, F.lit(window.cap_ms).cast("long"))).otherwise(raw_ms),
-    ).otherwise(F.lit(0).cast("long"))
+    # kquotactl.throttle.quota_throttle_ms, column-wise (limits are > 0 here: model.check_limits): Math.round
+    # (floor, +1 from a fraction of .5, saturating), the cap, then Java's long -> int narrowing.
+    x = (rate - F.col("limit")) / F.col("limit") * F.lit(window.window_ms)
+    fl = F.floor(x)
+    rounded = F.when(x >= F.lit(9.223372036854775807e18), F.lit(2**63 - 1).cast("long")).otherwise(
+        fl + F.when(x - fl >= F.lit(0.5), F.lit(1)).otherwise(F.lit(0))
+    )
+    bounded = F.when(capped, F.least(rounded, F.lit(window.cap_ms).cast("long"))).otherwise(rounded)
+    low32 = F.pmod(bounded, F.lit(2**32).cast("long"))
+    narrowed = low32 - F.when(low32 >= F.lit(2**31), F.lit(2**32).cast("long")).otherwise(F.lit(0).cast("long"))
+    ms = F.when((F.col("level") > 0) & (rate > F.col("limit")), narrowed).otherwise(F.lit(0).cast("long"))
     length = F.least(F.coalesce(F.col("nxt"), stop), stop) - F.col("p")
     return ev.select(*QID, "limit", "p", "added", "n", rate.alias("rate"), ms.alias("ms"), length.alias("len"))
 
@@ -379,8 +385,8 @@ def aggregate(swept: Any, window: Window) -> Any:
     return swept.groupBy(*QID).agg(
         (F.sum(F.when(thr, F.col("len")).otherwise(0)) * window.size_s).alias("seconds_throttled"),
         F.max("rate").alias("max_rate"),
-        F.sum(F.col("ms") * F.col("len")).alias("total_throttle_ms"),
-        F.max("ms").alias("max_throttle_ms"),
+        F.sum(F.when(thr, F.col("ms") * F.col("len")).otherwise(0)).alias("total_throttle_ms"),
+        F.max(F.when(thr, F.col("ms")).otherwise(0)).alias("max_throttle_ms"),
         F.sum("n").alias("rows"),
         F.sum("added").alias("units"),
         F.sum(F.when(thr, F.col("added")).otherwise(0)).alias("units_throttled"),

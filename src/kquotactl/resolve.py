@@ -37,7 +37,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from kquotactl.entity import DEFAULT, Entity, Name
-from kquotactl.keys import CLIENT_KEYS, IP_KEYS, Number
+from kquotactl.keys import CLIENT_KEYS, IP_KEYS, LONG_MAX, Number
 from kquotactl.model import QuotaRecord
 from kquotactl.sanitizer import desanitize, sanitize
 
@@ -211,10 +211,12 @@ class QuotaIndex:
             self._by_entity: dict[Entity, Mapping[str, Number]] = dict(records)
         else:
             self._by_entity = {r.entity: r.config for r in records}
-        self.static_defaults: dict[str, Number] = dict(static_defaults or {})
-        for k in self.static_defaults:
+        for k in static_defaults or {}:
             if k not in STATIC_CONFIGS:
                 raise ValueError(f"{k} has no static broker default (only {', '.join(STATIC_CONFIGS)})")
+        # Long.MAX_VALUE is the static setting's own default: a broker cannot tell it from "not set" (it neither
+        # enables the client-id level for the tags nor limits anything), so neither does the index.
+        self.static_defaults: dict[str, Number] = {k: v for k, v in (static_defaults or {}).items() if v != LONG_MAX}
         self.per_key_levels = per_key_levels
         # (user, client_id) -> config, with DEFAULT/None as in Entity: the probes build no Entity objects.
         self._pairs: dict[tuple[Name | None, Name | None], Mapping[str, Number]] = {}

@@ -129,6 +129,7 @@ def _ours(case: dict[str, Any]) -> dict[str, Any]:
         for key in KAFKA_KEYS:
             r = index.resolve(key, user, client)
             assert r.quota_id is not None
+            assert index.applied_entity(key, user, client) == r.entity  # what lint asks
             by_resolve.append(
                 {"key": key, "limit": _limit(r.limit, UNLIMITED), "user": r.quota_id[0], "client-id": r.quota_id[1]}
             )

@@ -23,7 +23,7 @@ import pytest
 from fixtures_oracle import ORACLE_VERSIONS
 from kquotactl.entity import DEFAULT, Entity, Name
 from kquotactl.keys import INT_MAX, KEYS, LONG_MAX, Number, format_value
-from kquotactl.resolve import STATIC_CONFIGS, QuotaIndex
+from kquotactl.resolve import STATIC_CONFIGS, QuotaIndex, quota_id
 from kquotactl.testing.oracle import cases_per_run, mismatches
 
 KAFKA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
@@ -130,6 +130,8 @@ def _ours(case: dict[str, Any]) -> dict[str, Any]:
             r = index.resolve(key, user, client)
             assert r.quota_id is not None
             assert index.applied_entity(key, user, client) == r.entity  # what lint asks
+            if r.limit is not None:  # who shares it (explain's wording) follows from the broker's tags
+                assert quota_id(r.sharing, user, client) == r.quota_id, (key, user, client, r)
             by_resolve.append(
                 {"key": key, "limit": _limit(r.limit, UNLIMITED), "user": r.quota_id[0], "client-id": r.quota_id[1]}
             )

@@ -30,7 +30,7 @@ import java.util.Properties;
  * ConnectionQuotas, fed exactly as the broker feeds them: ClientQuotaMetadataManager.update with a ClientQuotasDelta
  * replayed from ClientQuotaRecords (raw names, null for the default, double values).
  *
- * Request: {"static": {"quota.producer.default": "5000", ...}, "quotas": [{"entity": {"user": "u"|null,
+ * Request: {"quotas": [{"entity": {"user": "u"|null,
  * "client-id": "c"|null, "ip": "1.2.3.4"|null}, "config": {"producer_byte_rate": "1024", ...}}],
  * "connections": [{"user": "u", "client-id": "c"}], "ips": ["1.2.3.4"]} (null: the default entity; a missing
  * part: absent). Answer: {"connections": [[{"limit": bound, "user": tag, "client-id": tag} per key]], "ips": [rate]}.

@@ -399,9 +399,9 @@ def test_saved_plans_round_trip_and_edited_plans_are_validated_again() -> None:
     [
         (Entity(user=D), Entity(client_id="c"), True),  # the classic: a default user quota hides client-id quotas
         (Entity(user=D), Entity(client_id=D), True),
-        (Entity(user=D, client_id=D), Entity(user=D), True),
-        (Entity(user=D, client_id="c"), Entity(client_id="c"), True),
-        (Entity(user="u", client_id=D), Entity(user="u"), True),
+        (Entity(user=D, client_id=D), Entity(user=D), False),  # an empty client-id still resolves at users/<default>
+        (Entity(user=D, client_id="c"), Entity(client_id="c"), False),  # an empty user name still reaches clients/c
+        (Entity(user="u", client_id=D), Entity(user="u"), False),  # u with an empty client-id uses users/u
         (Entity(user=D, client_id="c"), Entity(user=D), False),  # only client c's connections are covered
         (Entity(user="u"), Entity(client_id="c"), False),  # only user u's connections
         (Entity(user="u"), Entity(user=D), False),

@@ -37,7 +37,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from kquotactl.entity import DEFAULT, Entity, Name
-from kquotactl.keys import CLIENT_KEYS, IP_KEYS, Number
+from kquotactl.keys import CLIENT_KEYS, IP_KEYS, LONG_MAX, Number
 from kquotactl.model import QuotaRecord
 from kquotactl.sanitizer import desanitize, sanitize
 
@@ -211,10 +211,12 @@ class QuotaIndex:
             self._by_entity: dict[Entity, Mapping[str, Number]] = dict(records)
         else:
             self._by_entity = {r.entity: r.config for r in records}
-        self.static_defaults: dict[str, Number] = dict(static_defaults or {})
-        for k in self.static_defaults:
+        for k in static_defaults or {}:
             if k not in STATIC_CONFIGS:
                 raise ValueError(f"{k} has no static broker default (only {', '.join(STATIC_CONFIGS)})")
+        # Long.MAX_VALUE is the static setting's own default: a broker cannot tell it from "not set" (it neither
+        # enables the client-id level for the tags nor limits anything), so neither does the index.
+        self.static_defaults: dict[str, Number] = {k: v for k, v in (static_defaults or {}).items() if v != LONG_MAX}
         self.per_key_levels = per_key_levels
         # (user, client_id) -> config, with DEFAULT/None as in Entity: the probes build no Entity objects.
         self._pairs: dict[tuple[Name | None, Name | None], Mapping[str, Number]] = {}
@@ -320,9 +322,12 @@ class QuotaIndex:
         if lv == STATIC_LEVEL:
             return (self.static_defaults[key], lv, None, Sharing.CLIENT, tags)
         level = LEVELS[lv - 1]
+        return (cfgs[lv - 1][key], lv, self._level_entity(level, user, client_id), level.sharing, tags)
+
+    def _level_entity(self, level: Level, user: str, client_id: str) -> Entity:
         u = DEFAULT if level.user == "default" else None if level.user is None else user
         c = DEFAULT if level.client == "default" else None if level.client is None else client_id
-        return (cfgs[lv - 1][key], lv, self._pair_entity[(u, c)], level.sharing, tags)
+        return self._pair_entity[(u, c)]
 
     def _resolve(self, key: str, user: str, client_id: str, cfgs: tuple[Mapping[str, Number], ...]) -> Resolution:
         return Resolution(key, *self._raw(key, user, client_id, cfgs))
@@ -330,6 +335,14 @@ class QuotaIndex:
     def resolve(self, key: str, user: str = "", client_id: str = "") -> Resolution:
         """Resolve a user/client key for a connection, exactly as the broker does (empty names included)."""
         return self._resolve(key, user, client_id, self._configs(user, client_id))
+
+    def applied_entity(self, key: str, user: str = "", client_id: str = "") -> Entity | None:
+        """The entity whose ``key`` applies to the connection (None: the static level, or unlimited); for lint."""
+        cfgs = self._configs(user, client_id)
+        lv = self._limit(key, self._tags(key, user, client_id, cfgs), cfgs)
+        if lv is None or lv == STATIC_LEVEL:
+            return None
+        return self._level_entity(LEVELS[lv - 1], user, client_id)
 
     def resolve_all(self, user: str = "", client_id: str = "") -> list[Resolution]:
         """Every user/client key for one connection (the 8 probes are shared by all keys)."""

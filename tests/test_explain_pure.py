@@ -497,11 +497,14 @@ def test_token_bucket_replay_for_controller_mutations() -> None:
 def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
     idx = QuotaIndex(
         {
-            Entity.from_path("ips/%3A%3A1"): {"connection_creation_rate": 7},  # written by a broker (sanitized)
+            Entity.from_path("ips/%3A%3A1"): {"connection_creation_rate": 7},  # sanitized: a host name to a broker
             Entity.from_path("ips/2001:DB8:0::1"): {"connection_creation_rate": 8},  # by kafka-configs (raw)
+            Entity.from_path("ips/::ffff:10.0.0.1"): {"connection_creation_rate": 9},  # IPv4-mapped: 10.0.0.1
         }
     )
-    assert idx.resolve_ip("::1").limit == 7
+    assert idx.resolve_ip("::1").limit is None  # InetAddress.getByName("%3A%3A1") asks the resolver
     r = idx.resolve_ip("2001:db8::1")
     assert (r.limit, r.entity_path) == (8, "ips/2001:DB8:0::1")  # the path is the real node's
-    assert idx.chain_ip("0:0::1")[0].status is ChainStatus.APPLIED
+    assert idx.chain_ip("2001:db8:0:0::1")[0].status is ChainStatus.APPLIED
+    assert idx.resolve_ip("10.0.0.1").limit == 9
+    assert [e.path for e in idx.ip_names()] == ["ips/%3A%3A1"]

@@ -11,6 +11,7 @@ from kquotactl.errors import InvalidConfigs, UsageError
 from kquotactl.keys import Number, check_number, lookup_key, parse_value
 
 Config = dict[str, Number]
+UNPARSED_REASON = "not applied: brokers cannot parse it"
 
 
 @dataclass(frozen=True)
@@ -21,9 +22,14 @@ class QuotaRecord:
     config: Mapping[str, Number]
     raw: Mapping[str, str] | None = None
     version: int | None = None  # backend-specific (ZooKeeper znode version), for compare-and-set
+    #: stored values the brokers cannot parse (key -> stored text, ZooKeeper): never applied, not in ``config``
+    unparsed: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"entity": self.entity.to_json(), "config": dict(self.config)}
+        out: dict = {"entity": self.entity.to_json(), "config": dict(self.config)}
+        if self.unparsed:
+            out["not_applied"] = {k: {"stored": v, "reason": UNPARSED_REASON} for k, v in self.unparsed.items()}
+        return out
 
 
 @dataclass(frozen=True)

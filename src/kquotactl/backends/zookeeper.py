@@ -30,16 +30,18 @@ import re
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kquotactl.backends import ProgressCallback
-from kquotactl.entity import DEFAULT, Entity, EntityType
+from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType
 from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError
 from kquotactl.filters import EntityFilter
+from kquotactl.inet import address_key
 from kquotactl.javafmt import properties_order
-from kquotactl.keys import KEYS, Number, format_value, parse_stored
+from kquotactl.keys import KEYS, Number, UnparsableValue, format_value, parse_stored
 from kquotactl.model import EntityChange, EntityResult, Outcome, QuotaRecord, apply_change, check_one_change_per_entity
+from kquotactl.stored import stored_findings
 
 log = logging.getLogger("kquotactl.zookeeper")
 
@@ -136,8 +138,11 @@ def decode_entity(path: str, data: bytes | None) -> dict[str, str]:
     return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
 
 
-def typed_config(entity: Entity, props: dict[str, str], warnings: list[str] | None = None) -> dict[str, Number]:
-    """The quota keys of a stored config, typed; other keys (SCRAM credentials) are left out."""
+def typed_config(entity: Entity, props: dict[str, str], unparsed: dict[str, str] | None = None) -> dict[str, Number]:
+    """The quota keys of a stored config, typed as brokers parse them (:func:`kquotactl.keys.parse_stored`).
+
+    Values a broker cannot parse go to ``unparsed`` (key -> stored text); other keys (SCRAM credentials) are left
+    out."""
     out: dict[str, Number] = {}
     kind = entity.kind
     for k, v in sorted(props.items(), key=lambda kv: _KEY_ORDER.get(kv[0], 99)):
@@ -146,9 +151,9 @@ def typed_config(entity: Entity, props: dict[str, str], warnings: list[str] | No
             continue
         try:
             out[k] = parse_stored(key, v)
-        except InvalidValue as e:
-            if warnings is not None:
-                warnings.append(f"{entity.path}: {e} (ignored)")
+        except UnparsableValue:
+            if unparsed is not None:
+                unparsed[k] = v
     return out
 
 
@@ -435,6 +440,8 @@ class ZooKeeperBackend:
         flt = (flt or EntityFilter.all()).validate()
         self._outages = 0
         exact = flt.exact_entity()
+        if exact is not None and exact.ip is not None and exact.ip is not DEFAULT:
+            exact = None  # an address may be stored under another spelling: list /config/ips
         if exact is not None and unstorable_reason(exact):
             return []
         nodes = self._get_many(["/config/" + exact.path]) if exact is not None else self._scan(flt)
@@ -449,12 +456,14 @@ class ZooKeeperBackend:
                 continue
             if not flt.matches(entity):
                 continue
-            config = typed_config(entity, node.props, self.warnings)
-            if not config:
+            unparsed: dict[str, str] = {}
+            config = typed_config(entity, node.props, unparsed)
+            if not config and not unparsed:
                 continue
             raw = {k: node.props[k] for k in config}
-            records.append(QuotaRecord(entity, config, raw=raw, version=node.version))
+            records.append(QuotaRecord(entity, config, raw=raw, version=node.version, unparsed=unparsed))
         records.sort(key=lambda r: r.entity.sort_key())
+        self.warnings.extend(str(f) for f in stored_findings(records))
         return records
 
     def entity_names(self, etype: EntityType) -> set[str]:
@@ -528,6 +537,7 @@ class ZooKeeperBackend:
         from kazoo.exceptions import InvalidACLError
 
         check_one_change_per_entity(changes)
+        changes = self._stored_spellings(changes)
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
         self._created = set()
@@ -608,6 +618,31 @@ class ZooKeeperBackend:
                 progress(done)
         return ordered
 
+    def _stored_spellings(self, changes: Sequence[EntityChange]) -> list[EntityChange]:
+        """Address ip changes to the znodes that already name the address, whatever their spelling.
+
+        Brokers key ip quotas by address, so ``ips/2001:DB8:0::1`` (kafka-configs writes names as typed) *is* the
+        entity ``2001:db8::1``: writing a second node would leave two values for one address. When several stored
+        spellings name it, the change goes to each of them, so the broker's choice between them stops mattering.
+        """
+        wanted = [ch for ch in changes if ch.entity.ip is not None and ch.entity.ip is not DEFAULT]
+        if not wanted:
+            return list(changes)
+        children = self._children_many(["/config/ips"]).get("/config/ips", [])
+        by_address: dict[str, list[str]] = {}
+        for name in children:
+            if name != DEFAULT_MARKER:
+                by_address.setdefault(address_key(name), []).append(name)
+        out: list[EntityChange] = []
+        for ch in changes:
+            names = by_address.get(address_key(str(ch.entity.ip)), []) if ch in wanted else []
+            if not names or names == [ch.entity.ip]:
+                out.append(ch)
+                continue
+            out.extend(replace(ch, entity=Entity(ip=name)) for name in sorted(names))
+        check_one_change_per_entity(out)
+        return out
+
     def _plan_round(
         self, pending: list[EntityChange], expected: dict | None, results: dict[Entity, EntityResult]
     ) -> list[_EntityPlan]:
@@ -633,7 +668,8 @@ class ZooKeeperBackend:
             ep = "/config/" + ch.entity.path
             node = nodes.get(ep)
             props = dict(node.props) if node else {}
-            before = typed_config(ch.entity, props)
+            unparsed: dict[str, str] = {}
+            before = typed_config(ch.entity, props, unparsed)
             if expected is not None and ch.entity in expected and dict(expected[ch.entity]) != before:
                 results[ch.entity] = EntityResult(
                     ch.entity,
@@ -644,11 +680,16 @@ class ZooKeeperBackend:
                 )
                 continue
             try:
-                after = apply_change(before, ch)
+                # a stored value brokers cannot parse is still a key that can be removed (or overwritten)
+                drops_unparsed = bool(ch.remove & unparsed.keys())
+                after = apply_change(before, replace(ch, if_exists=True) if drops_unparsed else ch)
+                missing = sorted(ch.remove - before.keys() - unparsed.keys())
+                if missing and not ch.if_exists:
+                    apply_change(before, replace(ch, remove=frozenset(missing)))  # raises naming them
             except QuotaError as e:
                 results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
                 continue
-            if after == before:
+            if after == before and not drops_unparsed and not (ch.set.keys() & unparsed.keys()):
                 results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)
                 continue
             new_props = {k: v for k, v in props.items() if k not in ch.remove}

@@ -633,13 +633,14 @@ class ZooKeeperBackend:
         for name in children:
             if name != DEFAULT_MARKER:
                 by_address.setdefault(address_key(name), []).append(name)
+        stored = {name for names in by_address.values() for name in names}
+        exact = {ch.entity.ip for ch in wanted if ch.entity.ip in stored}  # nodes a change names itself (plans)
         out: list[EntityChange] = []
         for ch in changes:
             names = by_address.get(address_key(str(ch.entity.ip)), []) if ch in wanted else []
-            if not names or names == [ch.entity.ip]:
-                out.append(ch)
-                continue
-            out.extend(replace(ch, entity=Entity(ip=name)) for name in sorted(names))
+            targets = [ch.entity.ip] if ch.entity.ip in names or not names else []
+            targets += sorted(n for n in names if n != ch.entity.ip and n not in exact)
+            out.extend(ch if t == ch.entity.ip else replace(ch, entity=Entity(ip=t)) for t in targets)
         check_one_change_per_entity(out)
         return out
 

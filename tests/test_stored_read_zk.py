@@ -1,0 +1,165 @@
+"""Reading znodes other tools wrote, on a real ZooKeeper: every command finds, shows and changes what is stored
+the way a broker reads it (ip names by ``InetAddress``, values by the Java parser of the key's type)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.zookeeper
+
+
+def put(chroot, path: str, config: dict[str, str]) -> None:
+    """A znode as kafka-configs 2.8 ``--zookeeper`` (ip names as typed) or a broker's admin API path writes it."""
+    chroot.zk.ensure_path(chroot.root + path.rsplit("/", 1)[0])
+    data = json.dumps({"version": 1, "config": config}, separators=(",", ":")).encode()
+    chroot.zk.create(chroot.root + path, data)
+
+
+def config(chroot, path: str) -> dict[str, str]:
+    return json.loads(chroot.get(path))["config"]
+
+
+def zk(chroot, *args: str):
+    return run_cli("--zookeeper", chroot.connect, *args)
+
+
+def notified(chroot) -> list[str]:
+    return [json.loads(n)["entity_path"] for n in chroot.notifications()]
+
+
+def test_an_address_is_found_and_changed_under_its_stored_spelling(chroot) -> None:
+    put(chroot, "/config/ips/2001:DB8:0::1", {"connection_creation_rate": "10"})  # kafka-configs: name as typed
+    r = zk(chroot, "-o", "json", "describe", "--ip", "2001:db8::1")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == [{"entity": {"ip": "2001:DB8:0::1"}, "config": {"connection_creation_rate": 10}}]
+
+    r = zk(chroot, "alter", "--ip", "2001:db8::1", "--add-config", "connection_creation_rate=20")
+    assert r.exit_code == 0, r.stderr
+    assert chroot.children("/config/ips") == ["2001:DB8:0::1"]  # no second node for the same address
+    assert config(chroot, "/config/ips/2001:DB8:0::1") == {"connection_creation_rate": "20"}
+    assert notified(chroot) == ["ips/2001:DB8:0::1"]
+
+    r = zk(chroot, "-o", "json", "explain", "--ip", "2001:0db8::0:1")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["quotas"][0]["limit"], out["quotas"][0]["entity_path"]) == (20, "ips/2001:DB8:0::1")
+    assert any("brokers key ip quotas by address" in n for n in out["notes"])
+
+    r = zk(chroot, "alter", "--ip", "2001:db8::1", "--delete-config", "connection_creation_rate")
+    assert r.exit_code == 0, r.stderr
+    assert not chroot.exists("/config/ips/2001:db8::1")
+    assert not config(chroot, "/config/ips/2001:DB8:0::1") if chroot.exists("/config/ips/2001:DB8:0::1") else True
+
+
+def test_two_spellings_of_one_address_are_flagged_and_changed_together(chroot, tmp_path: Path) -> None:
+    put(chroot, "/config/ips/::ffff:10.0.0.1", {"connection_creation_rate": "10"})  # IPv4-mapped: 10.0.0.1
+    put(chroot, "/config/ips/10.0.0.1", {"connection_creation_rate": "20"})
+    r = zk(chroot, "-o", "table", "describe", "--ip", "10.0.0.1")
+    assert r.exit_code == 0, r.stderr
+    assert "2 stored names are the address 10.0.0.1" in r.stderr and "applied last" in r.stderr
+    assert "::ffff:10.0.0.1" in r.stdout and "20" in r.stdout
+
+    r = zk(chroot, "-o", "json", "explain", "--ip", "10.0.0.1")
+    assert any("2 stored names are the address 10.0.0.1" in n for n in json.loads(r.stdout)["notes"])
+
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        textwrap.dedent("""\
+        quotas:
+          - entity: {ip: 10.0.0.1}
+            config: {connection_creation_rate: 30}
+        """)
+    )
+    r = zk(chroot, "-o", "json", "plan", "-f", str(manifest))
+    assert r.exit_code == 2, r.stderr
+    assert sorted(c["path"] for c in json.loads(r.stdout)["changes"]) == ["ips/10.0.0.1", "ips/::ffff:10.0.0.1"]
+    r = zk(chroot, "apply", "-f", str(manifest), "--yes")
+    assert r.exit_code == 0, r.stderr
+    for name in ("10.0.0.1", "::ffff:10.0.0.1"):
+        assert config(chroot, f"/config/ips/{name}") == {"connection_creation_rate": "30"}
+    assert sorted(chroot.children("/config/ips")) == ["10.0.0.1", "::ffff:10.0.0.1"]
+
+    r = zk(chroot, "alter", "--ip", "::ffff:10.0.0.1", "--add-config", "connection_creation_rate=40")
+    assert r.exit_code == 0, r.stderr
+    assert {
+        config(chroot, f"/config/ips/{n}")["connection_creation_rate"] for n in ("10.0.0.1", "::ffff:10.0.0.1")
+    } == {"40"}
+
+
+def test_names_that_are_not_addresses_depend_on_the_broker(chroot) -> None:
+    put(chroot, "/config/ips/%3A%3A1", {"connection_creation_rate": "7"})  # the ZK admin path's sanitized ::1
+    put(chroot, "/config/ips/kafka-client-1", {"connection_creation_rate": "8"})  # kafka-configs: a host name
+    r = zk(chroot, "describe")
+    assert r.exit_code == 0, r.stderr
+    assert "ips/%3A%3A1: not an address literal: depends on the broker's resolver" in r.stderr
+    assert "ZooKeeper-mode broker does not decode it" in r.stderr
+    assert "ips/kafka-client-1: not an address literal" in r.stderr
+    r = zk(chroot, "-o", "json", "explain", "--ip", "::1")
+    out = json.loads(r.stdout)
+    assert out["quotas"][0]["limit"] is None  # a broker never reads %3A%3A1 as ::1
+    assert any("only if the broker's resolver maps 'kafka-client-1'" in n for n in out["notes"])
+    r = zk(chroot, "alter", "--ip", "::1", "--add-config", "connection_creation_rate=9")
+    assert r.exit_code == 0, r.stderr
+    assert config(chroot, "/config/ips/::1") == {"connection_creation_rate": "9"}
+    assert config(chroot, "/config/ips/%3A%3A1") == {"connection_creation_rate": "7"}  # a different entity
+
+
+def test_values_brokers_cannot_parse_are_shown_not_applied_and_rewritten(chroot, tmp_path: Path) -> None:
+    put(
+        chroot,
+        "/config/users/alice",
+        {
+            "producer_byte_rate": " 7",  # Long.parseLong refuses blanks
+            "consumer_byte_rate": "1024.0",  # and fractions
+            "request_percentage": " 50 ",  # Double.parseDouble trims
+            "controller_mutation_rate": "0",  # zero parses: shown, not hidden
+        },
+    )
+    put(chroot, "/config/users/<default>", {"producer_byte_rate": "-5", "consumer_byte_rate": "0x10"})
+    r = zk(chroot, "-o", "json", "describe", "--user", "alice")
+    assert r.exit_code == 0, r.stderr
+    [rec] = json.loads(r.stdout)
+    assert rec["config"] == {"request_percentage": 50.0, "controller_mutation_rate": 0.0}
+    assert rec["not_applied"] == {
+        "producer_byte_rate": {"stored": " 7", "reason": "not applied: brokers cannot parse it"},
+        "consumer_byte_rate": {"stored": "1024.0", "reason": "not applied: brokers cannot parse it"},
+    }
+    assert "users/alice: producer_byte_rate is stored as ' 7', which brokers cannot parse" in r.stderr
+    r = zk(chroot, "-o", "table", "describe", "--user", "alice")
+    assert "' 7' (not applied: brokers cannot parse it)" in r.stdout
+
+    r = zk(chroot, "-o", "json", "explain", "--user", "alice", "--client-id", "app")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    by_key = {q["key"]: q for q in out["quotas"]}
+    assert (by_key["producer_byte_rate"]["limit"], by_key["producer_byte_rate"]["level"]) == (-5, 6)
+    assert by_key["consumer_byte_rate"]["limit"] is None
+    assert (by_key["controller_mutation_rate"]["limit"], by_key["controller_mutation_rate"]["level"]) == (0.0, 3)
+    assert "users/alice stores producer_byte_rate as ' 7': not applied: brokers cannot parse it" in " ".join(
+        out["notes"]
+    )
+    r = zk(chroot, "-o", "table", "explain", "--user", "alice", "--client-id", "app")
+    assert "note: users/<default> stores consumer_byte_rate as '0x10'" in r.stdout
+
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("quotas:\n  - entity: {user: alice}\n    config: {consumer_byte_rate: 2048}\n")
+    r = zk(chroot, "plan", "-f", str(manifest))
+    assert r.exit_code == 2, r.stderr
+    assert (
+        "consumer_byte_rate is stored as '1024.0', which brokers cannot parse; applying the manifest rewrites it"
+        in (r.stderr)
+    )
+    assert "producer_byte_rate is stored as ' 7', which brokers cannot parse; the manifest does not set it" in r.stderr
+    r = zk(chroot, "apply", "-f", str(manifest), "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert config(chroot, "/config/users/alice")["consumer_byte_rate"] == "2048"
+
+    r = zk(chroot, "alter", "--user", "alice", "--delete-config", "producer_byte_rate")
+    assert r.exit_code == 0, r.stderr
+    assert "producer_byte_rate" not in config(chroot, "/config/users/alice")

@@ -121,7 +121,11 @@ def test_values_brokers_cannot_parse_are_shown_not_applied_and_rewritten(chroot,
             "controller_mutation_rate": "0",  # zero parses: shown, not hidden
         },
     )
-    put(chroot, "/config/users/<default>", {"producer_byte_rate": "-5", "consumer_byte_rate": "0x10"})
+    put(
+        chroot,
+        "/config/users/<default>",
+        {"producer_byte_rate": "-5", "consumer_byte_rate": "0x10", "request_percentage": "NaN"},
+    )
     r = zk(chroot, "-o", "json", "describe", "--user", "alice")
     assert r.exit_code == 0, r.stderr
     [rec] = json.loads(r.stdout)
@@ -144,8 +148,15 @@ def test_values_brokers_cannot_parse_are_shown_not_applied_and_rewritten(chroot,
     assert "users/alice stores producer_byte_rate as ' 7': not applied: brokers cannot parse it" in " ".join(
         out["notes"]
     )
+    assert "users/<default> stores request_percentage as 'NaN': not a limit: brokers parse it as NaN" in " ".join(
+        out["notes"]
+    )
     r = zk(chroot, "-o", "table", "explain", "--user", "alice", "--client-id", "app")
     assert "note: users/<default> stores consumer_byte_rate as '0x10'" in r.stdout
+    r = zk(chroot, "-o", "json", "describe", "--user-defaults")
+    assert json.loads(r.stdout)[0]["not_applied"]["request_percentage"]["reason"] == (
+        "not a limit: brokers parse it as NaN"
+    )
 
     manifest = tmp_path / "m.yaml"
     manifest.write_text("quotas:\n  - entity: {user: alice}\n    config: {consumer_byte_rate: 2048}\n")

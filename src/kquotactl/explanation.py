@@ -24,8 +24,7 @@ from typing import Any
 from kquotactl.entity import DEFAULT, Entity, canonical_ip
 from kquotactl.errors import InvalidValue, UsageError
 from kquotactl.inet import read_ip_name
-from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human
-from kquotactl.model import UNPARSED_REASON
+from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human, not_applied_reason
 from kquotactl.resolve import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
 from kquotactl.stored import DUPLICATE_RULE
 from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, steady_state_throttle_ms
@@ -185,7 +184,8 @@ def connection_notes(index: QuotaIndex, conn: Connection) -> list[str]:
             entities += [*index.ip_spellings(conn.ip), Entity(ip=DEFAULT)]
         for e in entities:
             for k, text in index.unparsed.get(e, {}).items():
-                notes.append(f"{e.path} stores {k} as {text!r}: {UNPARSED_REASON}, so that level does not set it")
+                reason = not_applied_reason(KEYS[k], text)
+                notes.append(f"{e.path} stores {k} as {text!r}: {reason}, so that level does not set it")
     if conn.ip is not None:
         spellings = index.ip_spellings(conn.ip)
         for e in spellings:

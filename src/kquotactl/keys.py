@@ -272,6 +272,16 @@ def parse_stored(key: QuotaKey, text: str) -> Number:
     return parsed
 
 
+def not_applied_reason(key: QuotaKey, text: str) -> str:
+    """Why a stored value is not a limit: the broker's parser refuses it, or reads it as NaN or an infinity
+    (a DOUBLE key; kquotactl does not model such a limit: it is listed with its stored text instead)."""
+    try:
+        value = parse_stored(key, text)
+    except UnparsableValue:
+        return "not applied: brokers cannot parse it"
+    return f"not a limit: brokers parse it as {'NaN' if math.isnan(value) else 'Infinity'}"
+
+
 _JAVA_PARSER = {
     ValueType.LONG: "Long.parseLong",
     ValueType.INT: "Integer.parseInt",

@@ -26,7 +26,7 @@ from typing import Any
 
 from kquotactl.entity import DEFAULT, Entity
 from kquotactl.errors import QuotaError, UsageError
-from kquotactl.keys import KEYS, Number, check_number, format_value, lookup_key
+from kquotactl.keys import KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.manifest import Manifest, entity_path_text
 from kquotactl.model import EntityChange, QuotaRecord
 from kquotactl.resolve import LEVELS
@@ -286,7 +286,12 @@ def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff]) ->
                 if new is not None
                 else "the manifest does not set it, so it stays (remove it with alter --delete-config)"
             )
-            notes.append(f"{entity_path_text(r.entity)}: {k} is stored as {text!r}, which brokers cannot parse; {what}")
+            why = (
+                "which brokers cannot parse"
+                if not_applied_reason(KEYS[k], text).startswith("not applied")
+                else "no limit"
+            )
+            notes.append(f"{entity_path_text(r.entity)}: {k} is stored as {text!r}, {why}; {what}")
     return notes
 
 

@@ -10,8 +10,8 @@ from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, EntityType
 from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
-from kquotactl.keys import KEYS, human
-from kquotactl.model import UNPARSED_REASON, EntityResult, Outcome, QuotaRecord
+from kquotactl.keys import KEYS, human, not_applied_reason
+from kquotactl.model import EntityResult, Outcome, QuotaRecord
 
 FORMATS = ("table", "json", "yaml", "kafka")
 
@@ -112,7 +112,7 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
         for k in present_keys:
             v = r.config.get(k)
             if k in r.unparsed:
-                row.append(f"{r.unparsed[k]!r} ({UNPARSED_REASON})")
+                row.append(f"{r.unparsed[k]!r} ({not_applied_reason(KEYS[k], r.unparsed[k])})")
             elif v is None:
                 row.append("")
             else:

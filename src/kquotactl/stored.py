@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from kquotactl.entity import DEFAULT, Entity
 from kquotactl.inet import IpKind, read_ip_name
-from kquotactl.keys import KEYS, format_value
+from kquotactl.keys import KEYS, format_value, not_applied_reason
 from kquotactl.model import QuotaRecord
 
 DUPLICATE_RULE = (
@@ -61,8 +61,7 @@ def stored_findings(records: Iterable[QuotaRecord]) -> list[StoredFinding]:
                     e,
                     (k,),
                     "unparsable-value",
-                    f"{e.path}: {k} is stored as {text!r}, which brokers cannot parse ({KEYS[k].type.value}): "
-                    "not applied, and a ZooKeeper-mode broker fails to start while it is stored",
+                    _unparsed_words(e, k, text),
                 )
             )
         if e.ip is None or e.ip is DEFAULT:
@@ -87,6 +86,16 @@ def stored_findings(records: Iterable[QuotaRecord]) -> list[StoredFinding]:
             )
         )
     return out
+
+
+def _unparsed_words(e: Entity, k: str, text: str) -> str:
+    reason = not_applied_reason(KEYS[k], text)
+    if reason.startswith("not a limit"):
+        return f"{e.path}: {k} is stored as {text!r}: {reason}"
+    return (
+        f"{e.path}: {k} is stored as {text!r}, which brokers cannot parse ({KEYS[k].type.value}): "
+        "not applied, and a ZooKeeper-mode broker fails to start while it is stored"
+    )
 
 
 def _values(r: QuotaRecord) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 import warnings
@@ -141,7 +142,8 @@ def decode_entity(path: str, data: bytes | None) -> dict[str, str]:
 def typed_config(entity: Entity, props: dict[str, str], unparsed: dict[str, str] | None = None) -> dict[str, Number]:
     """The quota keys of a stored config, typed as brokers parse them (:func:`kquotactl.keys.parse_stored`).
 
-    Values a broker cannot parse go to ``unparsed`` (key -> stored text); other keys (SCRAM credentials) are left
+    Values that are no limit go to ``unparsed`` (key -> stored text): a broker cannot parse them, or parses them as
+    NaN or an infinity (:func:`kquotactl.keys.not_applied_reason`); other keys (SCRAM credentials) are left
     out."""
     out: dict[str, Number] = {}
     kind = entity.kind
@@ -150,10 +152,14 @@ def typed_config(entity: Entity, props: dict[str, str], unparsed: dict[str, str]
         if key is None or key.kind is not kind:
             continue
         try:
-            out[k] = parse_stored(key, v)
+            value = parse_stored(key, v)
         except UnparsableValue:
+            value = None
+        if value is None or not math.isfinite(value):  # NaN and Infinity (DOUBLE keys) are no limit either
             if unparsed is not None:
                 unparsed[k] = v
+            continue
+        out[k] = value
     return out
 
 

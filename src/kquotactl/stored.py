@@ -20,13 +20,13 @@ their own way (see :mod:`kquotactl.inet` and :func:`kquotactl.keys.parse_stored`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from kquotactl.entity import DEFAULT, Entity
-from kquotactl.inet import IpKind, read_ip_name
+from kquotactl.inet import IpKind, address_key, read_ip_name
 from kquotactl.keys import KEYS, format_value, not_applied_reason
-from kquotactl.model import QuotaRecord
+from kquotactl.model import EntityChange, QuotaRecord, check_one_change_per_entity
 
 DUPLICATE_RULE = (
     "a broker keeps the value of whichever spelling it applied last (at start-up in the order ZooKeeper lists "
@@ -85,6 +85,34 @@ def stored_findings(records: Iterable[QuotaRecord]) -> list[StoredFinding]:
                 f"{len(rs)} stored names are the address {key}: {shown}; {DUPLICATE_RULE}",
             )
         )
+    return out
+
+
+def route_ip_changes(changes: Sequence[EntityChange], stored_ips: Iterable[str]) -> list[EntityChange]:
+    """Send each ip change to the stored entities that name its address, whatever their spelling.
+
+    Brokers key ip quotas by address, so a stored ``ips/2001:DB8:0::1`` (kafka-configs stores names as typed) *is*
+    the entity ``2001:db8::1``: writing a second one would leave two values for one address. When several stored
+    names are the address, the change goes to each of them (so the broker's choice between them stops mattering),
+    except to the stored names another change in the batch addresses exactly (a plan's per-spelling changes).
+    A change with no stored match is kept as it is (new entities are written in canonical form).
+    """
+    by_address: dict[str, list[str]] = {}
+    for name in stored_ips:
+        by_address.setdefault(address_key(name), []).append(name)
+    stored = {n for names in by_address.values() for n in names}
+    wanted = [ch for ch in changes if ch.entity.ip is not None and ch.entity.ip is not DEFAULT]
+    exact = {ch.entity.ip for ch in wanted if ch.entity.ip in stored}
+    out: list[EntityChange] = []
+    for ch in changes:
+        if ch.entity.ip is None or ch.entity.ip is DEFAULT:
+            out.append(ch)
+            continue
+        names = by_address.get(address_key(str(ch.entity.ip)), [])
+        targets = [ch.entity.ip] if ch.entity.ip in names or not names else []
+        targets += sorted(n for n in names if n != ch.entity.ip and n not in exact)
+        out.extend(ch if t == ch.entity.ip else replace(ch, entity=Entity(ip=t)) for t in targets)
+    check_one_change_per_entity(out)
     return out
 
 

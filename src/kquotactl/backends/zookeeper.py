@@ -38,11 +38,10 @@ from kquotactl.backends import ProgressCallback
 from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType
 from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError
 from kquotactl.filters import EntityFilter
-from kquotactl.inet import address_key
 from kquotactl.javafmt import properties_order
 from kquotactl.keys import KEYS, Number, UnparsableValue, format_value, parse_stored
 from kquotactl.model import EntityChange, EntityResult, Outcome, QuotaRecord, apply_change, check_one_change_per_entity
-from kquotactl.stored import stored_findings
+from kquotactl.stored import route_ip_changes, stored_findings
 
 log = logging.getLogger("kquotactl.zookeeper")
 
@@ -625,30 +624,11 @@ class ZooKeeperBackend:
         return ordered
 
     def _stored_spellings(self, changes: Sequence[EntityChange]) -> list[EntityChange]:
-        """Address ip changes to the znodes that already name the address, whatever their spelling.
-
-        Brokers key ip quotas by address, so ``ips/2001:DB8:0::1`` (kafka-configs writes names as typed) *is* the
-        entity ``2001:db8::1``: writing a second node would leave two values for one address. When several stored
-        spellings name it, the change goes to each of them, so the broker's choice between them stops mattering.
-        """
-        wanted = [ch for ch in changes if ch.entity.ip is not None and ch.entity.ip is not DEFAULT]
-        if not wanted:
+        """Send ip changes to the znodes that name the address (:func:`kquotactl.stored.route_ip_changes`)."""
+        if not any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
             return list(changes)
         children = self._children_many(["/config/ips"]).get("/config/ips", [])
-        by_address: dict[str, list[str]] = {}
-        for name in children:
-            if name != DEFAULT_MARKER:
-                by_address.setdefault(address_key(name), []).append(name)
-        stored = {name for names in by_address.values() for name in names}
-        exact = {ch.entity.ip for ch in wanted if ch.entity.ip in stored}  # nodes a change names itself (plans)
-        out: list[EntityChange] = []
-        for ch in changes:
-            names = by_address.get(address_key(str(ch.entity.ip)), []) if ch in wanted else []
-            targets = [ch.entity.ip] if ch.entity.ip in names or not names else []
-            targets += sorted(n for n in names if n != ch.entity.ip and n not in exact)
-            out.extend(ch if t == ch.entity.ip else replace(ch, entity=Entity(ip=t)) for t in targets)
-        check_one_change_per_entity(out)
-        return out
+        return route_ip_changes(changes, [c for c in children if c != DEFAULT_MARKER])
 
     def _plan_round(
         self, pending: list[EntityChange], expected: dict | None, results: dict[Entity, EntityResult]

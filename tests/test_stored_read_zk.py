@@ -174,3 +174,31 @@ def test_values_brokers_cannot_parse_are_shown_not_applied_and_rewritten(chroot,
     r = zk(chroot, "alter", "--user", "alice", "--delete-config", "producer_byte_rate")
     assert r.exit_code == 0, r.stderr
     assert "producer_byte_rate" not in config(chroot, "/config/users/alice")
+
+
+@pytest.mark.kafka
+def test_a_zookeeper_mode_brokers_admin_api_reports_values_its_quota_managers_cannot_parse(zkmode, zk_admin) -> None:
+    """The broker's own DescribeClientQuotas (ZkAdminManager: ``.toDouble`` for every key) shows ``1024.0`` and
+    `` 7`` as limits, while its quota managers (``.toLong``) cannot apply them: the ZooKeeper backend says so."""
+    from kquotactl.backends.admin import AdminBackend
+    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
+    from kquotactl.entity import Entity
+    from kquotactl.filters import EntityFilter
+
+    root = zkmode.zookeeper.split("/", 1)[1]
+    path = f"/{root}/config/users/stored-by-hand"
+    zk_admin.ensure_path(f"/{root}/config/users")
+    zk_admin.create(path, b'{"version":1,"config":{"producer_byte_rate":"1024.0","consumer_byte_rate":" 7"}}')
+    try:
+        entity = Entity(user="stored-by-hand")
+        with AdminBackend.connect(zkmode.bootstrap) as admin:
+            [rec] = admin.describe(EntityFilter.exact(entity))
+        assert dict(rec.config) == {"producer_byte_rate": 1024, "consumer_byte_rate": 7}
+        with ZooKeeperBackend(ZkSettings(connect=zkmode.zookeeper)) as zkb:
+            [rec] = zkb.describe(EntityFilter.exact(entity))
+        assert (dict(rec.config), dict(rec.unparsed)) == (
+            {},
+            {"producer_byte_rate": "1024.0", "consumer_byte_rate": " 7"},
+        )
+    finally:
+        zk_admin.delete(path)

@@ -542,11 +542,14 @@ class ZooKeeperBackend:
         from kazoo.exceptions import InvalidACLError
 
         check_one_change_per_entity(changes)
-        changes = self._stored_spellings(changes)
+        self._outages = 0
+        try:
+            changes = self._stored_spellings(changes)
+        except BackendUnavailable as e:
+            raise _partial(e, changes, {}, []) from None
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
         self._created = set()
-        self._outages = 0
         base_ready = False
         deleted_pairs: list[Entity] = []
         attempts = 0

@@ -78,7 +78,10 @@ def test_two_spellings_of_one_address_are_flagged_and_changed_together(chroot, t
     )
     r = zk(chroot, "-o", "json", "plan", "-f", str(manifest))
     assert r.exit_code == 2, r.stderr
-    assert sorted(c["path"] for c in json.loads(r.stdout)["changes"]) == ["ips/10.0.0.1", "ips/::ffff:10.0.0.1"]
+    out = json.loads(r.stdout)
+    assert sorted(c["path"] for c in out["changes"]) == ["ips/10.0.0.1", "ips/::ffff:10.0.0.1"]
+    assert any(n.startswith("2 stored names are the address 10.0.0.1") for n in out["notes"])
+    assert r.stderr.count("2 stored names are the address 10.0.0.1") == 1  # said once
     r = zk(chroot, "apply", "-f", str(manifest), "--yes")
     assert r.exit_code == 0, r.stderr
     for name in ("10.0.0.1", "::ffff:10.0.0.1"):

@@ -30,6 +30,7 @@ from kquotactl.keys import KEYS, Number, check_number, format_value, lookup_key,
 from kquotactl.manifest import Manifest, entity_path_text
 from kquotactl.model import EntityChange, QuotaRecord
 from kquotactl.resolve import LEVELS
+from kquotactl.stored import stored_findings
 
 PLAN_FORMAT = "kquotactl-plan"
 PLAN_VERSION = 1
@@ -139,7 +140,9 @@ class Plan:
     prune: bool = False
     unchanged: int = 0  # declared entities already as desired
     unmanaged: int = 0  # live entities the manifest neither declares nor prunes (left alone)
-    notes: list[str] = field(default_factory=list)  # stored values brokers cannot parse, and what the plan does
+    #: what the live state means to brokers (kquotactl.stored): values they cannot parse and what the plan does with
+    #: them, several stored names for one address, ip names that are not addresses
+    notes: list[str] = field(default_factory=list)
 
     @property
     def pending(self) -> bool:
@@ -271,7 +274,7 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
         else:
             unmanaged += 1
     diffs.sort(key=_apply_order)
-    notes = _unparsed_notes(live, diffs)
+    notes = _unparsed_notes(live, diffs) + [str(f) for f in stored_findings(live) if f.code != "unparsable-value"]
     return Plan(diffs, fingerprint(live), prune=prune, unchanged=unchanged, unmanaged=unmanaged, notes=notes)
 
 

@@ -214,6 +214,7 @@ class QuotaIndex:
         self._ips: dict[Name, Mapping[str, Number]] = {}
         self._ip_entity: dict[Name, Entity] = {}
         self._ip_spellings: dict[Name, list[Entity]] = {}  # address -> every stored spelling of it
+        self._ip_names: list[Entity] | None = None
         self._last: tuple[str | None, str | None, tuple[Mapping[str, Number], ...] | None] = (None, None, None)
         all_bits = 0
         key_bits: dict[str, int] = {}
@@ -410,7 +411,11 @@ class QuotaIndex:
 
     def ip_names(self) -> list[Entity]:
         """Stored ip entities that are not address literals (host names, malformed names)."""
-        return [es[0] for k, es in self._ip_spellings.items() if k is not DEFAULT and read_ip_name(str(k)).key is None]
+        if self._ip_names is None:
+            self._ip_names = [
+                es[0] for k, es in self._ip_spellings.items() if k is not DEFAULT and read_ip_name(str(k)).key is None
+            ]
+        return self._ip_names
 
     def resolve_all_ip(self, ip: str) -> list[Resolution]:
         return [self.resolve_ip(ip, k) for k in IP_KEYS]

@@ -1,6 +1,8 @@
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.File;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -13,6 +15,9 @@ import java.net.UnknownHostException;
  *              | {"kind": "invalid"}   (UnknownHostException without asking the name service).
  * The name service is a hosts file with no entries, so nothing here depends on DNS; a lookup is recognised by the
  * name-service frame on the exception's stack.
+ * Each answer also carries what Kafka's own validators say where the version has them (they call getByName too):
+ * "zk_valid" from {@code DynamicConfig.Ip.isValidIpEntity} (ZooKeeper-mode admin path, kafka-configs; 2.8, 3.9)
+ * and "kraft_valid" from {@code ClientQuotaControlManager.isValidIpEntity} (KRaft controller; 3.x, 4.x).
  */
 public final class InetOracle {
     public static void main(String[] args) throws Exception {
@@ -21,9 +26,16 @@ public final class InetOracle {
         System.setProperty("jdk.net.hosts.file", empty.getAbsolutePath());
         // no negative cache: a cached failure would not show the name-service frame the second time
         java.security.Security.setProperty("networkaddress.cache.negative.ttl", "0");
+        Method zk = validator("kafka.server.DynamicConfig$Ip$");
+        Object zkModule = zk == null ? null : zk.getDeclaringClass().getField("MODULE$").get(null);
+        Method kraftOrInstance = validator("org.apache.kafka.controller.ClientQuotaControlManager");
+        Method kraft = kraftOrInstance != null && Modifier.isStatic(kraftOrInstance.getModifiers())
+            ? kraftOrInstance : null;  // 2.8's early-access controller has an instance method: not a broker path
         OracleLoop.run((req, json) -> {
             String s = req.get("s").asText();
             ObjectNode out = json.createObjectNode();
+            if (zk != null) out.put("zk_valid", (Boolean) zk.invoke(zkModule, s));
+            if (kraft != null) out.put("kraft_valid", (Boolean) kraft.invoke(null, s));
             try {
                 InetAddress a = InetAddress.getByName(s);
                 out.put("kind", "address");
@@ -42,5 +54,16 @@ public final class InetOracle {
             }
             return out;
         });
+    }
+
+    /** {@code isValidIpEntity(String)} of a class on this version's classpath, or null if it has none. */
+    private static Method validator(String className) {
+        try {
+            Method m = Class.forName(className).getDeclaredMethod("isValidIpEntity", String.class);
+            m.setAccessible(true);
+            return m;
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
     }
 }

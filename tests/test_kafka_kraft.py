@@ -416,3 +416,13 @@ def test_an_address_stored_under_another_spelling_is_found_and_changed(kraft):
             (typed, {"connection_creation_rate": 4})
         ]
         b.alter([EntityChange(typed, remove=frozenset({"connection_creation_rate"}))])
+
+
+def test_kraft_refuses_a_sanitized_ip_name_as_an_unresolvable_host(kraft):
+    """KRaft's controller checks ip names with InetAddress.getByName: ``%3A%3A1`` (how a ZooKeeper-mode broker's
+    admin path spells ``::1``) is a host name to it, refused unless the resolver knows it (ZooKeeper-to-KRaft
+    migration desanitizes such nodes into ``::1`` instead)."""
+    with AdminBackend.connect(kraft.bootstrap) as b:
+        [r] = b.alter([EntityChange(Entity(ip="%3A%3A1"), {"connection_creation_rate": 3})])
+    assert r.outcome is Outcome.REJECTED
+    assert "%3A%3A1" in r.message and "not a valid IP or resolvable host" in r.message

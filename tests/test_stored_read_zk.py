@@ -205,3 +205,70 @@ def test_a_zookeeper_mode_brokers_admin_api_reports_values_its_quota_managers_ca
         )
     finally:
         zk_admin.delete(path)
+
+
+def kafka_configs_28(chroot, *args: str) -> None:
+    """The real kafka-configs 2.8 (``kafka.admin.ConfigCommand`` from the Maven jars) in ZooKeeper mode."""
+    import subprocess
+
+    from kquotactl.testing.servers import classpath, fetch_jars
+
+    cmd = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", classpath(fetch_jars("kafka-2.8"))]
+    p = subprocess.run(
+        [*cmd, "kafka.admin.ConfigCommand", "--zookeeper", chroot.connect, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_what_kafka_configs_28_writes_is_read_found_and_changed(chroot) -> None:
+    """kafka-configs 2.8 stores ip names as typed and values as typed (after its own validation)."""
+    chroot.zk.ensure_path(chroot.root + "/config")
+    for name in ("2001:DB8:0::1", "::ffff:10.0.0.7", "10.0.0.7"):
+        kafka_configs_28(
+            chroot,
+            "--alter",
+            "--entity-type",
+            "ips",
+            "--entity-name",
+            name,
+            "--add-config",
+            "connection_creation_rate=5",
+        )
+    assert sorted(chroot.children("/config/ips")) == ["10.0.0.7", "2001:DB8:0::1", "::ffff:10.0.0.7"]
+    r = zk(chroot, "-o", "json", "describe", "--ip", "2001:db8::1")
+    assert json.loads(r.stdout) == [{"entity": {"ip": "2001:DB8:0::1"}, "config": {"connection_creation_rate": 5}}]
+    assert "2 stored names are the address 10.0.0.7" in zk(chroot, "describe").stderr
+    r = zk(chroot, "alter", "--ip", "10.0.0.7", "--add-config", "connection_creation_rate=6")
+    assert r.exit_code == 0, r.stderr
+    r = zk(chroot, "alter", "--ip", "2001:db8::1", "--add-config", "connection_creation_rate=7")
+    assert r.exit_code == 0, r.stderr
+    assert {n: config(chroot, f"/config/ips/{n}") for n in chroot.children("/config/ips")} == {
+        "10.0.0.7": {"connection_creation_rate": "6"},
+        "::ffff:10.0.0.7": {"connection_creation_rate": "6"},
+        "2001:DB8:0::1": {"connection_creation_rate": "7"},
+    }
+
+
+def test_zero_and_negative_values_kafka_configs_28_stores_are_shown_as_numbers(chroot) -> None:
+    """kafka-configs 2.8 refuses ``1024.0`` and ``0x10`` for a LONG key, trims `` 7``, and stores ``-5`` and ``0``:
+    brokers parse those, so they are limits (explain shows them; the throttle model is another matter)."""
+    chroot.zk.ensure_path(chroot.root + "/config")
+    kafka_configs_28(
+        chroot, "--alter", "--entity-type", "users", "--entity-name", "neg", "--add-config", "producer_byte_rate=-5"
+    )
+    kafka_configs_28(
+        chroot, "--alter", "--entity-type", "clients", "--entity-name", "zero", "--add-config", "consumer_byte_rate=0"
+    )
+    assert config(chroot, "/config/users/neg") == {"producer_byte_rate": "-5"}
+    r = zk(chroot, "-o", "json", "describe")
+    assert r.exit_code == 0 and r.stderr == "", r.stderr
+    assert [(x["entity"], x["config"]) for x in json.loads(r.stdout)] == [
+        ({"user": "neg"}, {"producer_byte_rate": -5}),
+        ({"client-id": "zero"}, {"consumer_byte_rate": 0}),
+    ]
+    r = zk(chroot, "-o", "json", "explain", "--user", "neg", "--client-id", "zero")
+    by_key = {q["key"]: q for q in json.loads(r.stdout)["quotas"]}
+    assert (by_key["producer_byte_rate"]["limit"], by_key["consumer_byte_rate"]["limit"]) == (-5, 0)

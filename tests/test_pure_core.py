@@ -253,3 +253,10 @@ def test_stored_findings_name_what_brokers_make_of_the_stored_state() -> None:
     assert "applied last" in found["ip-duplicate"]
     assert found["ip-not-address"] == "ips/kafka-1: not an address literal: depends on the broker's resolver"
     assert found["unparsable-value"].startswith("users/u: producer_byte_rate is stored as '1024.0', which brokers")
+
+
+def test_an_empty_ip_name_is_not_the_loopback_address() -> None:
+    from kquotactl.entity import canonical_ip
+
+    with pytest.raises(InvalidValue, match="empty"):
+        canonical_ip("")  # InetAddress.getByName("") is the loopback address: never what an entity name means

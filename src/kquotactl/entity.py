@@ -99,13 +99,13 @@ def canonical_ip(name: str) -> str:
     Host names are refused: a broker would resolve them through its own resolver, which kquotactl cannot see.
     """
     parsed = read_ip_name(name)
-    if parsed.kind is IpKind.ADDRESS and name.strip() == name and parsed.key is not None:
+    if parsed.kind is IpKind.ADDRESS and parsed.key is not None and name:
         return parsed.key
     why = {
         IpKind.RESOLVER: "not an address literal (a broker would resolve it through its own resolver)",
         IpKind.INTERFACE: "scoped by a network interface name, which depends on the broker host",
         IpKind.INVALID: "a malformed address literal",
-        IpKind.ADDRESS: "surrounded by blanks",
+        IpKind.ADDRESS: "empty (the default ip is <default>)",
     }[parsed.kind]
     raise InvalidValue(f"the entity name for ips must be a valid IP address, but it is: {name!r} ({why})")
 

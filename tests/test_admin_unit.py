@@ -40,11 +40,14 @@ def test_filter_components_exact_default_any():
     assert filter_components(EntityFilter.all()) == []
 
 
-def test_exact_ipv6_is_asked_as_any_and_matched_locally():
+def test_exact_ips_are_asked_as_any_and_matched_locally_by_address():
     flt = EntityFilter.exact(Entity.of(ip="2001:db8::1"))
     assert filter_components(flt) == [("ip", 2, None)]
     assert flt.matches(Entity.of(ip="2001:db8::1")) and not flt.matches(Entity.of(ip="2001:db8::2"))
-    assert filter_components(EntityFilter.exact(Entity.of(ip="192.0.2.1"))) == [("ip", 0, "192.0.2.1")]
+    assert flt.matches(Entity(ip="2001:DB8:0::1"))  # stored as typed by another tool: the same address
+    v4 = EntityFilter.exact(Entity.of(ip="192.0.2.1"))
+    assert filter_components(v4) == [("ip", 2, None)]
+    assert v4.matches(Entity(ip="::ffff:192.0.2.1")) and not v4.matches(Entity(ip="192.0.2.10"))
 
 
 @pytest.mark.parametrize(

@@ -520,14 +520,41 @@ def test_zero_and_negative_limits_replay_as_java_computes_them() -> None:
 def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
     idx = QuotaIndex(
         {
-            Entity.from_path("ips/%3A%3A1"): {"connection_creation_rate": 7},  # written by a broker (sanitized)
+            Entity.from_path("ips/%3A%3A1"): {"connection_creation_rate": 7},  # sanitized: a host name to a broker
             Entity.from_path("ips/2001:DB8:0::1"): {"connection_creation_rate": 8},  # by kafka-configs (raw)
+            Entity.from_path("ips/::ffff:10.0.0.1"): {"connection_creation_rate": 9},  # IPv4-mapped: 10.0.0.1
         }
     )
-    assert idx.resolve_ip("::1").limit == 7
+    assert idx.resolve_ip("::1").limit is None  # InetAddress.getByName("%3A%3A1") asks the resolver
     r = idx.resolve_ip("2001:db8::1")
     assert (r.limit, r.entity_path) == (8, "ips/2001:DB8:0::1")  # the path is the real node's
-    assert idx.chain_ip("0:0::1")[0].status is ChainStatus.APPLIED
+    assert idx.chain_ip("2001:db8:0:0::1")[0].status is ChainStatus.APPLIED
+    assert idx.resolve_ip("10.0.0.1").limit == 9
+    assert [e.path for e in idx.ip_names()] == ["ips/%3A%3A1"]
+
+
+def test_notes_on_stored_state_in_json_and_lines_alike() -> None:
+    from kquotactl.model import QuotaRecord
+
+    idx = QuotaIndex(
+        [
+            QuotaRecord(Entity(ip="10.0.0.1"), {"connection_creation_rate": 5}),
+            QuotaRecord(Entity(ip="::ffff:10.0.0.1"), {"connection_creation_rate": 6}),
+            QuotaRecord(Entity(ip="kafka-1"), {"connection_creation_rate": 7}),
+            QuotaRecord(Entity(user="alice"), {"request_percentage": 0.0}, unparsed={"producer_byte_rate": " 7"}),
+        ]
+    )
+    conn = Connection.of(user="alice", client_id="app", ip="::ffff:10.0.0.1")
+    assert conn.ip == "10.0.0.1"
+    data = explain_json(idx, conn)
+    assert json.loads(explain_line(idx, conn)) == data
+    notes = " | ".join(data["notes"])
+    assert "users/alice stores producer_byte_rate as ' 7': not applied: brokers cannot parse it" in notes
+    assert "ips/::ffff:10.0.0.1 names 10.0.0.1" in notes and "2 stored names are the address 10.0.0.1" in notes
+    assert "ips/kafka-1 applies to 10.0.0.1 only if the broker's resolver maps 'kafka-1' to it" in notes
+    by_key = {q["key"]: q for q in data["quotas"]}
+    assert by_key["producer_byte_rate"]["limit"] is None and by_key["request_percentage"]["limit"] == 0.0
+    assert "notes" not in explain_json(QuotaIndex({Entity(user="bob"): {"producer_byte_rate": 1}}), conn)
 
 
 @pytest.mark.parametrize(

@@ -398,3 +398,31 @@ def test_bootstrap_server_and_command_config_from_environment(kraft, tmp_path):
     assert r.exit_code == 0, r.stderr
     r = run_cli("describe", "-o", "json", env=env)
     assert json.loads(r.stdout) == [{"entity": {"client-id": None}, "config": {"consumer_byte_rate": 1000000}}]
+
+
+def test_an_address_stored_under_another_spelling_is_found_and_changed(kraft):
+    """KRaft stores ip names as sent (the controller only checks them with InetAddress.getByName): a record written
+    as ``2001:DB8:0::2`` by another client is the address ``2001:db8::2``, and kquotactl changes that record."""
+    typed = Entity(ip="2001:DB8:0::2")  # as another admin client would send it
+    with AdminBackend.connect(kraft.bootstrap) as b:
+        [r] = b.alter([EntityChange(typed, {"connection_creation_rate": 3})])
+        assert r.outcome is Outcome.APPLIED, r.message
+        [rec] = b.describe(EntityFilter.exact(Entity.of(ip="2001:db8::2")))
+        assert rec.entity == typed
+        [r] = b.alter([EntityChange(Entity.of(ip="2001:db8::2"), {"connection_creation_rate": 4})])
+        assert (r.entity, r.outcome) == (typed, Outcome.APPLIED)
+        ips = [x for x in b.describe() if x.entity.ip is not None and x.entity.ip is not DEFAULT]
+        assert [(x.entity, dict(x.config)) for x in ips if "2001" in str(x.entity.ip)] == [
+            (typed, {"connection_creation_rate": 4})
+        ]
+        b.alter([EntityChange(typed, remove=frozenset({"connection_creation_rate"}))])
+
+
+def test_kraft_refuses_a_sanitized_ip_name_as_an_unresolvable_host(kraft):
+    """KRaft's controller checks ip names with InetAddress.getByName: ``%3A%3A1`` (how a ZooKeeper-mode broker's
+    admin path spells ``::1``) is a host name to it, refused unless the resolver knows it (ZooKeeper-to-KRaft
+    migration desanitizes such nodes into ``::1`` instead)."""
+    with AdminBackend.connect(kraft.bootstrap) as b:
+        [r] = b.alter([EntityChange(Entity(ip="%3A%3A1"), {"connection_creation_rate": 3})])
+    assert r.outcome is Outcome.REJECTED
+    assert "%3A%3A1" in r.message and "not a valid IP or resolvable host" in r.message

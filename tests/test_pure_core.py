@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kquotactl.entity import Entity
 from kquotactl.errors import InvalidValue, UsageError
 from kquotactl.grammar import parse_add_config
 from kquotactl.keys import KEYS, parse_value
@@ -205,3 +206,57 @@ def test_table_layout_is_rich_own_with_widths_fixed_ahead(monkeypatch, names, co
     plain = io.StringIO()
     render.records_table(records, plain, color)
     assert fast.getvalue() == plain.getvalue()
+
+
+# -- stored state as brokers read it ------------------------------------------------------------------------------
+
+
+def test_ip_names_written_canonical_as_brokers_read_them() -> None:
+    from kquotactl.entity import canonical_ip
+
+    assert canonical_ip("2001:DB8:0::1") == "2001:db8::1"
+    assert canonical_ip("::ffff:1.2.3.4") == "1.2.3.4"  # InetAddress reads an IPv4-mapped address as IPv4
+    assert canonical_ip("1.2.3") == "1.2.0.3" and canonical_ip("16909060") == "1.2.3.4"
+    for bad in ("kafka-1", "%3A%3A1", "0x7f.1", "fe80::1%eth0", " 1.2.3.4", "[1.2.3.4]"):
+        with pytest.raises(InvalidValue, match="must be a valid IP address"):
+            canonical_ip(bad)
+
+
+def test_ip_changes_go_to_every_stored_spelling_of_the_address() -> None:
+    from kquotactl.model import EntityChange
+    from kquotactl.stored import route_ip_changes
+
+    ch = EntityChange(Entity.of(ip="2001:db8::1"), {"connection_creation_rate": 5})
+    other = EntityChange(Entity.of(user="u"), {"producer_byte_rate": 1})
+    routed = route_ip_changes([ch, other], ["2001:DB8:0::1", "10.0.0.1"])
+    assert [c.entity for c in routed] == [Entity(ip="2001:DB8:0::1"), other.entity]
+    assert route_ip_changes([ch], ["10.0.0.1"]) == [ch]  # nothing stored: written as given (canonical)
+    both = route_ip_changes([ch], ["2001:db8::1", "2001:DB8::1"])
+    assert sorted(str(c.entity.ip) for c in both) == ["2001:DB8::1", "2001:db8::1"]
+    # a plan addresses each stored spelling itself: no change is duplicated
+    per_spelling = [EntityChange(Entity(ip=n), {"connection_creation_rate": 5}) for n in ("2001:db8::1", "2001:DB8::1")]
+    assert route_ip_changes(per_spelling, ["2001:db8::1", "2001:DB8::1"]) == per_spelling
+
+
+def test_stored_findings_name_what_brokers_make_of_the_stored_state() -> None:
+    from kquotactl.model import QuotaRecord
+    from kquotactl.stored import stored_findings
+
+    records = [
+        QuotaRecord(Entity(ip="10.0.0.1"), {"connection_creation_rate": 5}),
+        QuotaRecord(Entity(ip="::ffff:10.0.0.1"), {"connection_creation_rate": 6}),
+        QuotaRecord(Entity(ip="kafka-1"), {"connection_creation_rate": 7}),
+        QuotaRecord(Entity(user="u"), {}, unparsed={"producer_byte_rate": "1024.0"}),
+    ]
+    found = {f.code: f.message for f in stored_findings(records)}
+    assert found["ip-duplicate"].startswith("2 stored names are the address 10.0.0.1: ips/10.0.0.1 (connection_cre")
+    assert "applied last" in found["ip-duplicate"]
+    assert found["ip-not-address"] == "ips/kafka-1: not an address literal: depends on the broker's resolver"
+    assert found["unparsable-value"].startswith("users/u: producer_byte_rate is stored as '1024.0', which brokers")
+
+
+def test_an_empty_ip_name_is_not_the_loopback_address() -> None:
+    from kquotactl.entity import canonical_ip
+
+    with pytest.raises(InvalidValue, match="empty"):
+        canonical_ip("")  # InetAddress.getByName("") is the loopback address: never what an entity name means

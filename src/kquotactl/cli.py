@@ -436,19 +436,24 @@ def alter(
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
     backend = state.backend(ctx)
-    [result] = backend.alter([change], validate_only=dry_run)
+    # one result, or one per stored spelling when several stored ip names are this address
+    results = backend.alter([change], validate_only=dry_run)
     _flush_warnings(state, backend)
-    if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
-        raise QuotaError(result.message)
+    for result in results:
+        if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
+            raise QuotaError(result.message)
     fmt = state.output_format()
+    data = [r.to_json() for r in results]
     if fmt == "json":
-        dump_json(result.to_json(), sys.stdout)
+        dump_json(data[0] if len(data) == 1 else data, sys.stdout)
     elif fmt == "yaml":
-        dump_yaml(result.to_json(), sys.stdout)
-    elif fmt == "kafka" and result.outcome is not Outcome.VALIDATED:
-        click.echo(kafka_alter_line(result, _dialect(backend), alter_head(entity_args)))
+        dump_yaml(data[0] if len(data) == 1 else data, sys.stdout)
     else:
-        click.echo(result_line(result))
+        for result in results:
+            if fmt == "kafka" and result.outcome is not Outcome.VALIDATED:
+                click.echo(kafka_alter_line(result, _dialect(backend), alter_head(entity_args)))
+            elif fmt != "kafka":
+                click.echo(result_line(result))
 
 
 from kquotactl.commands import register_all  # noqa: E402 - commands attach to the group defined above

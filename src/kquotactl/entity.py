@@ -8,12 +8,12 @@ entity's identity on a ZooKeeper cluster.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
 from kquotactl.errors import InvalidRequest, InvalidValue
+from kquotactl.inet import IpKind, address_key, read_ip_name
 from kquotactl.keys import EntityKind
 from kquotactl.sanitizer import desanitize, sanitize
 
@@ -93,16 +93,21 @@ def check_name(etype: EntityType, name: str) -> str:
 
 
 def canonical_ip(name: str) -> str:
-    """An IPv4/IPv6 literal in canonical form (Kafka keys IP quotas by ``InetAddress``).
+    """An address literal as a broker reads it (``InetAddress.getByName``), in canonical form: ``2001:DB8:0::1`` is
+    ``2001:db8::1``, ``::ffff:1.2.3.4`` is ``1.2.3.4``, ``1.2.3`` is ``1.2.0.3`` (see :mod:`kquotactl.inet`).
 
-    Host names are refused: Kafka would resolve them through DNS at write time, which is rarely meant.
+    Host names are refused: a broker would resolve them through its own resolver, which kquotactl cannot see.
     """
-    if "%" in name or name.strip() != name or not name:
-        raise InvalidValue(f"the entity name for ips must be a valid IP address, but it is: {name!r}")
-    try:
-        return str(ipaddress.ip_address(name))
-    except ValueError:
-        raise InvalidValue(f"the entity name for ips must be a valid IP address, but it is: {name!r}") from None
+    parsed = read_ip_name(name)
+    if parsed.kind is IpKind.ADDRESS and parsed.key is not None and name:
+        return parsed.key
+    why = {
+        IpKind.RESOLVER: "not an address literal (a broker would resolve it through its own resolver)",
+        IpKind.INTERFACE: "scoped by a network interface name, which depends on the broker host",
+        IpKind.INVALID: "a malformed address literal",
+        IpKind.ADDRESS: "empty (the default ip is <default>)",
+    }[parsed.kind]
+    raise InvalidValue(f"the entity name for ips must be a valid IP address, but it is: {name!r} ({why})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +199,14 @@ class Entity:
         except ValueError as e:
             raise InvalidValue(f"invalid quota entity path {path!r}: {e}") from None
         raise InvalidValue(f"invalid quota entity path {path!r}")
+
+    def address_key(self) -> Entity:
+        """The entity as a broker keys it: an ip entity by its address (``ips/2001:DB8:0::1`` and
+        ``ips/2001:db8::1`` are one entry), every other entity by itself."""
+        if self.ip is None or self.ip is DEFAULT:
+            return self
+        key = address_key(str(self.ip))
+        return self if key == self.ip else Entity(ip=key)
 
     def words(self) -> str:
         """``user-principal 'alice', default client-id``: kafka-configs' ZooKeeper-mode wording."""

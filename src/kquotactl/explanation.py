@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kquotactl.entity import Entity, canonical_ip
+from kquotactl.entity import DEFAULT, Entity, canonical_ip
 from kquotactl.errors import InvalidValue, UsageError
-from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human
+from kquotactl.inet import read_ip_name
+from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human, not_applied_reason
 from kquotactl.resolve import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
+from kquotactl.stored import DUPLICATE_RULE
 from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, steady_state_throttle_ms
 
 ANONYMOUS = "ANONYMOUS"  # the principal brokers give unauthenticated (PLAINTEXT) clients
@@ -174,6 +176,46 @@ def chain_json(steps: list[ChainStep]) -> list[dict[str, Any]]:
     ]
 
 
+def connection_notes(index: QuotaIndex, conn: Connection) -> list[str]:
+    """What the stored state means for this connection beyond the numbers: stored values brokers cannot parse on
+    its levels, which stored spelling of its address applies and why, and ip nodes only the broker's resolver can
+    place. Empty in the usual case (and then cheap: two dictionary checks)."""
+    notes: list[str] = []
+    if index.unparsed:
+        entities: list[Entity] = []
+        if conn.user is not None:
+            from kquotactl.resolve import LEVELS
+
+            user, client = conn.user, conn.client_id or ""
+            entities += [
+                level.entity(user, client)
+                for level in LEVELS
+                if not ((level.user == "name" and user == "") or (level.client == "name" and client == ""))
+            ]
+        if conn.ip is not None:
+            entities += [*index.ip_spellings(conn.ip), Entity(ip=DEFAULT)]
+        for e in entities:
+            for k, text in index.unparsed.get(e, {}).items():
+                reason = not_applied_reason(KEYS[k], text)
+                notes.append(f"{e.path} stores {k} as {text!r}: {reason}, so that level does not set it")
+    if conn.ip is not None:
+        spellings = index.ip_spellings(conn.ip)
+        for e in spellings:
+            if e.ip != conn.ip:
+                notes.append(
+                    f"{e.path} names {conn.ip}: brokers key ip quotas by address (InetAddress), not by spelling"
+                )
+        if len(spellings) > 1:
+            notes.append(f"{len(spellings)} stored names are the address {conn.ip}: {DUPLICATE_RULE}")
+        for e in index.ip_names():
+            assert isinstance(e.ip, str)
+            notes.append(
+                f"{e.path} applies to {conn.ip} only if the broker's resolver maps {e.ip!r} to it: "
+                f"{read_ip_name(e.ip).meaning(e.ip)}"
+            )
+    return notes
+
+
 def resolutions(index: QuotaIndex, conn: Connection) -> list[Resolution]:
     out: list[Resolution] = []
     if conn.user is not None:
@@ -201,7 +243,8 @@ def explain_json(
             d = _quota_json(res, conn, throttle)
             d["chain"] = chain_json(chain_for(index, conn, res))
             quotas.append(d)
-        return {"connection": conn.to_json(), "quotas": quotas}
+        notes = connection_notes(index, conn)
+        return {"connection": conn.to_json(), "quotas": quotas, **({"notes": notes} if notes else {})}
     observed = throttle.observed if throttle is not None else None
     quotas = []
     if conn.user is not None:
@@ -226,7 +269,11 @@ def explain_json(
             quotas.append(d)
     if conn.ip is not None:
         quotas.extend(_quota_json(res, conn, throttle) for res in index.resolve_all_ip(conn.ip))
-    return {"connection": conn.to_json(), "quotas": quotas}
+    notes = connection_notes(index, conn)
+    out: dict[str, Any] = {"connection": conn.to_json(), "quotas": quotas}
+    if notes:
+        out["notes"] = notes
+    return out
 
 
 def _num(v: Number | None) -> str:
@@ -323,7 +370,13 @@ class LineEncoder:
                     for res in self.index.resolve_all_ip(conn.ip)
                 )
             )
-        out.append("]}")
+        out.append("]")
+        notes = connection_notes(self.index, conn)
+        if notes:
+            import json
+
+            out.append(',"notes":' + json.dumps(notes, ensure_ascii=False, separators=(",", ":")))
+        out.append("}")
         return "".join(out)
 
 

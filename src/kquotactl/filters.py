@@ -10,6 +10,7 @@ from enum import IntEnum
 
 from kquotactl.entity import DEFAULT, Entity, EntityType, Name
 from kquotactl.errors import InvalidRequest
+from kquotactl.inet import address_key
 
 
 class MatchType(IntEnum):
@@ -31,7 +32,11 @@ class FilterComponent:
             return True
         if self.match_type is MatchType.DEFAULT:
             return value is DEFAULT
-        return value is not DEFAULT and value == self.name
+        if value is DEFAULT:
+            return False
+        if self.entity_type is EntityType.IP and self.name is not None and value != self.name:
+            return address_key(str(value)) == address_key(self.name)  # brokers key ips by address
+        return value == self.name
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
@@ -250,22 +251,102 @@ def format_value(key: QuotaKey, value: Number) -> str:
     return double_to_string(float(value))
 
 
-def parse_stored(key: QuotaKey, text: str) -> Number:
-    """Read a value stored by Kafka or another tool (lenient: ``1024.0`` for a LONG is fine).
+class UnparsableValue(InvalidValue):
+    """A stored value the broker's own parser refuses (``Long.parseLong`` / ``Integer.parseInt`` /
+    ``Double.parseDouble`` for the key's type): a broker never applies it."""
 
-    Raises :class:`InvalidValue` if the broker itself could not read it.
+
+def parse_stored(key: QuotaKey, text: str) -> Number:
+    """Read a stored (ZooKeeper) value exactly as a ZooKeeper-mode broker's ``ConfigHandler`` does.
+
+    LONG keys go through ``Long.parseLong`` (``.toLong.toDouble``), INT through ``Integer.parseInt``, DOUBLE through
+    ``Double.parseDouble``. So ``1024.0``, `` 7`` and ``0x10`` are not LONG values, while `` 7 `` and ``1d`` are
+    DOUBLE values. Zero, negative, NaN and infinite results are returned as they are (the broker takes them too).
+    Raises :class:`UnparsableValue` where the broker's parser throws.
     """
-    t = java_trim(text)
+    parsed = java_parse_double(text) if key.type is ValueType.DOUBLE else java_parse_integer(text, key.type)
+    if parsed is None:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        why = _JAVA_PARSER[key.type]
+        raise UnparsableValue(f"stored value {shown!r} for {key.name}: brokers cannot parse it ({why} refuses it)")
+    return parsed
+
+
+def not_applied_reason(key: QuotaKey, text: str) -> str:
+    """Why a stored value is not a limit: the broker's parser refuses it, or reads it as NaN or an infinity
+    (a DOUBLE key; kquotactl does not model such a limit: it is listed with its stored text instead)."""
     try:
-        f = float(t)
-    except ValueError:
-        raise InvalidValue(f"stored value {text!r} for {key.name} is not a number") from None
-    if key.integral:
+        value = parse_stored(key, text)
+    except UnparsableValue:
+        return "not applied: brokers cannot parse it"
+    return f"not a limit: brokers parse it as {'NaN' if math.isnan(value) else 'Infinity'}"
+
+
+_JAVA_PARSER = {
+    ValueType.LONG: "Long.parseLong",
+    ValueType.INT: "Integer.parseInt",
+    ValueType.DOUBLE: "Double.parseDouble",
+}
+
+
+def _java_decimal_digit(c: str) -> int:
+    """``Character.digit(c, 10)``: any decimal digit of the Basic Multilingual Plane, not only ASCII."""
+    if "0" <= c <= "9":
+        return ord(c) - 48
+    if ord(c) > 0xFFFF:
+        return -1
+    return unicodedata.decimal(c, -1)
+
+
+def java_parse_integer(text: str, vtype: ValueType = ValueType.LONG) -> int | None:
+    """``Long.parseLong`` / ``Integer.parseInt`` (radix 10): an optional sign and decimal digits, in range."""
+    bits = 63 if vtype is ValueType.LONG else 31
+    body, negative = text, False
+    if body[:1] in ("+", "-"):
+        negative, body = body[0] == "-", body[1:]
+    if not body:
+        return None
+    value = 0
+    for c in body:
+        d = _java_decimal_digit(c)
+        if d < 0:
+            return None
+        value = value * 10 + d
+    value = -value if negative else value
+    return value if -(2**bits) <= value < 2**bits else None
+
+
+_JAVA_DECIMAL = re.compile(r"([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?[fFdD]?", re.ASCII)
+_JAVA_HEX = re.compile(
+    r"([+-]?)0[xX](?:([0-9a-fA-F]+)\.?|([0-9a-fA-F]*)\.([0-9a-fA-F]+))[pP]([+-]?)(\d+)[fFdD]?", re.ASCII
+)
+
+
+def java_parse_double(text: str) -> float | None:
+    """``Double.parseDouble``: trimmed; decimal or hex (``0x1p3``) with an optional ``f``/``d`` suffix,
+    ``NaN`` and ``Infinity`` with an optional sign. Correctly rounded, as the JDK is."""
+    t = java_trim(text)
+    if t in ("NaN", "+NaN", "-NaN"):
+        return math.nan
+    if t in ("Infinity", "+Infinity", "-Infinity"):
+        return -math.inf if t[0] == "-" else math.inf
+    m = _JAVA_DECIMAL.fullmatch(t)
+    if m:
+        sign, whole, frac, only_frac, exp = m.groups()
+        mantissa = f"{whole}.{frac}" if whole is not None else f".{only_frac}"
+        return float(f"{sign}{mantissa}e{exp or '0'}")
+    m = _JAVA_HEX.fullmatch(t)
+    if m:
+        sign, whole, lead, frac, exp_sign, exp = m.groups()
+        mantissa = whole if whole is not None else f"{lead}.{frac}"
+        if int(exp) > 2**31 - 1:  # Java: exponent overflow is a signed infinity or zero, whatever the significand
+            value = 0.0 if exp_sign == "-" else math.inf
+            return -value if sign == "-" else value
         try:
-            return int(Decimal(t)) if "e" not in t.lower() and "." not in t else int(f)
-        except (InvalidOperation, ValueError, OverflowError):
-            raise InvalidValue(f"stored value {text!r} for {key.name} is not a number") from None
-    return f
+            return float.fromhex(f"{sign}0x{mantissa}p{exp_sign}{exp}")
+        except OverflowError:
+            return -math.inf if sign == "-" else math.inf
+    return None
 
 
 def human(key: QuotaKey, value: Number | None) -> str:

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from kquotactl.entity import Entity
 from kquotactl.errors import InvalidConfigs, UsageError
-from kquotactl.keys import Number, check_number, lookup_key, parse_value
+from kquotactl.keys import KEYS, Number, check_number, lookup_key, not_applied_reason, parse_value
 
 Config = dict[str, Number]
 
@@ -21,9 +21,17 @@ class QuotaRecord:
     config: Mapping[str, Number]
     raw: Mapping[str, str] | None = None
     version: int | None = None  # backend-specific (ZooKeeper znode version), for compare-and-set
+    #: stored values that are no limit (key -> stored text, ZooKeeper): brokers cannot parse them, or parse them
+    #: as NaN/Infinity (see :func:`kquotactl.keys.not_applied_reason`); not in ``config``
+    unparsed: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"entity": self.entity.to_json(), "config": dict(self.config)}
+        out: dict = {"entity": self.entity.to_json(), "config": dict(self.config)}
+        if self.unparsed:
+            out["not_applied"] = {
+                k: {"stored": v, "reason": not_applied_reason(KEYS[k], v)} for k, v in self.unparsed.items()
+            }
+        return out
 
 
 @dataclass(frozen=True)

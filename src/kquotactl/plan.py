@@ -26,10 +26,11 @@ from typing import Any
 
 from kquotactl.entity import DEFAULT, Entity
 from kquotactl.errors import QuotaError, UsageError
-from kquotactl.keys import KEYS, Number, check_number, format_value, lookup_key
+from kquotactl.keys import KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.manifest import Manifest, entity_path_text
 from kquotactl.model import EntityChange, QuotaRecord
 from kquotactl.resolve import LEVELS
+from kquotactl.stored import stored_findings
 
 PLAN_FORMAT = "kquotactl-plan"
 PLAN_VERSION = 1
@@ -139,6 +140,9 @@ class Plan:
     prune: bool = False
     unchanged: int = 0  # declared entities already as desired
     unmanaged: int = 0  # live entities the manifest neither declares nor prunes (left alone)
+    #: what the live state means to brokers (kquotactl.stored): values they cannot parse and what the plan does with
+    #: them, several stored names for one address, ip names that are not addresses
+    notes: list[str] = field(default_factory=list)
 
     @property
     def pending(self) -> bool:
@@ -184,6 +188,7 @@ class Plan:
             "prune": self.prune,
             "summary": self.counts(),
             "changes": [d.to_json() for d in self.diffs],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     @classmethod
@@ -233,21 +238,34 @@ def diff_entity(
 
 
 def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = False) -> Plan:
-    """Diff desired (manifest) against live; see the module docstring for the rules."""
+    """Diff desired (manifest) against live; see the module docstring for the rules.
+
+    A manifest ip entity is the live entity that names the same address, whatever its stored spelling
+    (``ips/2001:DB8:0::1`` for ``2001:db8::1``): brokers key ip quotas by address, so the plan changes the stored
+    node instead of writing a second one. Several stored spellings of one address all get the declared quotas.
+    Stored values brokers cannot parse are not live quotas: a declared key rewrites them.
+    """
     live_by_entity = {r.entity: r.config for r in live}
+    spellings: dict[Entity, list[Entity]] = {}
+    for r in live:
+        spellings.setdefault(r.entity.address_key(), []).append(r.entity)
+    matched: set[Entity] = set()
     diffs: list[EntityDiff] = []
     unchanged = unmanaged = 0
     for entry in manifest.entries:
-        before = dict(live_by_entity.get(entry.entity, {}))
-        owned = prune and manifest.owns(entry.entity)
-        after = dict(entry.config) if owned else {**before, **entry.config}
-        d = diff_entity(entry.entity, before, after, str(entry.source), entry.meta())
-        if d is None:
-            unchanged += 1
-        else:
-            diffs.append(d)
+        targets = spellings.get(entry.entity.address_key(), [entry.entity]) if entry.entity.ip is not None else []
+        for entity in targets or [entry.entity]:
+            matched.add(entity)
+            before = dict(live_by_entity.get(entity, {}))
+            owned = prune and manifest.owns(entry.entity)
+            after = dict(entry.config) if owned else {**before, **entry.config}
+            d = diff_entity(entity, before, after, str(entry.source), entry.meta())
+            if d is None:
+                unchanged += 1
+            else:
+                diffs.append(d)
     for r in live:
-        if r.entity in manifest:
+        if r.entity in manifest or r.entity in matched:
             continue
         if prune and manifest.owns(r.entity):
             d = diff_entity(r.entity, r.config, {})
@@ -256,7 +274,28 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
         else:
             unmanaged += 1
     diffs.sort(key=_apply_order)
-    return Plan(diffs, fingerprint(live), prune=prune, unchanged=unchanged, unmanaged=unmanaged)
+    notes = _unparsed_notes(live, diffs) + [str(f) for f in stored_findings(live) if f.code != "unparsable-value"]
+    return Plan(diffs, fingerprint(live), prune=prune, unchanged=unchanged, unmanaged=unmanaged, notes=notes)
+
+
+def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff]) -> list[str]:
+    sets = {(d.entity, k.key): k.new for d in diffs for k in d.keys if k.new is not None}
+    notes = []
+    for r in live:
+        for k, text in r.unparsed.items():
+            new = sets.get((r.entity, k))
+            what = (
+                f"applying the manifest rewrites it as {format_value(KEYS[k], new)}"
+                if new is not None
+                else "the manifest does not set it, so it stays (remove it with alter --delete-config)"
+            )
+            why = (
+                "which brokers cannot parse"
+                if not_applied_reason(KEYS[k], text).startswith("not applied")
+                else "no limit"
+            )
+            notes.append(f"{entity_path_text(r.entity)}: {k} is stored as {text!r}, {why}; {what}")
+    return notes
 
 
 def precedence(entity: Entity) -> int:
@@ -291,6 +330,13 @@ def check_deletions(plan: Plan, max_deletions: int) -> None:
 
 def fingerprint(live: Sequence[QuotaRecord]) -> str:
     """A digest of the live quotas (entities and typed values, order-independent)."""
-    items = sorted([r.entity.path, sorted((k, format_value(KEYS[k], v)) for k, v in r.config.items())] for r in live)
+    items = sorted(
+        [
+            r.entity.path,
+            sorted((k, format_value(KEYS[k], v)) for k, v in r.config.items())
+            + sorted(("unparsed:" + k, v) for k, v in r.unparsed.items()),
+        ]
+        for r in live
+    )
     digest = hashlib.sha256(json.dumps(items, separators=(",", ":"), ensure_ascii=False).encode())
     return "sha256:" + digest.hexdigest()

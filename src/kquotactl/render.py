@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, EntityType
 from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
-from kquotactl.keys import KEYS, human
+from kquotactl.keys import KEYS, human, not_applied_reason
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
 
 FORMATS = ("table", "json", "yaml", "kafka")
@@ -34,6 +34,7 @@ def dump_yaml(data: Any, out: IO[str]) -> None:
 def kafka_zk_line(record: QuotaRecord) -> str:
     """ZooKeeper-mode kafka-configs: ``Configs for user-principal 'u' are k=v,k2=v2`` (raw stored strings)."""
     raw = dict(record.raw) if record.raw is not None else {k: _plain(v) for k, v in record.config.items()}
+    raw.update(record.unparsed)  # kafka-configs shows what is stored, parsable or not
     entries = ",".join(f"{k}={raw[k]}" for k in properties_order(raw))
     return f"Configs for {record.entity.words()} are {entries}"
 
@@ -98,7 +99,7 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
         console.print("No quotas found.")
         return
     present_types = [t for t in EntityType if any(t in r.entity.components() for r in records)]
-    present_keys = [k for k in KEYS if any(k in r.config for r in records)]
+    present_keys = [k for k in KEYS if any(k in r.config or k in r.unparsed for r in records)]
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
     for t in present_types:
         table.add_column(t.value.upper(), overflow="fold")
@@ -110,7 +111,9 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
         row = [_name_cell(comps.get(t)) if t in comps else "-" for t in present_types]
         for k in present_keys:
             v = r.config.get(k)
-            if v is None:
+            if k in r.unparsed:
+                row.append(f"{r.unparsed[k]!r} ({not_applied_reason(KEYS[k], r.unparsed[k])})")
+            elif v is None:
                 row.append("")
             else:
                 text = _plain(v) if not isinstance(v, float) else f"{v:g}"

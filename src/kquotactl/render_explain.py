@@ -11,6 +11,7 @@ from kquotactl.explanation import (
     Connection,
     ThrottleModel,
     chain_for,
+    connection_notes,
     level_pattern,
     level_words,
     limit_words,
@@ -88,6 +89,8 @@ def explain_table(
         console.print()
         console.print("[bold]Precedence chain[/bold] (first level that sets a key wins; later ones are shadowed)")
         console.print(chain)
+    for note in connection_notes(index, conn):
+        console.print(f"note: {note}", markup=False)
     if ignored:
         console.print(
             "ignored: set, but brokers never consult that level for this connection (an empty client-id can only "

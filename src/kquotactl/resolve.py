@@ -30,16 +30,16 @@ many connections against many entities stays cheap.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
 from kquotactl.entity import DEFAULT, Entity, Name
+from kquotactl.inet import address_key, read_ip_name
 from kquotactl.keys import CLIENT_KEYS, IP_KEYS, LONG_MAX, Number
 from kquotactl.model import QuotaRecord
-from kquotactl.sanitizer import desanitize, sanitize
+from kquotactl.sanitizer import sanitize
 
 
 class Sharing(StrEnum):
@@ -165,23 +165,10 @@ _LEVEL_KEY = (
 )
 
 
-@lru_cache(maxsize=65536)
-def _ip_key_of(name: str) -> str:
-    text = name
-    if "%" in text:
-        try:
-            text = desanitize(text)
-        except ValueError:
-            return name
-    try:
-        return str(ipaddress.ip_address(text))
-    except ValueError:
-        return name
-
-
 def _ip_key(name: Name) -> Name:
-    """How brokers key ip quotas: by address (canonical form), whatever spelling the znode has."""
-    return name if name is DEFAULT else _ip_key_of(name)  # type: ignore[arg-type]
+    """How brokers key ip quotas: by address (canonical form), whatever spelling the znode has (a host name or a
+    malformed name keys by itself, so it never matches an address)."""
+    return name if name is DEFAULT else address_key(name)  # type: ignore[arg-type]
 
 
 def _bit(entity: Entity) -> int:
@@ -207,10 +194,14 @@ class QuotaIndex:
         static_defaults: Mapping[str, Number] | None = None,
         per_key_levels: bool = False,
     ) -> None:
+        #: entity -> stored values brokers cannot parse (key -> stored text); never part of a resolution
+        self.unparsed: dict[Entity, Mapping[str, str]] = {}
         if isinstance(records, Mapping):
             self._by_entity: dict[Entity, Mapping[str, Number]] = dict(records)
         else:
+            records = list(records)
             self._by_entity = {r.entity: r.config for r in records}
+            self.unparsed = {r.entity: r.unparsed for r in records if r.unparsed}
         for k in static_defaults or {}:
             if k not in STATIC_CONFIGS:
                 raise ValueError(f"{k} has no static broker default (only {', '.join(STATIC_CONFIGS)})")
@@ -224,13 +215,17 @@ class QuotaIndex:
         self._paths: dict[Entity, str] = {}
         self._ips: dict[Name, Mapping[str, Number]] = {}
         self._ip_entity: dict[Name, Entity] = {}
+        self._ip_spellings: dict[Name, list[Entity]] = {}  # address -> every stored spelling of it
+        self._ip_names: list[Entity] | None = None
         self._last: tuple[str | None, str | None, tuple[Mapping[str, Number], ...] | None] = (None, None, None)
         all_bits = 0
         key_bits: dict[str, int] = {}
         for e, cfg in self._by_entity.items():
             if e.ip is not None:
-                self._ips[_ip_key(e.ip)] = cfg
-                self._ip_entity[_ip_key(e.ip)] = e
+                k = _ip_key(e.ip)
+                self._ips[k] = cfg
+                self._ip_entity[k] = e
+                self._ip_spellings.setdefault(k, []).append(e)
                 continue
             self._pairs[(e.user, e.client_id)] = cfg
             self._pair_entity[(e.user, e.client_id)] = e
@@ -421,6 +416,19 @@ class QuotaIndex:
         if key in cfg:
             return Resolution(key, cfg[key], 2, Entity(ip=DEFAULT), Sharing.IP, None)
         return Resolution(key, None, None, None, Sharing.NONE, None)
+
+    def ip_spellings(self, ip: Name) -> list[Entity]:
+        """Every stored entity that names the address ``ip`` (more than one: the broker keeps whichever it applied
+        last, see :func:`kquotactl.stored.stored_findings`)."""
+        return list(self._ip_spellings.get(_ip_key(ip), ()))
+
+    def ip_names(self) -> list[Entity]:
+        """Stored ip entities that are not address literals (host names, malformed names)."""
+        if self._ip_names is None:
+            self._ip_names = [
+                es[0] for k, es in self._ip_spellings.items() if k is not DEFAULT and read_ip_name(str(k)).key is None
+            ]
+        return self._ip_names
 
     def resolve_all_ip(self, ip: str) -> list[Resolution]:
         return [self.resolve_ip(ip, k) for k in IP_KEYS]

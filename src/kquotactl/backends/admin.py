@@ -31,6 +31,7 @@ from kquotactl.model import (
     apply_change,
     check_one_change_per_entity,
 )
+from kquotactl.stored import route_ip_changes, stored_findings
 
 if TYPE_CHECKING:
     from kquotactl.clientprops import ClientSettings
@@ -58,12 +59,13 @@ _ORDER = (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP)
 def filter_components(flt: EntityFilter) -> list[tuple[str, int, str | None]]:
     """An :class:`EntityFilter` as KIP-546 components: (entity_type, match_type, match).
 
-    An exact IPv6 ip is asked for as "any ip" and matched here: ZooKeeper-mode brokers sanitize the match
-    string (``::1`` -> ``%3A%3A1``) and never find the node (see docs/admin-api.md). ips are few.
+    An exact ip is asked for as "any ip" and matched here by address, as brokers key ip quotas: a stored
+    ``::ffff:10.0.0.1`` is the address ``10.0.0.1``, and ZooKeeper-mode brokers sanitize an IPv6 match string
+    (``::1`` -> ``%3A%3A1``) and never find the node (see docs/admin-api.md). ips are few.
     """
     out: list[tuple[str, int, str | None]] = []
     for c in flt.components:
-        if c.match_type is MatchType.EXACT and c.entity_type is EntityType.IP and ":" in (c.name or ""):
+        if c.match_type is MatchType.EXACT and c.entity_type is EntityType.IP:
             out.append((c.entity_type.value, int(MatchType.ANY), None))
         else:
             out.append((c.entity_type.value, int(c.match_type), c.name if c.match_type is MatchType.EXACT else None))
@@ -226,6 +228,7 @@ class AdminBackend:
             if config:
                 records.append(QuotaRecord(entity, config))
         records.sort(key=lambda r: r.entity.sort_key())
+        self.warnings.extend(str(f) for f in stored_findings(records))
         return records
 
     def _current(self, entities: Sequence[Entity]) -> dict[Entity, Config]:
@@ -259,6 +262,10 @@ class AdminBackend:
     ) -> list[EntityResult]:
         """Read, plan (pure), then send batched entries; see the module docstring."""
         check_one_change_per_entity(changes)
+        if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
+            ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)
+            stored = [entity_from_wire(pairs).ip for pairs, _ in ips]
+            changes = route_ip_changes(changes, [str(n) for n in stored if n is not None and n is not DEFAULT])
         current = self._current([ch.entity for ch in changes])
         results: dict[Entity, EntityResult] = {}
         planned: list[tuple[EntityChange, Config, Config, list[tuple[str, float, bool]]]] = []

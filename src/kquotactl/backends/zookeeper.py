@@ -26,20 +26,22 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kquotactl.backends import ProgressCallback
-from kquotactl.entity import DEFAULT, Entity, EntityType
+from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType
 from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError
 from kquotactl.filters import EntityFilter
 from kquotactl.javafmt import properties_order
-from kquotactl.keys import KEYS, Number, format_value, parse_stored
+from kquotactl.keys import KEYS, Number, UnparsableValue, format_value, parse_stored
 from kquotactl.model import EntityChange, EntityResult, Outcome, QuotaRecord, apply_change, check_one_change_per_entity
+from kquotactl.stored import route_ip_changes, stored_findings
 
 log = logging.getLogger("kquotactl.zookeeper")
 
@@ -136,8 +138,12 @@ def decode_entity(path: str, data: bytes | None) -> dict[str, str]:
     return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
 
 
-def typed_config(entity: Entity, props: dict[str, str], warnings: list[str] | None = None) -> dict[str, Number]:
-    """The quota keys of a stored config, typed; other keys (SCRAM credentials) are left out."""
+def typed_config(entity: Entity, props: dict[str, str], unparsed: dict[str, str] | None = None) -> dict[str, Number]:
+    """The quota keys of a stored config, typed as brokers parse them (:func:`kquotactl.keys.parse_stored`).
+
+    Values that are no limit go to ``unparsed`` (key -> stored text): a broker cannot parse them, or parses them as
+    NaN or an infinity (:func:`kquotactl.keys.not_applied_reason`); other keys (SCRAM credentials) are left
+    out."""
     out: dict[str, Number] = {}
     kind = entity.kind
     for k, v in sorted(props.items(), key=lambda kv: _KEY_ORDER.get(kv[0], 99)):
@@ -145,10 +151,14 @@ def typed_config(entity: Entity, props: dict[str, str], warnings: list[str] | No
         if key is None or key.kind is not kind:
             continue
         try:
-            out[k] = parse_stored(key, v)
-        except InvalidValue as e:
-            if warnings is not None:
-                warnings.append(f"{entity.path}: {e} (ignored)")
+            value = parse_stored(key, v)
+        except UnparsableValue:
+            value = None
+        if value is None or not math.isfinite(value):  # NaN and Infinity (DOUBLE keys) are no limit either
+            if unparsed is not None:
+                unparsed[k] = v
+            continue
+        out[k] = value
     return out
 
 
@@ -435,6 +445,8 @@ class ZooKeeperBackend:
         flt = (flt or EntityFilter.all()).validate()
         self._outages = 0
         exact = flt.exact_entity()
+        if exact is not None and exact.ip is not None and exact.ip is not DEFAULT:
+            exact = None  # an address may be stored under another spelling: list /config/ips
         if exact is not None and unstorable_reason(exact):
             return []
         nodes = self._get_many(["/config/" + exact.path]) if exact is not None else self._scan(flt)
@@ -449,12 +461,14 @@ class ZooKeeperBackend:
                 continue
             if not flt.matches(entity):
                 continue
-            config = typed_config(entity, node.props, self.warnings)
-            if not config:
+            unparsed: dict[str, str] = {}
+            config = typed_config(entity, node.props, unparsed)
+            if not config and not unparsed:
                 continue
             raw = {k: node.props[k] for k in config}
-            records.append(QuotaRecord(entity, config, raw=raw, version=node.version))
+            records.append(QuotaRecord(entity, config, raw=raw, version=node.version, unparsed=unparsed))
         records.sort(key=lambda r: r.entity.sort_key())
+        self.warnings.extend(str(f) for f in stored_findings(records))
         return records
 
     def entity_names(self, etype: EntityType) -> set[str]:
@@ -528,10 +542,14 @@ class ZooKeeperBackend:
         from kazoo.exceptions import InvalidACLError
 
         check_one_change_per_entity(changes)
+        self._outages = 0
+        try:
+            changes = self._stored_spellings(changes)
+        except BackendUnavailable as e:
+            raise _partial(e, changes, {}, []) from None
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
         self._created = set()
-        self._outages = 0
         base_ready = False
         deleted_pairs: list[Entity] = []
         attempts = 0
@@ -608,6 +626,13 @@ class ZooKeeperBackend:
                 progress(done)
         return ordered
 
+    def _stored_spellings(self, changes: Sequence[EntityChange]) -> list[EntityChange]:
+        """Send ip changes to the znodes that name the address (:func:`kquotactl.stored.route_ip_changes`)."""
+        if not any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
+            return list(changes)
+        children = self._children_many(["/config/ips"]).get("/config/ips", [])
+        return route_ip_changes(changes, [c for c in children if c != DEFAULT_MARKER])
+
     def _plan_round(
         self, pending: list[EntityChange], expected: dict | None, results: dict[Entity, EntityResult]
     ) -> list[_EntityPlan]:
@@ -633,7 +658,8 @@ class ZooKeeperBackend:
             ep = "/config/" + ch.entity.path
             node = nodes.get(ep)
             props = dict(node.props) if node else {}
-            before = typed_config(ch.entity, props)
+            unparsed: dict[str, str] = {}
+            before = typed_config(ch.entity, props, unparsed)
             if expected is not None and ch.entity in expected and dict(expected[ch.entity]) != before:
                 results[ch.entity] = EntityResult(
                     ch.entity,
@@ -644,11 +670,16 @@ class ZooKeeperBackend:
                 )
                 continue
             try:
-                after = apply_change(before, ch)
+                # a stored value brokers cannot parse is still a key that can be removed (or overwritten)
+                drops_unparsed = bool(ch.remove & unparsed.keys())
+                after = apply_change(before, replace(ch, if_exists=True) if drops_unparsed else ch)
+                missing = sorted(ch.remove - before.keys() - unparsed.keys())
+                if missing and not ch.if_exists:
+                    apply_change(before, replace(ch, remove=frozenset(missing)))  # raises naming them
             except QuotaError as e:
                 results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
                 continue
-            if after == before:
+            if after == before and not drops_unparsed and not (ch.set.keys() & unparsed.keys()):
                 results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)
                 continue
             new_props = {k: v for k, v in props.items() if k not in ch.remove}

@@ -205,7 +205,12 @@ def _plan(state: AppState, ctx: click.Context, files: Sequence[str], prune: bool
     if prune and not manifest.prune:
         raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
     backend, live = _live(state, ctx, live_from)
-    return backend, make_plan(manifest, live, prune=prune)
+    the_plan = make_plan(manifest, live, prune=prune)
+    shown = set(getattr(backend, "warnings", []))  # the backend's own reading of the same state, already printed
+    for note in the_plan.notes:
+        if note not in shown:
+            state.warn(note)
+    return backend, the_plan
 
 
 prune_option = click.option(

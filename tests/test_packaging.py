@@ -26,10 +26,16 @@ pytestmark = pytest.mark.slow
 
 def _runtime_closure() -> list[str]:
     """``name==version`` of kquotactl's runtime dependencies (no extras), recursively, as installed here."""
+    seen = _closure(importlib.metadata.requires("kquotactl") or [])
+    return [f"{name}=={version}" for name, version in sorted(seen.items())]
+
+
+def _closure(requirements: list[str]) -> dict[str, str]:
+    """Distribution name -> installed version for these requirements and theirs (markers for no extra)."""
     from packaging.requirements import Requirement
 
     seen: dict[str, str] = {}
-    todo = [Requirement(r) for r in importlib.metadata.requires("kquotactl") or []]
+    todo = [Requirement(r) for r in requirements]
     while todo:
         req = todo.pop()
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
@@ -39,7 +45,7 @@ def _runtime_closure() -> list[str]:
             continue
         seen[key] = importlib.metadata.version(req.name)
         todo += [Requirement(r) for r in importlib.metadata.requires(req.name) or []]
-    return [f"{name}=={version}" for name, version in sorted(seen.items())]
+    return seen
 
 
 def _run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -103,3 +109,36 @@ def test_the_console_script_runs_from_the_venv(installed: Path, tmp_path: Path) 
     )
     assert r.returncode == 1 and r.stderr.startswith("kquotactl: error: no cluster given")
     assert "docs/" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [
+        (("impact", "generate", "traffic.parquet", "--rows", "10"), "impact"),
+        (("--bootstrap-server", "127.0.0.1:9", "describe"), "admin"),
+        (("--zookeeper", "127.0.0.1:9", "--zk-auth", "sasl:u:p", "--connect-timeout", "1", "describe"), "sasl"),
+    ],
+)
+def test_a_missing_extra_says_which_to_install(
+    installed: Path, tmp_path: Path, args: tuple[str, ...], extra: str
+) -> None:
+    """The venv has no extras: a command that needs one says which, in one line (no internal error)."""
+    env = {"PATH": f"{installed / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    r = subprocess.run(
+        [installed / "bin" / "kquotactl", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert f"pip install 'kquotactl[{extra}]'" in r.stderr and "internal error" not in r.stderr
+
+
+def test_every_optional_module_maps_to_the_extra_that_installs_it() -> None:
+    import tomllib
+
+    from kquotactl.errors import EXTRAS
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    dists = importlib.metadata.packages_distributions()
+    for module, extra in EXTRAS.items():
+        names = set(_closure(extras[extra]))  # what `pip install 'kquotactl[extra]'` brings, transitively
+        provided_by = {d.lower().replace("_", "-") for d in dists.get(module, [])}
+        assert provided_by & names, f"{module} is not installed by kquotactl[{extra}] ({provided_by} vs {names})"

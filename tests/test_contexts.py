@@ -292,7 +292,8 @@ def test_a_broken_file_breaks_only_commands_that_need_a_context(cli, tmp_path: P
     cfg.write_text("current-context: prod\ncontexts:\n  prod: {zookeeper: [\n")
     env = env_for(cfg)
     assert resolve(ConnectionOptions(zookeeper="z:1"), env=env).zookeeper == "z:1"  # not even read
-    for args in (("describe",), ("--context", "prod", "describe"), ("config", "get-contexts", "-o", "json")):
+    commands = (("describe",), ("--context", "prod", "describe"), ("config", "get-contexts", "-o", "json"))
+    for args in (*commands, ("config", "current-context")):
         r = cli(*args, env=env)
         assert r.exit_code == 1 and r.stderr.count("\n") == 1, args
         assert r.stderr.startswith(f"kquotactl: error: {cfg}: line ") and "is not valid YAML" in r.stderr

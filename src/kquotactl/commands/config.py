@@ -132,6 +132,7 @@ def current_context(ctx: click.Context) -> None:
     config = _config(ctx)
     root = ctx.find_root().params
     name = root.get("context_name") or os.environ.get(ENV_CONTEXT) or config.current
+    config.check()  # a file that cannot be read: say so, not "no current context"
     if not name:
         raise UsageError(f"no current context in {config.path}: set one with `kquotactl config use-context NAME`")
     config.get(name)

@@ -6,8 +6,11 @@ A context chosen explicitly (``--context`` / ``KQUOTACTL_CONTEXT``) fills whatev
 left empty; the file's ``current-context`` only applies when no cluster was given at all, so credentials
 of the usual cluster never leak onto a ``--zookeeper`` typed by hand.
 
-Parsing and resolution are pure (:func:`parse_config`, :func:`apply_context`); reading and rewriting the
-file are the only I/O, kept in :func:`load_config` and :func:`write_current_context`.
+Parsing, resolution and edits are pure (:func:`parse_config`, :func:`apply_context`, :func:`set_context_doc`,
+:func:`delete_context_doc`); reading and rewriting the file are the only I/O, kept in :func:`load_config`,
+:func:`read_doc`, :func:`write_current_context` and :func:`write_atomically`. Reading never fails on a bad
+context: each problem is kept with its context (or the file) and raised, as one line naming the file, the
+context and the problem, only when that context is used.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import click
 from kquotactl import __version__
 from kquotactl import completion as comp
 from kquotactl.connection import ConnectionOptions
-from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, one_line
+from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, one_line
 
 KEYS_HELP = (
     "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
@@ -562,6 +562,10 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
     except BrokenPipeError:
         sys.exit(EXIT_ERROR)
     except Exception as e:  # a bug: one line, the traceback only with --debug
+        missing = missing_extra(e) if isinstance(e, ImportError) else None
+        if missing and not debug:  # an optional dependency (kquotactl[impact], ...) is not installed
+            click.echo(f"{prog_name}: error: {missing}", err=True)
+            sys.exit(EXIT_ERROR)
         if debug:
             raise
         click.echo(

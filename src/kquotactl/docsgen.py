@@ -156,7 +156,10 @@ def exit_codes() -> list[tuple[str, str]]:
 
 FILES = [
     ("~/.config/kquotactl/config.yaml", "Named contexts (see kquotactl-config(1)); $XDG_CONFIG_HOME is honoured."),
-    ("completions/kquotactl.bash, .zsh, .fish", "Shell completion scripts (kquotactl completion SHELL prints them)."),
+    (
+        "~/.local/share/bash-completion/completions/kquotactl",
+        "Shell completion, where kquotactl completion bash > FILE installs it (zsh, fish: kquotactl-completion(1)).",
+    ),
 ]
 
 

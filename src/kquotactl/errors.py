@@ -24,6 +24,31 @@ def one_line(text: str, limit: int = 1000) -> str:
     return text
 
 
+# optional dependency (top-level module) -> the pyproject extra that installs it
+EXTRAS = {
+    "numpy": "impact",
+    "pyarrow": "impact",
+    "pyspark": "impact",
+    "pandas": "impact",
+    "matplotlib": "impact",
+    "kafka": "admin",
+    "confluent_kafka": "admin",
+    "puresasl": "sasl",
+}
+
+
+def missing_extra(e: ImportError) -> str | None:
+    """The one line for an optional dependency that is not installed (which extra installs it), else None."""
+    top = (e.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (
+        f"this needs the optional package {top!r}: pip install 'kquotactl[{extra}]' "
+        f"(pipx: pipx install --force 'kquotactl[{extra}]')"
+    )
+
+
 class QuotaError(Exception):
     """Base class: a problem the user can act on."""
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from kquotactl.backends import ProgressCallback
 from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType
-from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError
+from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError, missing_extra
 from kquotactl.filters import EntityFilter
 from kquotactl.javafmt import properties_order
 from kquotactl.keys import KEYS, Number, UnparsableValue, format_value, parse_stored
@@ -223,6 +223,10 @@ class ZooKeeperBackend:
         if s.digest_auth:
             kwargs["auth_data"] = [("digest", cred) for cred in s.digest_auth]
         if s.sasl:
+            try:  # kazoo only says "Missing SASL support" once connected: check first, name the extra
+                import puresasl  # noqa: F401
+            except ImportError as e:
+                raise UsageError(f"ZooKeeper SASL: {missing_extra(e) or e}") from None
             kwargs["sasl_options"] = dict(s.sasl)
         if s.tls:
             kwargs.update(
@@ -239,7 +243,7 @@ class ZooKeeperBackend:
         except (ValueError, TypeError) as e:
             raise UsageError(f"bad ZooKeeper connect string {s.connect!r}: {e}") from None
         except ImportError as e:
-            raise UsageError(f"ZooKeeper SASL needs the pure-sasl package (pip install pure-sasl): {e}") from None
+            raise UsageError(f"ZooKeeper SASL: {missing_extra(e) or e}") from None
         log.debug("connecting to ZooKeeper %s (timeout %.1fs)", s.connect, s.connect_timeout)
         # Not client.start(): on a time-out it joins its connection thread for up to 10 s more (a hung server
         # keeps that thread busy), and its chroot check is a synchronous call that can block forever.

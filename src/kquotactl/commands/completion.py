@@ -12,8 +12,8 @@ def completion_cmd(shell: str) -> None:
 
     The script asks kquotactl itself what to offer at each Tab: commands, options, the quota keys valid
     for the entity on the line (--add-config), the keys set on that entity (--delete-config), and the
-    user, client-id and ip names in the cluster or in the manifest given with -f. The same scripts are
-    shipped in completions/.
+    user, client-id and ip names in the cluster or in the manifest given with -f. Write the script to
+    the shell's completion directory (as below) to load it in every new shell.
 
     \b
     Examples:

@@ -292,7 +292,7 @@ def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics:
 
 
 EXAMPLE_MANIFEST = """\
-# kquotactl explain --example: a small quota set with the classic surprises (see docs/explain.md)
+# kquotactl explain --example: a small quota set with the classic surprises (man kquotactl-explain)
 quotas:
   - entity: {user: alice}
     config: {producer_byte_rate: 10MiB}

@@ -26,7 +26,7 @@ def impact() -> None:
     The traffic is Parquet, CSV or JSON lines (ts, user, client_id, ip, produce_bytes, fetch_bytes, requests,
     request_time_ms, connections); every row resolves per quota key like a broker does, usage is summed per
     quota-id and second, and each second's rate over the quota window is compared with the limit.
-    See docs/impact.md for the model.
+    kquotactl impact run --help lists the outputs (man kquotactl-impact-run).
 
     \b
     Examples:

@@ -55,7 +55,7 @@ def compile_driver(version: str, driver: str) -> tuple[Path, str]:
         out.mkdir(parents=True)
         javac = shutil.which("javac")
         if javac is None:
-            raise RuntimeError("javac not found: the oracle drivers need a JDK (make setup installs one)")
+            raise RuntimeError("javac not found on PATH: the oracle drivers need a JDK")
         proc = subprocess.run(
             [javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(out), *map(str, sources)],
             capture_output=True,

@@ -71,6 +71,49 @@ class AppState:
 pass_state = click.make_pass_decorator(AppState, ensure=True)
 
 
+# -- one value per option -----------------------------------------------------------------------
+
+
+class _OnceParser:
+    """Wraps click's parser: an option that takes one value may be given once (click keeps the last silently,
+    so ``--user alice --user bob`` would change bob). Repeatable options say so (``multiple``); flags repeated
+    mean the same thing and stay accepted."""
+
+    def __init__(self, parser: Any) -> None:
+        self._parser = parser
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._parser, name)
+
+    def parse_args(self, args: list[str]) -> Any:
+        opts, rest, order = self._parser.parse_args(args=args)
+        seen: set[int] = set()
+        for p in order:
+            if isinstance(p, click.Option) and not (p.multiple or p.is_flag or p.count):
+                if id(p) in seen:
+                    names = "/".join(p.opts + p.secondary_opts)
+                    raise click.UsageError(f"{names} given more than once: give it once (no guessing which one)")
+                seen.add(id(p))
+        return opts, rest, order
+
+
+class OnceCommand(click.Command):
+    """A command whose single-value options are refused when repeated (see :class:`_OnceParser`)."""
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        return _OnceParser(super().make_parser(ctx))
+
+
+class OnceGroup(click.Group):
+    command_class = OnceCommand
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        return _OnceParser(super().make_parser(ctx))
+
+
+OnceGroup.group_class = OnceGroup
+
+
 # -- option groups ------------------------------------------------------------------------------
 
 
@@ -149,6 +192,12 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="ACLs for nodes kquotactl creates: 'secure' = what brokers use with zookeeper.set.acl=true.",
         ),
+        click.option(
+            "--allow-no-brokers",
+            is_flag=True,
+            help="Write into a ZooKeeper chroot that has no /brokers yet (a cluster whose brokers have not started); "
+            "without it such a write is refused as a probably forgotten chroot.",
+        ),
     ]
     return _stacked(opts, f)
 
@@ -178,6 +227,9 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return _stacked(opts, f)
 
 
+ENTITY_DEFAULT_TOKEN = "\x00entity-default"  # kquotactl.entityargs.ENTITY_DEFAULT (not imported: start-up time)
+
+
 def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option(
@@ -193,12 +245,12 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             metavar="NAME",
             shell_complete=comp.complete_entity_name,
-            help="Name for the --entity-type at the same position.",
+            help="Name for the --entity-type at the same position (never empty: --entity-default is the default).",
         ),
         click.option(
             "--entity-default",
             "entity_names",
-            flag_value="",
+            flag_value=ENTITY_DEFAULT_TOKEN,
             multiple=True,
             help="The default entity for the --entity-type at the same position.",
         ),
@@ -206,7 +258,7 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--user",
             metavar="NAME",
             shell_complete=comp.complete_user,
-            help="A user principal (same as --entity-type users --entity-name).",
+            help="A user principal (same as --entity-type users --entity-name); '<default>' is the default user.",
         ),
         click.option(
             "--client",
@@ -225,6 +277,11 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--user-defaults", is_flag=True, help="The default user."),
         click.option("--client-defaults", is_flag=True, help="The default client-id."),
         click.option("--ip-defaults", is_flag=True, help="The default ip."),
+        click.option(
+            "--literal-names",
+            is_flag=True,
+            help="'<default>' is a real user or client-id named so, not the default entity.",
+        ),
     ]
     return _stacked(opts, f)
 
@@ -241,6 +298,7 @@ def _entity_args(kw: dict[str, Any]) -> Any:
         user_defaults=kw.pop("user_defaults"),
         client_defaults=kw.pop("client_defaults"),
         ip_defaults=kw.pop("ip_defaults"),
+        literal_names=kw.pop("literal_names", False),
     )
 
 
@@ -257,6 +315,7 @@ def _flush_warnings(state: AppState, backend: Any) -> None:
 
 
 @click.group(
+    cls=OnceGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
     epilog="kafka-configs' flat form works too: kquotactl --zookeeper HOST:PORT --alter --entity-type users "
     "--entity-name alice --add-config producer_byte_rate=1048576.\n\n" + EPILOG_EXIT,
@@ -321,6 +380,7 @@ def cli(
         zk_sasl_jaas=conn["zk_sasl_jaas"],
         zk_tls_config_file=conn["zk_tls_config_file"],
         zk_acl=conn["zk_acl"],
+        allow_no_brokers=conn["allow_no_brokers"],
     )
     state.output = output
     state.context_name = context_name

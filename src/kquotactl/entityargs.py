@@ -6,6 +6,11 @@ user-defaults, ip-defaults); names from every ``--entity-name``/``--entity-defau
 (a default is ``""``), then the flags' values, then one ``""`` per default flag. Types and names pair up
 by position (the bootstrap-mode ``zipAll``; ZooKeeper-mode kafka-configs additionally swapped a lone name
 for ``--entity-type clients --entity-type users``, which is not reproduced).
+
+Two deliberate departures, so that a typo or an unset shell variable never changes the wrong entity: an empty
+name (``--user ''``, ``--entity-name ''``) is refused instead of meaning the default (only ``--*-defaults`` and
+``--entity-default`` name a default), and ``<default>`` is the default entity for every type, as in manifests
+and in every output; ``--literal-names`` makes it the name of a real user or client-id.
 """
 
 from __future__ import annotations
@@ -13,21 +18,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kquotactl.entity import DEFAULT, Entity, EntityType, Name
+from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.errors import InvalidRequest, UsageError
 from kquotactl.filters import EntityFilter, FilterComponent, MatchType
+
+ENTITY_DEFAULT: str = "\x00entity-default"
+"""What ``--entity-default`` puts among the ``--entity-name`` values (NUL cannot be typed in an argument)."""
+
+_FLAG_FOR = {EntityType.USER: "--user", EntityType.CLIENT_ID: "--client-id", EntityType.IP: "--ip"}
+_DEFAULTS_FLAG = {
+    EntityType.USER: "--user-defaults",
+    EntityType.CLIENT_ID: "--client-defaults",
+    EntityType.IP: "--ip-defaults",
+}
 
 
 @dataclass
 class EntityArgs:
     entity_types: Sequence[str] = ()
-    entity_names: Sequence[str] = ()  # "" is the default entity
+    entity_names: Sequence[str] = ()  # ENTITY_DEFAULT is --entity-default
     user: str | None = None
     client: str | None = None
     ip: str | None = None
     user_defaults: bool = False
     client_defaults: bool = False
     ip_defaults: bool = False
+    literal_names: bool = False  # "<default>" is a real user/client-id name, not the default entity
     _pairs: list[tuple[EntityType, str | None]] = field(default_factory=list, init=False)
 
     @property
@@ -44,7 +60,10 @@ class EntityArgs:
         )
 
     def pairs(self) -> list[tuple[EntityType, str | None]]:
-        """(type, name) in Kafka's order; name None = no name given, "" = default."""
+        """(type, name) in Kafka's order; name None = no name given, "" = the default (named explicitly).
+
+        Refuses an empty name: kafka-configs takes it for the default, which turns ``--user "$U"`` with an unset
+        variable into a cluster-wide change."""
         flags_used = (
             self.user is not None
             or self.client is not None
@@ -58,13 +77,24 @@ class EntityArgs:
                 "--entity-{type,name,default} should not be used in conjunction with specific entity flags"
             )
         types: list[EntityType] = [EntityType.from_plural(t) for t in self.entity_types]
-        names: list[str] = list(self.entity_names)
+        names: list[str] = []
+        for i, n in enumerate(self.entity_names):
+            if n == "":
+                t = EntityType.from_plural(self.entity_types[i]) if i < len(self.entity_types) else None
+                hint = f"--entity-default (or {_DEFAULTS_FLAG[t]})" if t else "--entity-default"
+                raise UsageError(f"--entity-name is empty (an unset variable?): for the default entity, say {hint}")
+            names.append("" if n == ENTITY_DEFAULT else n)
         for value, t in (
             (self.client, EntityType.CLIENT_ID),
             (self.user, EntityType.USER),
             (self.ip, EntityType.IP),
         ):
             if value is not None:
+                if value == "":
+                    raise UsageError(
+                        f"{_FLAG_FOR[t]} is empty (an unset variable?): for the default {t.value}, "
+                        f"say {_DEFAULTS_FLAG[t]}"
+                    )
                 types.append(t)
                 names.append(value)
         for flag, t in (
@@ -90,13 +120,15 @@ class EntityArgs:
 def alter_head(args: EntityArgs) -> tuple[EntityType, str]:
     """The first (type, name) of the command line, which kafka-configs names in its alter line ("" = default)."""
     t, n = args.pairs()[0]
-    return t, n or ""
+    return t, "" if n is None or _name(t, n, args.literal_names) is DEFAULT else n
 
 
-def _name(t: EntityType, name: str) -> Name:
+def _name(t: EntityType, name: str, literal: bool = False) -> Name:
+    """``""`` (a ``--*-defaults`` flag) and ``<default>`` are the default entity; ``literal`` makes ``<default>`` a
+    user or client-id of that name (an ip named ``<default>`` is the default ip, as kafka-configs has it)."""
     if name == "":
         return DEFAULT
-    if t is EntityType.IP and name == "<default>":  # kafka-configs treats it as the default ip
+    if name == DEFAULT_MARKER and (t is EntityType.IP or not literal):
         return DEFAULT
     return name
 
@@ -111,7 +143,7 @@ def entity_for_alter(args: EntityArgs) -> Entity:
             "an entity-name or default entity must be specified with --alter of users, clients or ips "
             f"(missing for: {', '.join(missing)})"
         )
-    return Entity.from_components({t: _name(t, n) for t, n in pairs if n is not None})
+    return Entity.from_components({t: _name(t, n, args.literal_names) for t, n in pairs if n is not None})
 
 
 def filter_for_describe(args: EntityArgs) -> EntityFilter:
@@ -123,7 +155,7 @@ def filter_for_describe(args: EntityArgs) -> EntityFilter:
     for t, n in pairs:
         if n is None:
             comps.append(FilterComponent(t, MatchType.ANY))
-        elif _name(t, n) is DEFAULT:
+        elif _name(t, n, args.literal_names) is DEFAULT:
             comps.append(FilterComponent(t, MatchType.DEFAULT))
         else:
             if t is EntityType.IP:

@@ -95,6 +95,7 @@ class ZkSettings:
     sasl: dict[str, str] | None = None  # {"mechanism": "DIGEST-MD5", "username": ..., "password": ...}
     tls: TlsSettings | None = None
     secure_acl: bool = False
+    allow_no_brokers: bool = False  # write even where no broker has registered (see _check_brokers)
 
     def __repr__(self) -> str:  # never print credentials
         return f"ZkSettings(connect={self.connect!r}, tls={self.tls is not None}, secure_acl={self.secure_acl})"
@@ -186,6 +187,7 @@ class ZooKeeperBackend:
         self._created: set[str] = set()  # parents created earlier in the current alter call
         self._outages = 0  # connection losses ridden out so far (bounded by MAX_OUTAGES)
         self._sent = False  # whether the current batch's commit went out (else its outcome is known: not applied)
+        self._brokers_checked = False
         self._client = self._connect(settings)
 
     # -- connection ------------------------------------------------------------------------------
@@ -230,6 +232,13 @@ class ZooKeeperBackend:
             raise UsageError(f"bad ZooKeeper connect string {s.connect!r}: {e}") from None
         except ImportError as e:
             raise UsageError(f"ZooKeeper SASL needs the pure-sasl package (pip install pure-sasl): {e}") from None
+        from kazoo.hosts import collect_hosts
+
+        from kquotactl.connection import unreachable
+
+        why = unreachable(collect_hosts(s.connect)[0], s.connect_timeout)
+        if why:
+            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {why}")
         log.debug("connecting to ZooKeeper %s (timeout %.1fs)", s.connect, s.connect_timeout)
         # Not client.start(): on a time-out it joins its connection thread for up to 10 s more (a hung server
         # keeps that thread busy), and its chroot check is a synchronous call that can block forever.
@@ -240,8 +249,14 @@ class ZooKeeperBackend:
             raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {_short(e)}") from None
         if not client.connected:
             _stop_bounded(client, wait=0.1)  # no session to close
-            hint = " (TLS: check the certificates and that the port speaks TLS)" if s.tls else ""
-            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect} within {s.connect_timeout:g}s{hint}")
+            hint = (
+                " (TLS: check the certificates and that the port speaks TLS)"
+                if s.tls
+                else " (timed out: a firewall, a slow network, or a port that is not ZooKeeper's)"
+            )
+            raise BackendUnavailable(
+                f"cannot connect to ZooKeeper at {s.connect}: no session within {s.connect_timeout:g}s{hint}"
+            )
         self._client = client
         # SASL failures arrive only after start() returned: probe once, bounded.
         try:
@@ -431,9 +446,28 @@ class ZooKeeperBackend:
             nodes.update(self._get_many([f"/config/ips/{x}" for x in lists.get("/config/ips", [])]))
         return nodes
 
+    def _check_brokers(self, writing: bool) -> None:
+        """A chroot without ``/brokers`` is one no Kafka broker uses: most likely the chroot was forgotten or
+        mistyped in ``--zookeeper``. Writes there are refused (unless ``--allow-no-brokers``: quotas prepared
+        before the brokers first start); reads say so once."""
+        if self._brokers_checked and not writing:
+            return
+        self._brokers_checked = True
+        if self._ride_out(lambda: self._wait(self._client.exists_async("/brokers"), "exists /brokers")) is not None:
+            return
+        where = f"ZooKeeper {self.settings.connect} has no /brokers node: no Kafka broker uses this chroot"
+        if writing and not self.settings.allow_no_brokers:
+            raise UsageError(
+                f"{where} (forgotten chroot in --zookeeper?); nothing written. To prepare quotas before the brokers "
+                "start, pass --allow-no-brokers"
+            )
+        if not self.settings.allow_no_brokers and not writing:
+            self.warnings.append(f"{where} (forgotten chroot in --zookeeper?)")
+
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         self._outages = 0
+        self._check_brokers(writing=False)
         exact = flt.exact_entity()
         if exact is not None and unstorable_reason(exact):
             return []
@@ -528,6 +562,8 @@ class ZooKeeperBackend:
         from kazoo.exceptions import InvalidACLError
 
         check_one_change_per_entity(changes)
+        if changes:
+            self._check_brokers(writing=not validate_only)
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
         self._created = set()

@@ -8,14 +8,14 @@ from typing import IO, Any
 
 import click
 
-from kquotactl.cli import quota_window_options
+from kquotactl.cli import OnceCommand, quota_window_options
 
 
 def register(group: click.Group) -> None:
     group.add_command(explain)
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @click.option(
     "--user",
     metavar="NAME",

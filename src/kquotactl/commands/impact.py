@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli import quota_window_options
+from kquotactl.cli import OnceGroup, quota_window_options
 
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
@@ -19,7 +19,7 @@ def register(group: click.Group) -> None:
     group.add_command(impact)
 
 
-@click.group()
+@click.group(cls=OnceGroup)
 def impact() -> None:
     """Traffic impact replay: what a quota set would throttle on recorded traffic.
 

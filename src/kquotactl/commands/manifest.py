@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import click
 
-from kquotactl.cli import AppState, pass_state
+from kquotactl.cli import AppState, OnceCommand, pass_state
 from kquotactl.errors import EXIT_PENDING, QuotaError, UsageError
 
 FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."
@@ -124,7 +124,7 @@ def _summary(line: str, fmt: str) -> None:
 # -- commands -------------------------------------------------------------------------------------------
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @files_option()
 @click.option("--strict", is_flag=True, help="Treat lint warnings as errors (exit 1).")
 @pass_state
@@ -229,7 +229,7 @@ live_from_option = click.option(
 )
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @files_option()
 @prune_option
 @max_deletions_option
@@ -273,7 +273,7 @@ def plan(
         ctx.exit(EXIT_PENDING)
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @files_option(required=False)
 @click.option("--plan", "plan_path", metavar="FILE", type=click.Path(dir_okay=False), help="Apply a saved plan.")
 @prune_option
@@ -491,7 +491,7 @@ class _Collector:
             )
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @click.option("--out", "out_path", metavar="FILE", type=click.Path(dir_okay=False), help="Write to FILE.")
 @pass_state
 @click.pass_context

@@ -26,7 +26,10 @@ KEYS_HELP = (
     "connection_creation_rate (INT) for ips. Values must be greater than 0."
 )
 
-EPILOG_EXIT = "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan)."
+EPILOG_EXIT = (
+    "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan, apply --dry-run, "
+    "a declined apply), 130 interrupted (Ctrl-C)."
+)
 
 
 @dataclass
@@ -258,7 +261,7 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--user",
             metavar="NAME",
             shell_complete=comp.complete_user,
-            help="A user principal (same as --entity-type users --entity-name); '<default>' is the default user.",
+            help="A user principal (same as --entity-type users --entity-name).",
         ),
         click.option(
             "--client",
@@ -280,7 +283,8 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--literal-names",
             is_flag=True,
-            help="'<default>' is a real user or client-id named so, not the default entity.",
+            help="A user or client-id named '<default>' is a real name (without it, that name is refused as ambiguous: "
+            "kafka-configs writes such a user, manifests mean the default).",
         ),
     ]
     return _stacked(opts, f)
@@ -592,6 +596,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         with cli.make_context(prog_name, args) as ctx:
             ctx.meta["kquotactl.flat"] = flat
             cli.invoke(ctx)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except QuotaError as e:
         click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)
         sys.exit(e.exit_code)
@@ -615,6 +620,13 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except BrokenPipeError:
+        # The reader went away (`describe | head`): not a failure of ours. Nothing more can reach stdout; point it at
+        # /dev/null so the interpreter's final flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except OSError as e:  # a file named on the command line that cannot be read or written: one line, no traceback
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"{prog_name}: error: {one_line(where + (e.strerror or str(e)))}", err=True)
         sys.exit(EXIT_ERROR)
     except Exception as e:  # a bug: one line, the traceback only with --debug
         if debug:

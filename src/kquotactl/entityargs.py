@@ -9,8 +9,10 @@ for ``--entity-type clients --entity-type users``, which is not reproduced).
 
 Two deliberate departures, so that a typo or an unset shell variable never changes the wrong entity: an empty
 name (``--user ''``, ``--entity-name ''``) is refused instead of meaning the default (only ``--*-defaults`` and
-``--entity-default`` name a default), and ``<default>`` is the default entity for every type, as in manifests
-and in every output; ``--literal-names`` makes it the name of a real user or client-id.
+``--entity-default`` name a default), and a user or client-id named ``<default>`` is refused as ambiguous unless
+``--literal-names`` says it is a real name (kafka-configs writes a user literally named ``<default>``; manifests and
+every kquotactl output use ``<default>`` for the default entity). ``--ip '<default>'`` is the default ip, as in
+kafka-configs.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class EntityArgs:
                 t = EntityType.from_plural(self.entity_types[i]) if i < len(self.entity_types) else None
                 hint = f"--entity-default (or {_DEFAULTS_FLAG[t]})" if t else "--entity-default"
                 raise UsageError(f"--entity-name is empty (an unset variable?): for the default entity, say {hint}")
+            if n == DEFAULT_MARKER and i < len(self.entity_types):
+                self._check_marker(EntityType.from_plural(self.entity_types[i]), "--entity-name", "--entity-default")
             names.append("" if n == ENTITY_DEFAULT else n)
         for value, t in (
             (self.client, EntityType.CLIENT_ID),
@@ -95,6 +99,8 @@ class EntityArgs:
                         f"{_FLAG_FOR[t]} is empty (an unset variable?): for the default {t.value}, "
                         f"say {_DEFAULTS_FLAG[t]}"
                     )
+                if value == DEFAULT_MARKER:
+                    self._check_marker(t, _FLAG_FOR[t], _DEFAULTS_FLAG[t])
                 types.append(t)
                 names.append(value)
         for flag, t in (
@@ -116,19 +122,27 @@ class EntityArgs:
             )
         return [(t, names[i] if i < len(names) else None) for i, t in enumerate(types)]
 
+    def _check_marker(self, t: EntityType, option: str, default_option: str) -> None:
+        if t is EntityType.IP or self.literal_names:
+            return
+        raise UsageError(
+            f"{option} '<default>' is ambiguous: kafka-configs writes a {t.value} literally named <default>, manifests "
+            f"and kquotactl's output mean the default {t.value}. Say {default_option} for the default, or add "
+            f"--literal-names for the {t.value} named <default>"
+        )
+
 
 def alter_head(args: EntityArgs) -> tuple[EntityType, str]:
     """The first (type, name) of the command line, which kafka-configs names in its alter line ("" = default)."""
     t, n = args.pairs()[0]
-    return t, "" if n is None or _name(t, n, args.literal_names) is DEFAULT else n
+    return t, "" if n is None or _name(t, n) is DEFAULT else n
 
 
-def _name(t: EntityType, name: str, literal: bool = False) -> Name:
-    """``""`` (a ``--*-defaults`` flag) and ``<default>`` are the default entity; ``literal`` makes ``<default>`` a
-    user or client-id of that name (an ip named ``<default>`` is the default ip, as kafka-configs has it)."""
-    if name == "":
-        return DEFAULT
-    if name == DEFAULT_MARKER and (t is EntityType.IP or not literal):
+def _name(t: EntityType, name: str) -> Name:
+    """``""`` (a ``--*-defaults`` flag or ``--entity-default``) is the default entity, and so is an ip named
+    ``<default>`` (kafka-configs has it so); a user or client-id ``<default>`` got past :meth:`EntityArgs.pairs` only
+    with ``--literal-names``, so it is a real name."""
+    if name == "" or (t is EntityType.IP and name == DEFAULT_MARKER):
         return DEFAULT
     return name
 
@@ -143,7 +157,7 @@ def entity_for_alter(args: EntityArgs) -> Entity:
             "an entity-name or default entity must be specified with --alter of users, clients or ips "
             f"(missing for: {', '.join(missing)})"
         )
-    return Entity.from_components({t: _name(t, n, args.literal_names) for t, n in pairs if n is not None})
+    return Entity.from_components({t: _name(t, n) for t, n in pairs if n is not None})
 
 
 def filter_for_describe(args: EntityArgs) -> EntityFilter:
@@ -155,7 +169,7 @@ def filter_for_describe(args: EntityArgs) -> EntityFilter:
     for t, n in pairs:
         if n is None:
             comps.append(FilterComponent(t, MatchType.ANY))
-        elif _name(t, n, args.literal_names) is DEFAULT:
+        elif _name(t, n) is DEFAULT:
             comps.append(FilterComponent(t, MatchType.DEFAULT))
         else:
             if t is EntityType.IP:

@@ -464,6 +464,10 @@ class ZooKeeperBackend:
         if not self.settings.allow_no_brokers and not writing:
             self.warnings.append(f"{where} (forgotten chroot in --zookeeper?)")
 
+    def check_writable(self) -> None:
+        """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``)."""
+        self._check_brokers(writing=True)
+
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         self._outages = 0
@@ -616,22 +620,27 @@ class ZooKeeperBackend:
                         self._await_connected(trouble)
                         committed = self._settle(batch)
                         log.debug("settled a transaction of %d entities: committed=%s", len(batch), committed)
-                    in_flight = []
                     if committed:
                         for p in batch:
                             results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
                             if p.deletes_node and p.is_pair:
                                 deleted_pairs.append(p.change.entity)
-                        if progress:
-                            progress(len(batch))
                     else:  # a compare-and-set conflict, or a lost commit that did not land: re-read, re-apply
                         retry.extend(p.change for p in batch)
+                    in_flight = []  # only once the outcome is recorded (a Ctrl-C in between: reported unknown)
+                    if committed and progress:
+                        progress(len(batch))
                 pending = retry
                 if pending:
                     log.debug("compare-and-set conflict: retrying %d entities", len(pending))
                     time.sleep(min(0.01 * attempts, 0.2))
         except BackendUnavailable as e:
             raise _partial(e, changes, results, in_flight) from None
+        except KeyboardInterrupt:  # Ctrl-C: say what is done; the transaction on the wire, if any, is all or none
+            from kquotactl.errors import Interrupted
+
+            applied, missing, unknown = _split(changes, results, in_flight if self._sent else ())
+            raise Interrupted("interrupted", applied, missing, unknown) from None
         if deleted_pairs:
             try:
                 self._clean_parents(deleted_pairs)
@@ -943,6 +952,20 @@ def _batches(plans: list[_EntityPlan]) -> Iterable[list[_EntityPlan]]:
         yield batch
 
 
+def _split(
+    changes: Sequence[EntityChange], results: dict[Entity, EntityResult], in_flight: Sequence[_EntityPlan] = ()
+) -> tuple[list[str], list[str], list[str]]:
+    """Labels of the entities applied, not applied, and of unknown outcome (``in_flight``: a transaction whose
+    answer never came)."""
+    unknown_set = {p.change.entity for p in in_flight}
+    applied = [
+        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
+    ]
+    unknown = [ch.entity.label() for ch in changes if ch.entity in unknown_set and ch.entity not in results]
+    missing = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in unknown_set]
+    return applied, missing, unknown
+
+
 def _partial(
     error: QuotaError,
     changes: Sequence[EntityChange],
@@ -958,12 +981,7 @@ def _partial(
 
     if isinstance(error, PartialFailure):
         return error
-    unknown_set = {p.change.entity for p in in_flight}
-    applied = [
-        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
-    ]
-    unknown = [ch.entity.label() for ch in changes if ch.entity in unknown_set and ch.entity not in results]
-    missing = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in unknown_set]
+    applied, missing, unknown = _split(changes, results, in_flight)
     if not applied and not unknown:
         return error
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")

@@ -246,6 +246,8 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
             raise UsageError(
                 f"--static-default {item!r}: expected quota.producer.default=VALUE or quota.consumer.default=VALUE"
             )
+        if key in out:
+            raise UsageError(f"--static-default: {STATIC_CONFIGS[key]} given twice: give each once")
         out[key] = int(parse_value(KEYS[key], value))
     return out
 

@@ -295,7 +295,7 @@ def test_impact_outputs_never_create_missing_parent_directories(tmp_path) -> Non
 
 
 def test_describe_into_a_closed_pipe_is_not_a_failure(chroot, tmp_path) -> None:
-    assert zk(chroot, "apply", "-f", manifest(tmp_path, 3000), "--yes").exit_code == 0
+    assert zk(chroot, "apply", "-f", manifest(tmp_path, 1500), "--yes").exit_code == 0
     p = subprocess.Popen(
         [sys.executable, "-m", "kquotactl", "--zookeeper", chroot.connect, "describe", "-o", "json"],
         stdout=subprocess.PIPE,
@@ -358,3 +358,41 @@ def test_ctrl_c_during_apply_reports_what_was_applied_and_exits_130(chroot, tmp_
     r = zk(chroot, "apply", "-f", m, "--yes")  # and a re-run converges
     assert r.exit_code == 0, r.stderr
     assert len(chroot.children("/config/users")) == n
+
+
+def test_through_a_real_broker_default_and_literal_default_stay_apart(kraft) -> None:
+    """The bootstrap path (TCP probe first, then the admin API): both spellings reach their own entity, and
+    kafka-configs' alter lines and describe output tell them apart."""
+    b = ["--bootstrap-server", kraft.bootstrap]
+    r = run_cli(*b, "--alter", "--user-defaults", "--add-config", "producer_byte_rate=1")
+    assert r.stdout.strip() == "Completed updating default config for users in the cluster.", r.stderr
+    r = run_cli(*b, "--alter", "--user", "<default>", "--literal-names", "--add-config", "producer_byte_rate=2")
+    assert r.stdout.strip() == "Completed updating config for user <default>.", r.stderr
+    one_error_line(run_cli(*b, "--alter", "--user", "<default>", "--add-config", "producer_byte_rate=3"), "ambiguous")
+    one_error_line(run_cli(*b, "--alter", "--user", "", "--add-config", "producer_byte_rate=3"), "--user-defaults")
+    out = json.loads(run_cli(*b, "describe", "--entity-type", "users", "-o", "json").stdout)
+    assert out == [
+        {"entity": {"user": None}, "config": {"producer_byte_rate": 1}},
+        {"entity": {"user": "<default>"}, "config": {"producer_byte_rate": 2}},
+    ]
+    lines = run_cli(*b, "describe", "--entity-type", "users", "-o", "kafka").stdout.splitlines()
+    assert lines == [
+        "Quota configs for the default user-principal are producer_byte_rate=1.0",
+        "Quota configs for user-principal '<default>' are producer_byte_rate=2.0",
+    ]
+
+
+def test_completion_offers_a_real_name_default_only_with_literal_names(chroot) -> None:
+    from test_completion import complete
+
+    assert (
+        zk(chroot, "alter", "--user", "<default>", "--literal-names", "--add-config", "producer_byte_rate=1").exit_code
+        == 0
+    )
+    assert zk(chroot, "alter", "--user", "alice", "--add-config", "producer_byte_rate=1").exit_code == 0
+    line = f"kquotactl --zookeeper {chroot.connect} alter --user "
+    assert complete("bash", line) == ["alice"]
+    assert complete("bash", f"kquotactl --zookeeper {chroot.connect} alter --literal-names --user ") == [
+        "<default>",
+        "alice",
+    ]

@@ -396,3 +396,16 @@ def test_completion_offers_a_real_name_default_only_with_literal_names(chroot) -
         "<default>",
         "alice",
     ]
+
+
+@pytest.mark.parametrize("option", ["--zookeeper", "--bootstrap-server", "--context", "--config", "--command-config"])
+def test_an_empty_cluster_option_never_falls_back_to_the_current_context(chroot, tmp_path, option) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"current-context: prod\ncontexts:\n  prod:\n    zookeeper: {chroot.connect}\n")
+    before = chroot.snapshot()
+    args = ["--config", str(cfg)] if option != "--config" else []
+    r = run_cli(*args, option, "", "alter", "--user", "a", "--add-config", "producer_byte_rate=5")
+    one_error_line(r, f"{option} is empty")
+    assert chroot.snapshot() == before
+    r = run_cli("--config", str(cfg), "alter", "--user", "a", "--add-config", "producer_byte_rate=5")
+    assert r.exit_code == 0, r.stderr  # (the context itself works)

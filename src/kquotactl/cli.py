@@ -372,6 +372,9 @@ def cli(
       kquotactl --context prod alter --user alice --add-config producer_byte_rate=10MiB
       kquotactl --zookeeper zk:2181 --describe --entity-type users   # kafka-configs' flat form
     """
+    for param in ctx.command.params:  # `--zookeeper "$ZK"` with ZK unset must not fall back to a context's cluster
+        if ctx.params.get(param.name or "") == "" and isinstance(param, click.Option):
+            raise UsageError(f"{param.opts[0]} is empty (an unset variable?): give a value or leave the option out")
     state = ctx.ensure_object(AppState)
     state.conn = ConnectionOptions(
         zookeeper=conn["zookeeper"],

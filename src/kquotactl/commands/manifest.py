@@ -330,7 +330,9 @@ def apply(
         try:
             with open(plan_path, encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, json.JSONDecodeError) as e:
+        except OSError as e:
+            raise UsageError(f"cannot read the plan {plan_path}: {e.strerror or e}") from None
+        except json.JSONDecodeError as e:
             raise UsageError(f"cannot read the plan {plan_path}: {e}") from None
         the_plan = Plan.from_json(data, plan_path)
         if not dry_run:

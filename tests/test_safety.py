@@ -409,9 +409,3 @@ def test_an_empty_cluster_option_never_falls_back_to_the_current_context(chroot,
     assert chroot.snapshot() == before
     r = run_cli("--config", str(cfg), "alter", "--user", "a", "--add-config", "producer_byte_rate=5")
     assert r.exit_code == 0, r.stderr  # (the context itself works)
-
-
-def test_explain_refuses_an_empty_user_but_keeps_the_empty_client_id() -> None:
-    one_error_line(run_cli("explain", "--example", "--user", ""), "--user is empty", "ANONYMOUS")
-    r = run_cli("explain", "--example", "--user", "alice", "--client-id", "", "-o", "json")
-    assert r.exit_code == 0 and json.loads(r.stdout)["connection"] == {"user": "alice", "client-id": ""}

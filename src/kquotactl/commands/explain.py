@@ -133,8 +133,6 @@ def explain(
         raise UsageError("-o kafka has no explain form: use -o table, json or yaml")
     version = _parse_version(kafka_version) if kafka_version else None
     statics = _parse_statics(static_default, version)
-    if user == "":  # `--user "$U"` with U unset: not the connection anyone meant (an empty client-id is real)
-        raise UsageError("--user is empty (an unset variable?): leave it out for ANONYMOUS, the unauthenticated user")
     has_conn = user is not None or client_id is not None or ip is not None
     if connections is not None and has_conn:
         raise UsageError("give either --connections FILE or one connection (--user/--client-id/--ip), not both")

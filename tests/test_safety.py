@@ -409,3 +409,23 @@ def test_an_empty_cluster_option_never_falls_back_to_the_current_context(chroot,
     assert chroot.snapshot() == before
     r = run_cli("--config", str(cfg), "alter", "--user", "a", "--add-config", "producer_byte_rate=5")
     assert r.exit_code == 0, r.stderr  # (the context itself works)
+
+
+def test_export_and_plan_out_replace_the_file_whole_and_leave_no_temporary_behind(chroot, tmp_path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "q.yaml").write_text("old\n")
+    assert zk(chroot, "alter", "--user", "a", "--add-config", "producer_byte_rate=5").exit_code == 0
+    assert zk(chroot, "export", "--out", str(out / "q.yaml")).exit_code == 0
+    assert "user: a" in (out / "q.yaml").read_text()
+    r = zk(chroot, "plan", "-f", str(out / "q.yaml"), "--out", str(out / "plan.json"))
+    assert r.exit_code == 0, r.stderr
+    assert json.loads((out / "plan.json").read_text())["changes"] == []
+    assert sorted(p.name for p in out.iterdir()) == ["plan.json", "q.yaml"]
+    assert oct((out / "plan.json").stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m

@@ -9,6 +9,8 @@ leave the result somewhere nobody looks.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import IO
 
 from kquotactl.errors import UsageError
@@ -55,3 +57,31 @@ def open_file(path: str, option: str, mode: str = "w") -> IO[str]:
         return open(path, mode, encoding="utf-8")
     except OSError as e:
         raise UsageError(f"{option} {path}: {e.strerror or e}") from None
+
+
+@contextmanager
+def replaced_file(path: str, option: str) -> Iterator[IO[str]]:
+    """Write ``path`` whole or not at all: into a temporary file beside it, renamed over it only when the block
+    succeeds (an error or Ctrl-C midway leaves any previous file as it was)."""
+    import tempfile
+
+    check_file(path, option)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as e:
+        raise UsageError(f"{option} {path}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            yield f
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -258,7 +258,7 @@ def plan(
       kquotactl --zookeeper zk:2181/kafka plan -f quotas/ --prune -o json --out plan.json
       kquotactl plan -f quotas.yaml --live-from exported.yaml
     """
-    from kquotactl.outfiles import check_file, open_file
+    from kquotactl.outfiles import check_file, replaced_file
     from kquotactl.plan import check_deletions
 
     fmt = _fmt(state)
@@ -268,7 +268,7 @@ def plan(
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
     if out_path is not None:
-        with open_file(out_path, "--out") as fh:
+        with replaced_file(out_path, "--out") as fh:
             _dump(the_plan.to_json(target), "json", fh)
     render_plan(the_plan, fmt, sys.stdout, target)
     _summary(the_plan.summary_line() + (f" (plan saved to {out_path})" if out_path else ""), fmt)
@@ -547,7 +547,7 @@ def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
       kquotactl --zookeeper zk:2181/kafka export -o json --out quotas.json
     """
     from kquotactl.manifest import dump_manifest_yaml, export_document
-    from kquotactl.outfiles import check_file, open_file
+    from kquotactl.outfiles import check_file, replaced_file
     from kquotactl.render import dump_json
 
     fmt = state.output or "yaml"
@@ -557,15 +557,12 @@ def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
         check_file(out_path, "--out")  # before the cluster is read
     _, records = _live(state, ctx, ())
     doc = export_document(records)
-    out: IO[str] = open_file(out_path, "--out") if out_path is not None else sys.stdout
-    try:
-        if fmt == "json":
-            dump_json(doc, out)
-        else:
-            dump_manifest_yaml(doc, out)
-    finally:
-        if out_path is not None:
-            out.close()
+    dump = dump_json if fmt == "json" else dump_manifest_yaml
+    if out_path is None:
+        dump(doc, sys.stdout)
+    else:
+        with replaced_file(out_path, "--out") as out:
+            dump(doc, out)
     click.echo(f"exported {len(records)} entities", err=True)
 
 

@@ -640,7 +640,14 @@ class ZooKeeperBackend:
             from kquotactl.errors import Interrupted
 
             applied, missing, unknown = _split(changes, results, in_flight if self._sent else ())
-            raise Interrupted("interrupted", applied, missing, unknown) from None
+            shown = ", ".join(unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+            raise Interrupted(
+                f"interrupted: {len(applied)} entities applied, {len(missing)} not applied"
+                + (f", outcome unknown for {len(unknown)} (one transaction, all or none: {shown})" if unknown else ""),
+                applied,
+                missing,
+                unknown,
+            ) from None
         if deleted_pairs:
             try:
                 self._clean_parents(deleted_pairs)

@@ -135,7 +135,7 @@ class EntityArgs:
 def alter_head(args: EntityArgs) -> tuple[EntityType, str]:
     """The first (type, name) of the command line, which kafka-configs names in its alter line ("" = default)."""
     t, n = args.pairs()[0]
-    return t, "" if n is None or _name(t, n) is DEFAULT else n
+    return t, n or ""  # as typed: kafka-configs prints "config for ip <default>" for --ip '<default>'
 
 
 def _name(t: EntityType, name: str) -> Name:

@@ -429,3 +429,10 @@ def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def test_completion_still_works_on_a_line_that_repeats_an_option(chroot) -> None:
+    from test_completion import complete
+
+    assert zk(chroot, "alter", "--user", "alice", "--add-config", "producer_byte_rate=1").exit_code == 0
+    assert complete("bash", f"kquotactl --zookeeper {chroot.connect} alter --user x --user al") == ["alice"]

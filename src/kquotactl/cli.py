@@ -90,6 +90,9 @@ class _OnceParser:
 
     def parse_args(self, args: list[str]) -> Any:
         opts, rest, order = self._parser.parse_args(args=args)
+        ctx = getattr(self._parser, "ctx", None)
+        if ctx is not None and ctx.resilient_parsing:  # shell completion: offer what it can, refuse nothing
+            return opts, rest, order
         seen: set[int] = set()
         for p in order:
             if isinstance(p, click.Option) and not (p.multiple or p.is_flag or p.count):

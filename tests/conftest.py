@@ -90,7 +90,7 @@ class Chroot:
 @pytest.fixture
 def chroot(zk_server: ZooKeeperServer, zk_admin) -> Iterator[Chroot]:
     root = f"/t-{uuid.uuid4().hex[:12]}"
-    zk_admin.ensure_path(root)
+    zk_admin.ensure_path(root + "/brokers/ids")  # what a broker registers: kquotactl refuses to write without it
     yield Chroot(connect=f"{zk_server.connect}{root}", root=root, zk=zk_admin)
     zk_admin.delete(root, recursive=True)
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_cli, run_subprocess
-from kquotactl.entityargs import EntityArgs
+from kquotactl.entityargs import ENTITY_DEFAULT, EntityArgs
 
 pytestmark = pytest.mark.zookeeper
 
@@ -126,10 +126,10 @@ def test_bad_input_is_one_line_exit_1_and_writes_nothing(chroot, args, message) 
 
 def test_unreachable_zookeeper_fails_fast_with_one_line() -> None:
     t = time.monotonic()
-    r = run_subprocess("--zookeeper", "127.0.0.1:1", "--connect-timeout", "1", "describe")
+    r = run_subprocess("--zookeeper", "127.0.0.1:1", "--connect-timeout", "5", "describe")
     assert r.exit_code == 1
-    assert r.stderr.strip() == "kquotactl: error: cannot connect to ZooKeeper at 127.0.0.1:1 within 1s"
-    assert time.monotonic() - t < 10
+    assert r.stderr.strip() == "kquotactl: error: cannot connect to ZooKeeper at 127.0.0.1:1: connection refused"
+    assert time.monotonic() - t < 4  # a refused connection does not wait out the connect timeout
 
 
 def test_missing_chroot_is_an_error_not_a_silent_new_tree(zk_server) -> None:
@@ -164,15 +164,15 @@ NAMES = [
 
 @pytest.mark.parametrize("name", NAMES)
 def test_describe_round_trips_real_names(chroot, name: str) -> None:
+    literal = ("--literal-names",) if name == "<default>" else ()  # else "<default>" is the default entity
     assert (
-        zk(chroot, "alter", "--user", name, "--client-id", name, "--add-config", "producer_byte_rate=1024").exit_code
-        == 0
-    )
+        zk(chroot, "alter", "--user", name, "--client-id", name, *literal, "--add-config", "producer_byte_rate=1024")
+    ).exit_code == 0
     r = zk(chroot, "describe", "-o", "json")
     assert json.loads(r.stdout) == [
         {"entity": {"user": name, "client-id": name}, "config": {"producer_byte_rate": 1024}}
     ]
-    r = zk(chroot, "describe", "--user", name, "--client-id", name, "-o", "json")
+    r = zk(chroot, "describe", "--user", name, "--client-id", name, *literal, "-o", "json")
     assert json.loads(r.stdout)[0]["entity"] == {"user": name, "client-id": name}
 
 
@@ -195,6 +195,7 @@ def test_default_entities_appear_as_null_and_real_default_name_does_not_collide(
             "users",
             "--entity-name",
             "<default>",
+            "--literal-names",
             "--add-config",
             "producer_byte_rate=2",
         ).exit_code
@@ -362,8 +363,14 @@ def test_environment_supplies_the_cluster(chroot) -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (EntityArgs(entity_types=["users", "clients"], entity_names=["A", ""]), [("user", "A"), ("client-id", "")]),
-        (EntityArgs(entity_types=["users", "clients"], entity_names=["", "B"]), [("user", ""), ("client-id", "B")]),
+        (
+            EntityArgs(entity_types=["users", "clients"], entity_names=["A", ENTITY_DEFAULT]),
+            [("user", "A"), ("client-id", "")],
+        ),
+        (
+            EntityArgs(entity_types=["users", "clients"], entity_names=[ENTITY_DEFAULT, "B"]),
+            [("user", ""), ("client-id", "B")],
+        ),
         (EntityArgs(client="B", user="A"), [("client-id", "B"), ("user", "A")]),
         (EntityArgs(client="B", user_defaults=True), [("client-id", "B"), ("user", "")]),
         (EntityArgs(entity_types=["clients", "users"], entity_names=["A"]), [("client-id", "A"), ("user", None)]),

@@ -61,7 +61,7 @@ def quotas(zk_server, zk_admin):
     import uuid
 
     root = f"/t-{uuid.uuid4().hex[:12]}"
-    zk_admin.ensure_path(root)
+    zk_admin.ensure_path(root + "/brokers/ids")  # a broker registered there: kquotactl writes
     connect = f"{zk_server.connect}{root}"
     for args, _, cfg in SETUP:
         add = ",".join(f"{k}={v}" for k, v in cfg.items())

@@ -303,7 +303,7 @@ def test_export_round_trips_every_entity_kind_and_is_a_no_op_to_apply(
     assert r.exit_code == 0 and "in sync: 14 entities" in r.stdout, r.stderr
     assert chroot.snapshot() == snap
     # apply to an empty cluster: the same quotas, byte for byte the same znodes
-    zk_admin.ensure_path(chroot.root + "-copy")
+    zk_admin.ensure_path(chroot.root + "-copy/brokers/ids")
     try:
         copy = f"{zk_server.connect}{chroot.root}-copy"
         r = run_cli("--zookeeper", copy, "apply", "-f", path, "--yes")
@@ -384,7 +384,7 @@ def test_a_connection_lost_midway_reports_exactly_what_was_applied_and_a_rerun_c
     with ZooKeeperServer() as server:
         admin = KazooClient(server.connect)
         admin.start()
-        admin.ensure_path("/c")
+        admin.ensure_path("/c/brokers/ids")
         admin.stop()
         admin.close()
         connect = server.connect + "/c"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kquotactl.entity import Entity
+from kquotactl.entityargs import ENTITY_DEFAULT
 from kquotactl.errors import InvalidValue, UsageError
 from kquotactl.grammar import parse_add_config
 from kquotactl.keys import KEYS, parse_value
@@ -52,11 +53,15 @@ def test_desanitize_rejects_malformed_escapes() -> None:
         ("=v", {"": "v"}),
         ("k=[a=b]", {"k": "a=b"}),
         ("k= [ 1 ] ", {"k": "1"}),
-        ("k=1,k=2", {"k": "2"}),
     ],
 )
 def test_add_config_grammar_vectors(text: str, expected: dict[str, str]) -> None:
     assert parse_add_config(text) == expected
+
+
+def test_add_config_refuses_a_key_given_twice_where_kafka_keeps_the_last() -> None:
+    with pytest.raises(UsageError, match="k given twice"):
+        parse_add_config("k=1,k=2")
 
 
 @pytest.mark.parametrize(
@@ -132,9 +137,12 @@ def test_values_rejected_with_the_key_and_value_named(key: str, text: str, why: 
             "Completed updating default config for clients in the cluster.",
         ),
         ({"ip": "192.0.2.1"}, "Completed updating config for ip 192.0.2.1."),
-        ({"entity_types": ["users", "clients"], "entity_names": ["u", ""]}, "Completed updating config for user u."),
         (
-            {"entity_types": ["clients", "users"], "entity_names": ["", "u"]},
+            {"entity_types": ["users", "clients"], "entity_names": ["u", ENTITY_DEFAULT]},
+            "Completed updating config for user u.",
+        ),
+        (
+            {"entity_types": ["clients", "users"], "entity_names": [ENTITY_DEFAULT, "u"]},
             "Completed updating default config for clients in the cluster.",
         ),
     ],

@@ -54,7 +54,7 @@ def test_secure_acls_are_what_kafka_brokers_set_and_outsiders_cannot_write(diges
     from kazoo.security import ACL, Id, make_digest_acl_credential
 
     connect = digest_zk.connect + "/digest1"
-    _open(digest_zk.connect).ensure_path("/digest1")
+    _open(digest_zk.connect).ensure_path("/digest1/brokers/ids")
     auth = ["--zk-auth", f"digest:kafka:{PASSWORD}", "--zk-acl", "secure"]
     for ent, cfg in (
         (["--user", "alice"], "producer_byte_rate=1024"),
@@ -127,7 +127,7 @@ def test_wrong_digest_password_is_named_as_such(digest_zk) -> None:
     """A wrong digest password does not fail the connection (ZooKeeper just sees another identity); the
     refusal comes later, and kquotactl says it is the password, by comparing identities with the ACL."""
     connect = digest_zk.connect + "/digest2"
-    _open(digest_zk.connect).ensure_path("/digest2")
+    _open(digest_zk.connect).ensure_path("/digest2/brokers/ids")
     ok = run_cli(
         "--zookeeper", connect, "--zk-auth", f"digest:kafka:{PASSWORD}", "--zk-acl", "secure",
         "alter", "--client-id", "app", "--add-config", "producer_byte_rate=1",
@@ -150,12 +150,12 @@ def test_wrong_digest_password_is_named_as_such(digest_zk) -> None:
 def test_secure_acl_without_credentials_is_refused_before_writing(digest_zk) -> None:
     connect = digest_zk.connect + "/digest3"
     zk = _open(digest_zk.connect)
-    zk.ensure_path("/digest3")
+    zk.ensure_path("/digest3/brokers/ids")
     r = run_cli(
         "--zookeeper", connect, "--zk-acl", "secure", "alter", "--user", "a", "--add-config", "producer_byte_rate=1"
     )
     _one_line_error(r, "--zk-acl secure needs an authenticated")
-    assert zk.get_children("/digest3") == []
+    assert zk.get_children("/digest3") == ["brokers"]  # no /config: nothing written
     zk.stop()
 
 
@@ -193,7 +193,7 @@ def test_sasl_digest_md5_with_secure_acls_and_a_bad_password(sasl_zk) -> None:
     server, d = sasl_zk
     good, bad = _client_jaas(d, PASSWORD, "good.conf"), _client_jaas(d, "nope", "bad.conf")
     connect = server.connect + "/sasl1"
-    _open(server.connect).ensure_path("/sasl1")
+    _open(server.connect).ensure_path("/sasl1/brokers/ids")
     r = run_cli(
         "--zookeeper", connect, "--zk-sasl-jaas", str(good), "--zk-acl", "secure",
         "alter", "--user", "alice", "--add-config", "producer_byte_rate=1024",
@@ -259,7 +259,7 @@ def _tls_props(d: Path, pki: Pki, keystore: Path | None, name: str = "zk-tls.pro
 
 def test_zookeeper_over_tls_with_pem_certificates(tls_zk, tmp_path) -> None:
     server, pki, port = tls_zk
-    _open(server.connect).ensure_path("/tls1")
+    _open(server.connect).ensure_path("/tls1/brokers/ids")
     connect = f"127.0.0.1:{port}/tls1"
     props = _tls_props(tmp_path, pki, pki.client.bundle)
     r = run_cli(

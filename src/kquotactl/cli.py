@@ -26,7 +26,10 @@ KEYS_HELP = (
     "connection_creation_rate (INT) for ips. Values must be greater than 0."
 )
 
-EPILOG_EXIT = "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan)."
+EPILOG_EXIT = (
+    "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan, apply --dry-run, "
+    "a declined apply), 130 interrupted (Ctrl-C)."
+)
 
 
 @dataclass
@@ -69,6 +72,52 @@ class AppState:
 
 
 pass_state = click.make_pass_decorator(AppState, ensure=True)
+
+
+# -- one value per option -----------------------------------------------------------------------
+
+
+class _OnceParser:
+    """Wraps click's parser: an option that takes one value may be given once (click keeps the last silently,
+    so ``--user alice --user bob`` would change bob). Repeatable options say so (``multiple``); flags repeated
+    mean the same thing and stay accepted."""
+
+    def __init__(self, parser: Any) -> None:
+        self._parser = parser
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._parser, name)
+
+    def parse_args(self, args: list[str]) -> Any:
+        opts, rest, order = self._parser.parse_args(args=args)
+        ctx = getattr(self._parser, "ctx", None)
+        if ctx is not None and ctx.resilient_parsing:  # shell completion: offer what it can, refuse nothing
+            return opts, rest, order
+        seen: set[int] = set()
+        for p in order:
+            if isinstance(p, click.Option) and not (p.multiple or p.is_flag or p.count):
+                if id(p) in seen:
+                    names = "/".join(p.opts + p.secondary_opts)
+                    raise click.UsageError(f"{names} given more than once: give it once (no guessing which one)")
+                seen.add(id(p))
+        return opts, rest, order
+
+
+class OnceCommand(click.Command):
+    """A command whose single-value options are refused when repeated (see :class:`_OnceParser`)."""
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        return _OnceParser(super().make_parser(ctx))
+
+
+class OnceGroup(click.Group):
+    command_class = OnceCommand
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        return _OnceParser(super().make_parser(ctx))
+
+
+OnceGroup.group_class = OnceGroup
 
 
 # -- option groups ------------------------------------------------------------------------------
@@ -149,6 +198,12 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="ACLs for nodes kquotactl creates: 'secure' = what brokers use with zookeeper.set.acl=true.",
         ),
+        click.option(
+            "--allow-no-brokers",
+            is_flag=True,
+            help="Write into a ZooKeeper chroot that has no /brokers yet (a cluster whose brokers have not started); "
+            "without it such a write is refused as a probably forgotten chroot.",
+        ),
     ]
     return _stacked(opts, f)
 
@@ -178,6 +233,9 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return _stacked(opts, f)
 
 
+ENTITY_DEFAULT_TOKEN = "\x00entity-default"  # kquotactl.entityargs.ENTITY_DEFAULT (not imported: start-up time)
+
+
 def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option(
@@ -193,12 +251,12 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             metavar="NAME",
             shell_complete=comp.complete_entity_name,
-            help="Name for the --entity-type at the same position.",
+            help="Name for the --entity-type at the same position (never empty: --entity-default is the default).",
         ),
         click.option(
             "--entity-default",
             "entity_names",
-            flag_value="",
+            flag_value=ENTITY_DEFAULT_TOKEN,
             multiple=True,
             help="The default entity for the --entity-type at the same position.",
         ),
@@ -225,6 +283,12 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--user-defaults", is_flag=True, help="The default user."),
         click.option("--client-defaults", is_flag=True, help="The default client-id."),
         click.option("--ip-defaults", is_flag=True, help="The default ip."),
+        click.option(
+            "--literal-names",
+            is_flag=True,
+            help="A user or client-id named '<default>' is a real name (without it, that name is refused as ambiguous: "
+            "kafka-configs writes such a user, manifests mean the default).",
+        ),
     ]
     return _stacked(opts, f)
 
@@ -241,6 +305,7 @@ def _entity_args(kw: dict[str, Any]) -> Any:
         user_defaults=kw.pop("user_defaults"),
         client_defaults=kw.pop("client_defaults"),
         ip_defaults=kw.pop("ip_defaults"),
+        literal_names=kw.pop("literal_names", False),
     )
 
 
@@ -257,6 +322,7 @@ def _flush_warnings(state: AppState, backend: Any) -> None:
 
 
 @click.group(
+    cls=OnceGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
     epilog="kafka-configs' flat form works too: kquotactl --zookeeper HOST:PORT --alter --entity-type users "
     "--entity-name alice --add-config producer_byte_rate=1048576.\n\n" + EPILOG_EXIT,
@@ -309,6 +375,9 @@ def cli(
       kquotactl --context prod alter --user alice --add-config producer_byte_rate=10MiB
       kquotactl --zookeeper zk:2181 --describe --entity-type users   # kafka-configs' flat form
     """
+    for param in ctx.command.params:  # `--zookeeper "$ZK"` with ZK unset must not fall back to a context's cluster
+        if ctx.params.get(param.name or "") == "" and isinstance(param, click.Option):
+            raise UsageError(f"{param.opts[0]} is empty (an unset variable?): give a value or leave the option out")
     state = ctx.ensure_object(AppState)
     state.conn = ConnectionOptions(
         zookeeper=conn["zookeeper"],
@@ -321,6 +390,7 @@ def cli(
         zk_sasl_jaas=conn["zk_sasl_jaas"],
         zk_tls_config_file=conn["zk_tls_config_file"],
         zk_acl=conn["zk_acl"],
+        allow_no_brokers=conn["allow_no_brokers"],
     )
     state.output = output
     state.context_name = context_name
@@ -537,6 +607,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         with cli.make_context(prog_name, args) as ctx:
             ctx.meta["kquotactl.flat"] = flat
             cli.invoke(ctx)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except QuotaError as e:
         click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)
         sys.exit(e.exit_code)
@@ -560,6 +631,13 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except BrokenPipeError:
+        # The reader went away (`describe | head`): not a failure of ours. Nothing more can reach stdout; point it at
+        # /dev/null so the interpreter's final flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except OSError as e:  # a file named on the command line that cannot be read or written: one line, no traceback
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"{prog_name}: error: {one_line(where + (e.strerror or str(e)))}", err=True)
         sys.exit(EXIT_ERROR)
     except Exception as e:  # a bug: one line, the traceback only with --debug
         missing = missing_extra(e) if isinstance(e, ImportError) else None

@@ -351,6 +351,7 @@ _ENTITY_PARAMS = (
     "user_defaults",
     "client_defaults",
     "ip_defaults",
+    "literal_names",
 )
 
 
@@ -429,6 +430,10 @@ def _names(ctx: click.Context, etype: str, incomplete: str) -> list[str]:
         names = sorted(names_from_manifest(manifest)[etype]) if manifest else live_names(ctx, etype)
     except Exception:
         return []
+    from kquotactl.entity import DEFAULT_MARKER
+
+    if not ctx.params.get("literal_names"):  # a real name "<default>" typed back would mean the default entity
+        names = [n for n in names if n != DEFAULT_MARKER]
     return [n for n in names if n.startswith(incomplete)][:MAX_NAMES]
 
 

@@ -35,6 +35,7 @@ class ConnectionOptions:
     zk_sasl_jaas: str | None = None
     zk_tls_config_file: str | None = None
     zk_acl: str = "open"
+    allow_no_brokers: bool = False  # write into a ZooKeeper chroot without /brokers (a cluster not started yet)
 
     def __repr__(self) -> str:  # zk_auth holds passwords
         return (
@@ -88,11 +89,49 @@ class ConnectionOptions:
             )
         if self.zk_tls_config_file and not self.zookeeper:
             raise UsageError("Only the --zookeeper option can be used with the --zk-tls-config-file option.")
-        if (self.zk_auth or self.zk_sasl_jaas or self.zk_acl != "open") and not self.zookeeper:
-            raise UsageError("--zk-auth, --zk-sasl-jaas and --zk-acl apply to --zookeeper only")
+        if (self.zk_auth or self.zk_sasl_jaas or self.zk_acl != "open" or self.allow_no_brokers) and not self.zookeeper:
+            raise UsageError("--zk-auth, --zk-sasl-jaas, --zk-acl and --allow-no-brokers apply to --zookeeper only")
         if self.command_config and self.zookeeper:
             raise UsageError("--command-config applies to --bootstrap-server/--bootstrap-controller only")
         return self
+
+
+def unreachable(hosts: list[tuple[str, int]], timeout: float) -> str | None:
+    """Why none of ``hosts`` can be reached, when that is certain at once; None when one accepts a connection
+    or might still (no answer yet: the caller's own connect time-out decides).
+
+    kazoo and Kafka clients retry a refused connection until their time-out and then report only "timed out";
+    a plain TCP connect first tells "connection refused" and "unknown host" apart in milliseconds.
+    """
+    import socket
+
+    causes: list[str] = []
+    for host, port in hosts:
+        where = f"{host}:{port}"
+        try:
+            addrs = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as e:
+            causes.append(f"{where}: unknown host ({getattr(e, 'strerror', None) or e})")
+            continue
+        refused = []
+        for family, kind, proto, _, addr in addrs:
+            sock = socket.socket(family, kind, proto)
+            sock.settimeout(min(timeout, 3.0))
+            try:
+                sock.connect(addr)
+                return None
+            except ConnectionRefusedError:
+                refused.append("connection refused")
+            except OSError as e:
+                if isinstance(e, TimeoutError):
+                    return None  # a firewall that drops packets, or a slow network: let the client wait
+                refused.append(e.strerror or str(e))
+            finally:
+                sock.close()
+        causes.append(f"{where}: {', '.join(dict.fromkeys(refused))}")
+    if len(hosts) == 1:  # the caller names the address already
+        return causes[0].split(": ", 1)[1]
+    return "; ".join(causes)
 
 
 def zk_settings(opts: ConnectionOptions):  # -> ZkSettings (kazoo-free import)
@@ -124,6 +163,7 @@ def zk_settings(opts: ConnectionOptions):  # -> ZkSettings (kazoo-free import)
         sasl=sasl,
         tls=tls,
         secure_acl=opts.zk_acl == "secure",
+        allow_no_brokers=opts.allow_no_brokers,
     )
 
 

@@ -141,7 +141,7 @@ def env_vars() -> list[tuple[str, str]]:
 
 
 def exit_codes() -> list[tuple[str, str]]:
-    from kquotactl.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING
+    from kquotactl.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PENDING
 
     return [
         (str(EXIT_OK), "Success."),
@@ -149,8 +149,11 @@ def exit_codes() -> list[tuple[str, str]]:
             str(EXIT_ERROR),
             "Error: bad input, connection, authentication or conflict (a partial apply says what was applied).",
         ),
-        (str(EXIT_PENDING), "Changes pending (plan)."),
-        ("130", "Interrupted."),
+        (str(EXIT_PENDING), "Changes pending: plan, apply --dry-run, or an apply whose confirmation was declined."),
+        (
+            str(EXIT_INTERRUPTED),
+            "Interrupted (Ctrl-C); an interrupted apply lists what was applied, not applied and unknown.",
+        ),
     ]
 
 

@@ -218,7 +218,7 @@ class Entity:
 
     def label(self) -> str:
         """Short human label: ``user=alice client-id=<default>``."""
-        return " ".join(f"{t.value}={DEFAULT_MARKER if n is DEFAULT else n}" for t, n in self.components().items())
+        return " ".join(f"{t.value}={display_name(n)}" for t, n in self.components().items())
 
     def sort_key(self) -> tuple:
         """Users, then pairs, then clients, then ips; the default before names."""
@@ -244,6 +244,14 @@ def _from_zk_name(zk_name: str) -> Name:
     if zk_name == DEFAULT_MARKER:
         return DEFAULT
     return desanitize(zk_name)
+
+
+def display_name(name: Name) -> str:
+    """A name as every output shows it: ``<default>`` for the default entity, ``{name:<default>}`` for a real
+    user or client-id spelled ``<default>`` (the manifest spelling of that name), anything else as itself."""
+    if name is DEFAULT:
+        return DEFAULT_MARKER
+    return "{name:<default>}" if name == DEFAULT_MARKER else str(name)
 
 
 def default_or_name(text: str) -> Name:

@@ -6,6 +6,13 @@ user-defaults, ip-defaults); names from every ``--entity-name``/``--entity-defau
 (a default is ``""``), then the flags' values, then one ``""`` per default flag. Types and names pair up
 by position (the bootstrap-mode ``zipAll``; ZooKeeper-mode kafka-configs additionally swapped a lone name
 for ``--entity-type clients --entity-type users``, which is not reproduced).
+
+Two deliberate departures, so that a typo or an unset shell variable never changes the wrong entity: an empty
+name (``--user ''``, ``--entity-name ''``) is refused instead of meaning the default (only ``--*-defaults`` and
+``--entity-default`` name a default), and a user or client-id named ``<default>`` is refused as ambiguous unless
+``--literal-names`` says it is a real name (kafka-configs writes a user literally named ``<default>``; manifests and
+every kquotactl output use ``<default>`` for the default entity). ``--ip '<default>'`` is the default ip, as in
+kafka-configs.
 """
 
 from __future__ import annotations
@@ -13,21 +20,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kquotactl.entity import DEFAULT, Entity, EntityType, Name
+from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.errors import InvalidRequest, UsageError
 from kquotactl.filters import EntityFilter, FilterComponent, MatchType
+
+ENTITY_DEFAULT: str = "\x00entity-default"
+"""What ``--entity-default`` puts among the ``--entity-name`` values (NUL cannot be typed in an argument)."""
+
+_FLAG_FOR = {EntityType.USER: "--user", EntityType.CLIENT_ID: "--client-id", EntityType.IP: "--ip"}
+_DEFAULTS_FLAG = {
+    EntityType.USER: "--user-defaults",
+    EntityType.CLIENT_ID: "--client-defaults",
+    EntityType.IP: "--ip-defaults",
+}
 
 
 @dataclass
 class EntityArgs:
     entity_types: Sequence[str] = ()
-    entity_names: Sequence[str] = ()  # "" is the default entity
+    entity_names: Sequence[str] = ()  # ENTITY_DEFAULT is --entity-default
     user: str | None = None
     client: str | None = None
     ip: str | None = None
     user_defaults: bool = False
     client_defaults: bool = False
     ip_defaults: bool = False
+    literal_names: bool = False  # "<default>" is a real user/client-id name, not the default entity
     _pairs: list[tuple[EntityType, str | None]] = field(default_factory=list, init=False)
 
     @property
@@ -44,7 +62,10 @@ class EntityArgs:
         )
 
     def pairs(self) -> list[tuple[EntityType, str | None]]:
-        """(type, name) in Kafka's order; name None = no name given, "" = default."""
+        """(type, name) in Kafka's order; name None = no name given, "" = the default (named explicitly).
+
+        Refuses an empty name: kafka-configs takes it for the default, which turns ``--user "$U"`` with an unset
+        variable into a cluster-wide change."""
         flags_used = (
             self.user is not None
             or self.client is not None
@@ -58,13 +79,28 @@ class EntityArgs:
                 "--entity-{type,name,default} should not be used in conjunction with specific entity flags"
             )
         types: list[EntityType] = [EntityType.from_plural(t) for t in self.entity_types]
-        names: list[str] = list(self.entity_names)
+        names: list[str] = []
+        for i, n in enumerate(self.entity_names):
+            if n == "":
+                t = EntityType.from_plural(self.entity_types[i]) if i < len(self.entity_types) else None
+                hint = f"--entity-default (or {_DEFAULTS_FLAG[t]})" if t else "--entity-default"
+                raise UsageError(f"--entity-name is empty (an unset variable?): for the default entity, say {hint}")
+            if n == DEFAULT_MARKER and i < len(self.entity_types):
+                self._check_marker(EntityType.from_plural(self.entity_types[i]), "--entity-name", "--entity-default")
+            names.append("" if n == ENTITY_DEFAULT else n)
         for value, t in (
             (self.client, EntityType.CLIENT_ID),
             (self.user, EntityType.USER),
             (self.ip, EntityType.IP),
         ):
             if value is not None:
+                if value == "":
+                    raise UsageError(
+                        f"{_FLAG_FOR[t]} is empty (an unset variable?): for the default {t.value}, "
+                        f"say {_DEFAULTS_FLAG[t]}"
+                    )
+                if value == DEFAULT_MARKER:
+                    self._check_marker(t, _FLAG_FOR[t], _DEFAULTS_FLAG[t])
                 types.append(t)
                 names.append(value)
         for flag, t in (
@@ -86,17 +122,27 @@ class EntityArgs:
             )
         return [(t, names[i] if i < len(names) else None) for i, t in enumerate(types)]
 
+    def _check_marker(self, t: EntityType, option: str, default_option: str) -> None:
+        if t is EntityType.IP or self.literal_names:
+            return
+        raise UsageError(
+            f"{option} '<default>' is ambiguous: kafka-configs writes a {t.value} literally named <default>, manifests "
+            f"and kquotactl's output mean the default {t.value}. Say {default_option} for the default, or add "
+            f"--literal-names for the {t.value} named <default>"
+        )
+
 
 def alter_head(args: EntityArgs) -> tuple[EntityType, str]:
     """The first (type, name) of the command line, which kafka-configs names in its alter line ("" = default)."""
     t, n = args.pairs()[0]
-    return t, n or ""
+    return t, n or ""  # as typed: kafka-configs prints "config for ip <default>" for --ip '<default>'
 
 
 def _name(t: EntityType, name: str) -> Name:
-    if name == "":
-        return DEFAULT
-    if t is EntityType.IP and name == "<default>":  # kafka-configs treats it as the default ip
+    """``""`` (a ``--*-defaults`` flag or ``--entity-default``) is the default entity, and so is an ip named
+    ``<default>`` (kafka-configs has it so); a user or client-id ``<default>`` got past :meth:`EntityArgs.pairs` only
+    with ``--literal-names``, so it is a real name."""
+    if name == "" or (t is EntityType.IP and name == DEFAULT_MARKER):
         return DEFAULT
     return name
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 EXIT_OK = 0
 EXIT_ERROR = 1
-EXIT_PENDING = 2  # manifests: changes pending (plan)
+EXIT_PENDING = 2  # manifests: changes pending (plan, apply --dry-run, a declined apply)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
 def one_line(text: str, limit: int = 1000) -> str:
@@ -103,3 +104,9 @@ class PartialFailure(QuotaError):
         self.applied = applied
         self.not_applied = not_applied
         self.unknown = unknown or []  # in a transaction whose answer was lost: all or none of them written
+
+
+class Interrupted(PartialFailure):
+    """Ctrl-C in the middle of writes: what was applied, what was not, and what is unknown (exit 130)."""
+
+    exit_code = EXIT_INTERRUPTED

@@ -116,6 +116,8 @@ def parse_observed(items: list[str]) -> dict[str, float]:
             raise InvalidValue(f"--observed {item!r}: {text!r} is not a rate ({key.unit})") from None
         if not rate >= 0 or rate == float("inf"):
             raise InvalidValue(f"--observed {item!r}: the rate must be a finite number ≥ 0")
+        if name in out:
+            raise UsageError(f"--observed: {name} given twice: give each key once")
         out[name] = rate
     return out
 

@@ -40,7 +40,10 @@ def _java_split(pattern: re.Pattern[str], text: str, limit: int = 0) -> list[str
 
 
 def parse_add_config(text: str) -> dict[str, str]:
-    """Split ``k1=v1,k2=[a,b]`` into an ordered mapping (a later duplicate key wins, as in Properties)."""
+    """Split ``k1=v1,k2=[a,b]`` into an ordered mapping.
+
+    A key given twice is refused: kafka-configs keeps the last one silently (``Properties``), which hides a
+    copy-paste mistake such as ``producer_byte_rate=5MiB,producer_byte_rate=6``."""
     out: dict[str, str] = {}
     for piece in _java_split(_PAIR_SPLIT, text):
         kv = _java_split(_KV_SPLIT, piece, limit=-1)
@@ -51,7 +54,8 @@ def parse_add_config(text: str) -> dict[str, str]:
         value = java_trim(_BRACKETS.sub("", kv[1]))
         if not _KEY_CHARS.fullmatch(key):
             raise UsageError(f"--add-config: Invalid character found for config key: {key}")
-        out.pop(key, None)
+        if key in out:
+            raise UsageError(f"--add-config: {key} given twice ({out[key]!r}, then {value!r}): give each key once")
         out[key] = value
     return out
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
+from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name, display_name
 from kquotactl.errors import QuotaError
 from kquotactl.keys import KEYS, Number, check_number, lookup_key
 from kquotactl.model import QuotaRecord
@@ -137,12 +137,7 @@ def entity_segments(entity: Entity) -> list[Name]:
 def entity_path_text(entity: Entity) -> str:
     """``users/alice/clients/<default>``: a readable path with real names (for messages and prune)."""
 
-    def seg(s: Name) -> str:
-        if s is DEFAULT:
-            return DEFAULT_MARKER
-        return "{name:<default>}" if s == DEFAULT_MARKER else str(s)
-
-    return "/".join(seg(s) for s in entity_segments(entity))
+    return "/".join(display_name(s) for s in entity_segments(entity))
 
 
 def check_prune_pattern(pattern: str) -> str | None:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import IO, Any
 
-from kquotactl.entity import DEFAULT, EntityType
+from kquotactl.entity import DEFAULT, EntityType, display_name
 from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
 from kquotactl.keys import KEYS, human, not_applied_reason
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
@@ -79,7 +79,7 @@ def render_records(
 def _name_cell(value: object) -> str:
     if value is None:
         return ""
-    return "<default>" if value is DEFAULT else str(value)
+    return display_name(value)  # type: ignore[arg-type]
 
 
 def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> None:

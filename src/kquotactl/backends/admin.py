@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kquotactl.backends import ProgressCallback
 from kquotactl.entity import DEFAULT, Entity, EntityType
-from kquotactl.errors import PartialFailure, QuotaError, UsageError
+from kquotactl.errors import BackendUnavailable, PartialFailure, QuotaError, UsageError
 from kquotactl.filters import EntityFilter, MatchType
 from kquotactl.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
 from kquotactl.model import (
@@ -188,6 +188,16 @@ class AdminBackend:
         if not bootstrap or not all(_looks_like_address(a) for a in bootstrap.split(",")):
             flag = "--bootstrap-controller" if controller else "--bootstrap-server"
             raise UsageError(f"{flag} must be HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
+        from kquotactl.connection import unreachable
+
+        hosts = [
+            (h.strip().strip("[]"), int(p)) for h, _, p in (a.strip().rpartition(":") for a in bootstrap.split(","))
+        ]
+        why = unreachable(hosts, connect_timeout)
+        if why:
+            raise BackendUnavailable(
+                f"cannot connect to Kafka {'controller' if controller else 'broker'} {bootstrap}: {why}"
+            )
         wire = QuotaWire(bootstrap, settings or ClientSettings(), connect_timeout, timeout, controller=controller)
         return cls(wire, warnings, controller)
 

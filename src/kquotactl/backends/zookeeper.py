@@ -97,6 +97,7 @@ class ZkSettings:
     sasl: dict[str, str] | None = None  # {"mechanism": "DIGEST-MD5", "username": ..., "password": ...}
     tls: TlsSettings | None = None
     secure_acl: bool = False
+    allow_no_brokers: bool = False  # write even where no broker has registered (see _check_brokers)
 
     def __repr__(self) -> str:  # never print credentials
         return f"ZkSettings(connect={self.connect!r}, tls={self.tls is not None}, secure_acl={self.secure_acl})"
@@ -196,6 +197,7 @@ class ZooKeeperBackend:
         self._created: set[str] = set()  # parents created earlier in the current alter call
         self._outages = 0  # connection losses ridden out so far (bounded by MAX_OUTAGES)
         self._sent = False  # whether the current batch's commit went out (else its outcome is known: not applied)
+        self._brokers_checked = False
         self._client = self._connect(settings)
 
     # -- connection ------------------------------------------------------------------------------
@@ -244,6 +246,13 @@ class ZooKeeperBackend:
             raise UsageError(f"bad ZooKeeper connect string {s.connect!r}: {e}") from None
         except ImportError as e:
             raise UsageError(f"ZooKeeper SASL: {missing_extra(e) or e}") from None
+        from kazoo.hosts import collect_hosts
+
+        from kquotactl.connection import unreachable
+
+        why = unreachable(collect_hosts(s.connect)[0], s.connect_timeout)
+        if why:
+            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {why}")
         log.debug("connecting to ZooKeeper %s (timeout %.1fs)", s.connect, s.connect_timeout)
         # Not client.start(): on a time-out it joins its connection thread for up to 10 s more (a hung server
         # keeps that thread busy), and its chroot check is a synchronous call that can block forever.
@@ -254,8 +263,14 @@ class ZooKeeperBackend:
             raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {_short(e)}") from None
         if not client.connected:
             _stop_bounded(client, wait=0.1)  # no session to close
-            hint = " (TLS: check the certificates and that the port speaks TLS)" if s.tls else ""
-            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect} within {s.connect_timeout:g}s{hint}")
+            hint = (
+                " (TLS: check the certificates and that the port speaks TLS)"
+                if s.tls
+                else " (timed out: a firewall, a slow network, or a port that is not ZooKeeper's)"
+            )
+            raise BackendUnavailable(
+                f"cannot connect to ZooKeeper at {s.connect}: no session within {s.connect_timeout:g}s{hint}"
+            )
         self._client = client
         # SASL failures arrive only after start() returned: probe once, bounded.
         try:
@@ -445,9 +460,32 @@ class ZooKeeperBackend:
             nodes.update(self._get_many([f"/config/ips/{x}" for x in lists.get("/config/ips", [])]))
         return nodes
 
+    def _check_brokers(self, writing: bool) -> None:
+        """A chroot without ``/brokers`` is one no Kafka broker uses: most likely the chroot was forgotten or
+        mistyped in ``--zookeeper``. Writes there are refused (unless ``--allow-no-brokers``: quotas prepared
+        before the brokers first start); reads say so once."""
+        if self._brokers_checked and not writing:
+            return
+        self._brokers_checked = True
+        if self._ride_out(lambda: self._wait(self._client.exists_async("/brokers"), "exists /brokers")) is not None:
+            return
+        where = f"ZooKeeper {self.settings.connect} has no /brokers node: no Kafka broker uses this chroot"
+        if writing and not self.settings.allow_no_brokers:
+            raise UsageError(
+                f"{where} (forgotten chroot in --zookeeper?); nothing written. To prepare quotas before the brokers "
+                "start, pass --allow-no-brokers"
+            )
+        if not self.settings.allow_no_brokers and not writing:
+            self.warnings.append(f"{where} (forgotten chroot in --zookeeper?)")
+
+    def check_writable(self) -> None:
+        """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``)."""
+        self._check_brokers(writing=True)
+
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         self._outages = 0
+        self._check_brokers(writing=False)
         exact = flt.exact_entity()
         if exact is not None and exact.ip is not None and exact.ip is not DEFAULT:
             exact = None  # an address may be stored under another spelling: list /config/ips
@@ -546,6 +584,8 @@ class ZooKeeperBackend:
         from kazoo.exceptions import InvalidACLError
 
         check_one_change_per_entity(changes)
+        if changes:
+            self._check_brokers(writing=not validate_only)
         self._outages = 0
         try:
             changes = self._stored_spellings(changes)
@@ -602,22 +642,34 @@ class ZooKeeperBackend:
                         self._await_connected(trouble)
                         committed = self._settle(batch)
                         log.debug("settled a transaction of %d entities: committed=%s", len(batch), committed)
-                    in_flight = []
                     if committed:
                         for p in batch:
                             results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
                             if p.deletes_node and p.is_pair:
                                 deleted_pairs.append(p.change.entity)
-                        if progress:
-                            progress(len(batch))
                     else:  # a compare-and-set conflict, or a lost commit that did not land: re-read, re-apply
                         retry.extend(p.change for p in batch)
+                    in_flight = []  # only once the outcome is recorded (a Ctrl-C in between: reported unknown)
+                    if committed and progress:
+                        progress(len(batch))
                 pending = retry
                 if pending:
                     log.debug("compare-and-set conflict: retrying %d entities", len(pending))
                     time.sleep(min(0.01 * attempts, 0.2))
         except BackendUnavailable as e:
             raise _partial(e, changes, results, in_flight) from None
+        except KeyboardInterrupt:  # Ctrl-C: say what is done; the transaction on the wire, if any, is all or none
+            from kquotactl.errors import Interrupted
+
+            applied, missing, unknown = _split(changes, results, in_flight if self._sent else ())
+            shown = ", ".join(unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+            raise Interrupted(
+                f"interrupted: {len(applied)} entities applied, {len(missing)} not applied"
+                + (f", outcome unknown for {len(unknown)} (one transaction, all or none: {shown})" if unknown else ""),
+                applied,
+                missing,
+                unknown,
+            ) from None
         if deleted_pairs:
             try:
                 self._clean_parents(deleted_pairs)
@@ -942,6 +994,20 @@ def _batches(plans: list[_EntityPlan]) -> Iterable[list[_EntityPlan]]:
         yield batch
 
 
+def _split(
+    changes: Sequence[EntityChange], results: dict[Entity, EntityResult], in_flight: Sequence[_EntityPlan] = ()
+) -> tuple[list[str], list[str], list[str]]:
+    """Labels of the entities applied, not applied, and of unknown outcome (``in_flight``: a transaction whose
+    answer never came)."""
+    unknown_set = {p.change.entity for p in in_flight}
+    applied = [
+        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
+    ]
+    unknown = [ch.entity.label() for ch in changes if ch.entity in unknown_set and ch.entity not in results]
+    missing = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in unknown_set]
+    return applied, missing, unknown
+
+
 def _partial(
     error: QuotaError,
     changes: Sequence[EntityChange],
@@ -957,12 +1023,7 @@ def _partial(
 
     if isinstance(error, PartialFailure):
         return error
-    unknown_set = {p.change.entity for p in in_flight}
-    applied = [
-        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
-    ]
-    unknown = [ch.entity.label() for ch in changes if ch.entity in unknown_set and ch.entity not in results]
-    missing = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in unknown_set]
+    applied, missing, unknown = _split(changes, results, in_flight)
     if not applied and not unknown:
         return error
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")

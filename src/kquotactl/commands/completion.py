@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from kquotactl.cli import OnceCommand
 
-@click.command("completion")
+
+@click.command(cls=OnceCommand, name="completion")
 @click.argument("shell", metavar="SHELL", type=click.Choice(["bash", "zsh", "fish"]))
 def completion_cmd(shell: str) -> None:
     """Print the shell completion script for SHELL.

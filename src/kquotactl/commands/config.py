@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from kquotactl.cli import OnceGroup
+
 
 def _config(ctx: click.Context) -> Any:
     from kquotactl.contexts import load_config
@@ -14,7 +16,7 @@ def _config(ctx: click.Context) -> Any:
     return load_config(ctx.find_root().params.get("config_path"))
 
 
-@click.group("config")
+@click.group(cls=OnceGroup, name="config")
 def config_group() -> None:
     """Named cluster contexts in ~/.config/kquotactl/config.yaml.
 

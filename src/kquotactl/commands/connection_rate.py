@@ -11,8 +11,10 @@ from typing import Any
 
 import click
 
+from kquotactl.cli import OnceCommand
 
-@click.command("connection-rate")
+
+@click.command(cls=OnceCommand, name="connection-rate")
 @click.option("--broker", metavar="ID", help="One broker (default: the cluster-wide default and every broker).")
 @click.option("--broker-defaults", is_flag=True, help="The cluster-wide default for all brokers.")
 @click.option("--listener", metavar="NAME", help="A listener (listener.name.<NAME>.max.connection.creation.rate).")

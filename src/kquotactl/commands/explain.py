@@ -8,14 +8,14 @@ from typing import IO, Any
 
 import click
 
-from kquotactl.cli import quota_window_options
+from kquotactl.cli import OnceCommand, quota_window_options
 
 
 def register(group: click.Group) -> None:
     group.add_command(explain)
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @click.option(
     "--user",
     metavar="NAME",
@@ -269,6 +269,8 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
             raise UsageError(
                 f"--static-default {item!r}: expected quota.producer.default=VALUE or quota.consumer.default=VALUE"
             )
+        if key in out:
+            raise UsageError(f"--static-default: {STATIC_CONFIGS[key]} given twice: give each once")
         out[key] = int(parse_value(KEYS[key], value))
     return out
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli import quota_window_options
+from kquotactl.cli import OnceGroup, quota_window_options
 
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
@@ -19,7 +19,7 @@ def register(group: click.Group) -> None:
     group.add_command(impact)
 
 
-@click.group()
+@click.group(cls=OnceGroup)
 def impact() -> None:
     """Traffic impact replay: what a quota set would throttle on recorded traffic.
 
@@ -139,6 +139,10 @@ def run(
 
     state = ctx.find_object(AppState) or AppState()
     input_exists(traffic)
+    if out_dir is not None:
+        from kquotactl.outfiles import check_dir
+
+        check_dir(out_dir, "--out")  # before the replay, not after minutes of it
     conf = parse_conf(confs)
     window = Window(window_num, window_size_seconds)
     if len(compare_with) > 1 and "live" in compare_with:
@@ -264,7 +268,11 @@ def generate(
       kquotactl impact generate small.csv --rows 5000 --users 20 --clients 50
     """
     from kquotactl.impact import generate as gen
+    from kquotactl.outfiles import check_dir, check_file
 
+    (check_dir if files > 1 else check_file)(path, "PATH")  # missing parent directories are not created
+    if quotas_out is not None:
+        check_file(quotas_out, "--quotas-out")
     table = gen.generate(rows, seed=seed, users=users, clients=clients, rate=rate)
     written = gen.write(table, path, files)
     msg = f"wrote {rows:,} rows to {path}" + (f" ({len(written)} files)" if len(written) > 1 else "")

@@ -13,8 +13,8 @@ from typing import IO, Any
 
 import click
 
-from kquotactl.cli import AppState, pass_state
-from kquotactl.errors import EXIT_PENDING, QuotaError, UsageError
+from kquotactl.cli import AppState, OnceCommand, pass_state
+from kquotactl.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PENDING, QuotaError, UsageError
 
 FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."
 
@@ -124,7 +124,7 @@ def _summary(line: str, fmt: str) -> None:
 # -- commands -------------------------------------------------------------------------------------------
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @files_option()
 @click.option("--strict", is_flag=True, help="Treat lint warnings as errors (exit 1).")
 @pass_state
@@ -234,7 +234,7 @@ live_from_option = click.option(
 )
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @files_option()
 @prune_option
 @max_deletions_option
@@ -263,14 +263,17 @@ def plan(
       kquotactl --zookeeper zk:2181/kafka plan -f quotas/ --prune -o json --out plan.json
       kquotactl plan -f quotas.yaml --live-from exported.yaml
     """
+    from kquotactl.outfiles import check_file, replaced_file
     from kquotactl.plan import check_deletions
 
     fmt = _fmt(state)
+    if out_path is not None:
+        check_file(out_path, "--out")  # before the cluster is read
     backend, the_plan = _plan(state, ctx, files, prune, live_from)
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
-    if out_path:
-        with open(out_path, "w", encoding="utf-8") as fh:
+    if out_path is not None:
+        with replaced_file(out_path, "--out") as fh:
             _dump(the_plan.to_json(target), "json", fh)
     render_plan(the_plan, fmt, sys.stdout, target)
     _summary(the_plan.summary_line() + (f" (plan saved to {out_path})" if out_path else ""), fmt)
@@ -278,7 +281,7 @@ def plan(
         ctx.exit(EXIT_PENDING)
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @files_option(required=False)
 @click.option("--plan", "plan_path", metavar="FILE", type=click.Path(dir_okay=False), help="Apply a saved plan.")
 @prune_option
@@ -318,6 +321,10 @@ def apply(
     from kquotactl.plan import Plan, check_deletions, fingerprint
 
     fmt = _fmt(state)
+    if log_path is not None:
+        from kquotactl.outfiles import check_file
+
+        check_file(log_path, "--log")  # before anything is planned or written
     if files and plan_path:
         raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
     if not files and not plan_path:
@@ -328,9 +335,13 @@ def apply(
         try:
             with open(plan_path, encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, json.JSONDecodeError) as e:
+        except OSError as e:
+            raise UsageError(f"cannot read the plan {plan_path}: {e.strerror or e}") from None
+        except json.JSONDecodeError as e:
             raise UsageError(f"cannot read the plan {plan_path}: {e}") from None
         the_plan = Plan.from_json(data, plan_path)
+        if not dry_run:
+            _check_writable(state, ctx)
         backend, live = _live(state, ctx, ())
         now = fingerprint(live)
         if now != the_plan.fingerprint:
@@ -342,6 +353,8 @@ def apply(
         if saved and saved != state.conn.with_env().target:
             state.warn(f"the plan was made against {saved}, applying to {state.conn.with_env().target}")
     else:
+        if not dry_run:
+            _check_writable(state, ctx)
         backend, the_plan = _plan(state, ctx, files, prune, ())
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
@@ -355,12 +368,21 @@ def apply(
     if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
-        click.confirm(f"Apply {len(the_plan.diffs)} entity changes to {target['cluster']}?", abort=True, err=True)
+        if not click.confirm(f"Apply {len(the_plan.diffs)} entity changes to {target['cluster']}?", err=True):
+            _summary("not applied: nothing was written (changes still pending)", "json")
+            ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
     collector = _Collector(the_plan, fmt, log_path, dry_run)
     _apply_in_chunks(backend, the_plan, collector, dry_run)
     collector.finish()
     if dry_run:
         ctx.exit(EXIT_PENDING)
+
+
+def _check_writable(state: AppState, ctx: click.Context) -> None:
+    """Whatever the backend would refuse to write, refused before the plan is shown and confirmed."""
+    check = getattr(state.backend(ctx), "check_writable", None)
+    if check is not None:
+        check()
 
 
 APPLY_CHUNK = 5000  # entities per backend call: bounds the backend's working set (reads, ops, results)
@@ -390,9 +412,13 @@ def _apply_in_chunks(backend: Any, the_plan: Any, collector: _Collector, dry_run
                     expected={d.entity: d.before for d in chunk},
                     progress=advance,
                 )
-            except PartialFailure as e:
+            except PartialFailure as e:  # Interrupted (Ctrl-C in the backend) included: exit 130
                 later = [d.entity.label() for d in diffs[start + len(chunk) :]]
-                _partial_report(e, collector.applied_labels + e.applied, e.not_applied + later, e.unknown)
+                _partial_report(e, collector.applied_labels + e.applied, e.not_applied + later, e.unknown, e.exit_code)
+            except KeyboardInterrupt:  # Ctrl-C outside a backend's own bookkeeping: this chunk's fate is unknown
+                later = [d.entity.label() for d in diffs[start + len(chunk) :]]
+                unknown = [d.entity.label() for d in chunk]
+                _partial_report(QuotaError("interrupted"), collector.applied_labels, later, unknown, EXIT_INTERRUPTED)
             except QuotaError as e:
                 if not collector.applied_labels:
                     raise QuotaError(f"{e}; nothing was applied") from None
@@ -403,8 +429,15 @@ def _apply_in_chunks(backend: Any, the_plan: Any, collector: _Collector, dry_run
             progress_bar.stop()
 
 
-def _partial_report(error: QuotaError, applied: list[str], not_applied: list[str], unknown: Sequence[str] = ()) -> None:
-    """``unknown``: entities of the transaction or request in flight when the connection died (all or none)."""
+def _partial_report(
+    error: QuotaError,
+    applied: list[str],
+    not_applied: list[str],
+    unknown: Sequence[str] = (),
+    exit_code: int = EXIT_ERROR,
+) -> None:
+    """``unknown``: entities of the transaction or request in flight when the connection died or Ctrl-C came (all
+    or none). The summary line is the error; exit 130 after Ctrl-C."""
     _echo_err(f"kquotactl: error: {error}")
     for label in applied:
         _echo_err(f"applied: {label}")
@@ -412,11 +445,14 @@ def _partial_report(error: QuotaError, applied: list[str], not_applied: list[str
         _echo_err(f"not applied: {label}")
     for label in unknown:
         _echo_err(f"outcome unknown: {label}")
-    raise QuotaError(
-        f"partial apply: {len(applied)} entities applied, {len(not_applied)} not applied"
+    final = QuotaError(
+        f"{'interrupted' if exit_code == EXIT_INTERRUPTED else 'partial'} apply: {len(applied)} entities applied, "
+        f"{len(not_applied)} not applied"
         + (f", {len(unknown)} unknown (one transaction: all or none of them)" if unknown else "")
         + " (listed above); re-run apply to converge"
-    ) from None
+    )
+    final.exit_code = exit_code
+    raise final from None
 
 
 class _Collector:
@@ -433,7 +469,9 @@ class _Collector:
         self.failed: list[Any] = []
         self.rows: list[dict[str, Any]] = []
         self.applied_labels: list[str] = []
-        self.log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
+        from kquotactl.outfiles import open_file
+
+        self.log = open_file(log_path, "--log", "a") if log_path is not None else None
         import datetime
 
         self.stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -496,7 +534,7 @@ class _Collector:
             )
 
 
-@click.command()
+@click.command(cls=OnceCommand)
 @click.option("--out", "out_path", metavar="FILE", type=click.Path(dir_okay=False), help="Write to FILE.")
 @pass_state
 @click.pass_context
@@ -514,22 +552,22 @@ def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
       kquotactl --zookeeper zk:2181/kafka export -o json --out quotas.json
     """
     from kquotactl.manifest import dump_manifest_yaml, export_document
+    from kquotactl.outfiles import check_file, replaced_file
     from kquotactl.render import dump_json
 
     fmt = state.output or "yaml"
     if fmt not in ("yaml", "json"):
         raise UsageError(f"export writes yaml or json, not {fmt}")
+    if out_path is not None:
+        check_file(out_path, "--out")  # before the cluster is read
     _, records = _live(state, ctx, ())
     doc = export_document(records)
-    out: IO[str] = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout  # noqa: SIM115
-    try:
-        if fmt == "json":
-            dump_json(doc, out)
-        else:
-            dump_manifest_yaml(doc, out)
-    finally:
-        if out_path:
-            out.close()
+    dump = dump_json if fmt == "json" else dump_manifest_yaml
+    if out_path is None:
+        dump(doc, sys.stdout)
+    else:
+        with replaced_file(out_path, "--out") as out:
+            dump(doc, out)
     click.echo(f"exported {len(records)} entities", err=True)
 
 

@@ -129,7 +129,7 @@ def write_files(
     import pyarrow.parquet as pq
 
     d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
+    d.mkdir(exist_ok=True)  # its parent must exist (checked by the command): a typo is not a new tree
     schema = pa.schema(
         [
             ("key", pa.string()),

@@ -77,6 +77,8 @@ def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
         k, sep, v = p.partition("=")
         if not sep or not k.strip():
             raise UsageError(f"--conf {p!r} is not KEY=VALUE (e.g. --conf spark.sql.shuffle.partitions=16)")
+        if k.strip() in out:
+            raise UsageError(f"--conf: {k.strip()} given twice: give each key once")
         out[k.strip()] = v.strip()
     return out
 

@@ -65,7 +65,7 @@ def main() -> int:
 
         admin = KazooClient(zk.connect)
         admin.start(timeout=30)
-        admin.ensure_path("/kafka-demo")
+        admin.ensure_path("/kafka-demo/brokers/ids")  # as a broker would have registered
         env = {**os.environ, "KQUOTACTL_ZOOKEEPER": connect, "NO_COLOR": "1"}
         print(f"ZooKeeper is up at {zk.connect}; using chroot /kafka-demo (KQUOTACTL_ZOOKEEPER={connect})\n")
         for title, args in STEPS:

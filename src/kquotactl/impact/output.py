@@ -321,21 +321,22 @@ def figure(
     panels_h, bar_h = 3.3 * nrows + 0.5, (1.0 + 0.42 * len(rows) if rows else 0.0)
     fig = Figure(figsize=(6.4 * ncols if ncols > 1 else 11, 0.6 + panels_h + bar_h), layout="constrained")
     FigureCanvasAgg(fig)  # draws without a display (and without pyplot's global state)
+    fig.get_layout_engine().set(h_pad=0.03, hspace=0.01)
     line1, line2 = _title(report, len(rows), first_sample, size_s, replayed or {})
-    fig.suptitle(f"{line1}\n{line2}", fontsize=11, x=0.01, ha="left")
+    chars = int(fig.get_figwidth() * 13)  # what fits at 11 pt
+    fig.suptitle(f"{wrap(line1, chars)}\n{wrap(line2, chars)}", fontsize=11, x=0.01, ha="left")
     if not rows:
         ax = fig.add_subplot()
         ax.text(0.5, 0.5, "nothing throttled", ha="center", va="center", transform=ax.transAxes, fontsize=14)
         ax.set_axis_off()
         return fig
     top_fig, bottom_fig = fig.subfigures(2, 1, height_ratios=[panels_h, bar_h])
-    cells = top_fig.add_gridspec(nrows, ncols)
+    cells = top_fig.add_gridspec(2 * nrows, ncols, height_ratios=[3, 1.15] * nrows)
     first_ax = None
     for i, r in enumerate(rows):
         color = COLORS[i % len(COLORS)]
-        cell = cells[i // ncols, i % ncols].subgridspec(2, 1, height_ratios=[3, 1.15], hspace=0.06)
-        ax = top_fig.add_subplot(cell[0], sharex=first_ax)
-        thr = top_fig.add_subplot(cell[1], sharex=ax)
+        ax = top_fig.add_subplot(cells[2 * (i // ncols), i % ncols], sharex=first_ax)
+        thr = top_fig.add_subplot(cells[2 * (i // ncols) + 1, i % ncols], sharex=ax)
         first_ax = first_ax or ax
         ax.set_gid(f"rate-{i}")
         thr.set_gid(f"throttle-{i}")
@@ -361,12 +362,14 @@ def figure(
         thr.set_ylabel(f"throttle ({tunit})")
         capped = KEYS[key].throttle_capped and r["max_throttle_ms"] == size_s * 1000
         head = wrap(f"{i + 1}. {key}: {who(r['quota_id'], r['level'])}", 66 if ncols > 1 else 110)
-        sub = (
-            f"limit {rate_text(key, limit)} ({r['entity_path']}, level {r['level']}); "
-            f"throttled {r['seconds_throttled']:,} of {seconds:,} s, up to {r['max_throttle_ms']:,} ms"
-            + (" (the cap)" if capped else "")
-        )
-        ax.set_title(f"{head}\n{wrap(sub, 80 if ncols > 1 else 130)}", loc="left", fontsize=9.5)
+        width = 80 if ncols > 1 else 130
+        parts = [
+            f"limit {rate_text(key, limit)} ({r['entity_path']}, level {r['level']})",
+            f"throttled {r['seconds_throttled']:,} of {seconds:,} s, max {r['max_throttle_ms']:,} ms"
+            + (" (capped)" if capped else ""),
+        ]
+        sub = "; ".join(parts) if len("; ".join(parts)) <= width else "\n".join(wrap(p, width) for p in parts)
+        ax.set_title(f"{head}\n{sub}", loc="left", fontsize=9.5)
         if i // ncols == nrows - 1 or i + ncols >= len(rows):
             thr.set_xlabel("seconds since the first sample")
     handles = [

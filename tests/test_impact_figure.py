@@ -165,3 +165,58 @@ def test_units_and_words():
     assert who({"ip": "10.0.0.1"}, 1) == "ip 10.0.0.1"
     long = "request_percentage: client-id a-very-long-client-id-that-does-not-fit-anywhere (all users)"
     assert wrap(long, 20).split() == long.split()  # broken at spaces only
+
+
+def _synthetic() -> tuple[dict, dict, dict, int]:
+    """Three throttled quota-ids with long names, an IPv6 quota and a GiB/s limit, as an engine would hand them."""
+    from kquotactl.sanitizer import sanitize
+
+    first = 1_767_225_600
+    cases = [
+        (("consumer_byte_rate", 1, "CN=analytics,OU=data,O=Example Corp", LONG_CLIENT, None), 3 * 1024**3),
+        (("connection_creation_rate", 1, None, None, "2001:db8:85a3::8a2e:370:7334"), 20),
+        (("request_percentage", 5, "bob", "", None), 250.0),
+    ]
+    rows, throttle, rates = [], {}, {}
+    for i, (sid, limit) in enumerate(cases):
+        key, level, user, client, ip = sid
+        rates[sid] = [(first + t, first + t + 1, limit * (0.5 + t / 20)) for t in range(40)]
+        throttle[sid] = [(first + t, first + t + 1, 100 * t) for t in range(10, 40)]
+        qid = {"ip": ip} if ip else {"user": sanitize(user), "client-id": client}
+        rows.append(
+            {
+                "key": key,
+                "quota_id": qid,
+                "level": level,
+                "entity_path": f"entity/{i}",
+                "limit": limit,
+                "seconds_throttled": 30,
+                "max_rate": limit * 2.45,
+                "total_throttle_ms": 99_000 - i,
+                "max_throttle_ms": 3_900,
+            }
+        )
+    summary = {"rows": 1000, "seconds": 40, "window": {"num": 11, "size_seconds": 1}, "throttled_quota_ids": 3}
+    return {"summary": summary, "quota_ids": rows}, throttle, rates, first
+
+
+LONG_CLIENT = "payments-settlement-batch-exporter-7f9c8d6b5-x2x9q.eu-west-1.prod"
+
+
+def test_long_names_wrap_whole_and_stay_in_the_picture():
+    report, throttle, rates, first = _synthetic()
+    f = figure(report, throttle, TOP, 1, first, rates, {"input": "s3a://bucket/traffic/2026-11-22/", "quotas": "q"})
+    f.canvas.draw()
+    renderer = f.canvas.get_renderer()
+    rate_axes = _axes(f, "rate-")
+    assert [ax.get_ylabel() for ax in rate_axes] == ["rate (GiB/s)", "rate (connections/s)", "rate (%)"]
+    titles = [ax.get_title(loc="left") for ax in rate_axes]
+    assert "CN=analytics,OU=data,O=Example Corp" in titles[0].replace("\n", " ")  # the principal, not its tag
+    assert LONG_CLIENT in titles[0].split()  # on one line, whole
+    assert "ip 2001:db8:85a3::8a2e:370:7334" in titles[1]
+    assert 'user bob, client-id ""' in titles[2]
+    bars = next(ax for ax in f.get_axes() if ax.get_gid() == "bars")
+    assert LONG_CLIENT in bars.get_yticklabels()[0].get_text().split()
+    for t in [*bars.get_yticklabels(), *(ax._left_title for ax in rate_axes), f._suptitle]:
+        box = t.get_window_extent(renderer)
+        assert f.bbox.x0 - 0.5 <= box.x0 and box.x1 <= f.bbox.x1 + 0.5, t.get_text()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kquotactl.keys import KEYS
-from kquotactl.sanitizer import sanitize
+from kquotactl.sanitizer import desanitize, sanitize
 
 COLUMNS = (
     "key",
@@ -217,14 +217,15 @@ def throttle_scale(max_ms: float) -> tuple[float, str]:
 
 def who(quota_id: Mapping[str, str], level: int) -> str:
     """The quota-id in words, saying who shares the quota: levels 3 and 6 all of a user's client-ids, 7 and 8 one
-    client-id across users, the others one (user, client-id) pair."""
+    client-id across users, the others one (user, client-id) pair. The user is the principal's own name (metric
+    tags hold it sanitized)."""
 
     def name(v: str) -> str:
         return v if v else '""'
 
     if "ip" in quota_id:
         return f"ip {name(quota_id['ip'])}"
-    user, client = quota_id.get("user", ""), quota_id.get("client-id", "")
+    user, client = desanitize(quota_id.get("user", "")), quota_id.get("client-id", "")
     if level in (3, 6):
         return f"user {name(user)} (all its client-ids)"
     if level in (7, 8):
@@ -382,7 +383,7 @@ def figure(
     bars.set_gid("bars")
     ypos = range(len(rows))
     bars.barh(ypos, [r["seconds_throttled"] for r in rows], color=[COLORS[i % len(COLORS)] for i in ypos])
-    labels = [wrap(f"{i + 1}. {r['key']}: {who(r['quota_id'], r['level'])}", 70) for i, r in enumerate(rows)]
+    labels = [wrap(f"{i + 1}. {r['key']}: {who(r['quota_id'], r['level'])}", 56) for i, r in enumerate(rows)]
     bars.set_yticks(list(ypos), labels)
     bars.invert_yaxis()
     for i, r in enumerate(rows):

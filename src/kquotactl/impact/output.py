@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kquotactl.keys import KEYS
-from kquotactl.sanitizer import desanitize, sanitize
+from kquotactl.sanitizer import desanitize
 
 COLUMNS = (
     "key",
@@ -162,13 +162,6 @@ def write_files(
     return paths
 
 
-def timeline_label(sid: tuple) -> tuple[str, str]:
-    key, _level, qu, qc, qip = sid
-    if qip is not None:
-        return key, f"ip={qip}"
-    return key, f"user={sanitize(qu or '')},client-id={qc or ''}"
-
-
 # Units: one home for the table's cells and the picture's axes.
 _BINARY = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
 
@@ -308,13 +301,14 @@ def figure(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
+    from kquotactl.impact.model import quota_id
+
     rates = rates or {}
     rows = [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][: min(top, MAX_PANELS)]
     by_id = {}
     for sid in (*timeline, *rates):
         key, level, qu, qc, qip = sid
-        qid = {"ip": qip or ""} if qip is not None else {"user": sanitize(qu or ""), "client-id": qc or ""}
-        by_id[(key, level, qid_label(qid))] = sid
+        by_id[(key, level, qid_label(quota_id(key, qu, qc, qip)))] = sid
     seconds = report["summary"]["seconds"]
     base = first_sample or 0
     ncols = 1 if len(rows) <= 3 else 2 if len(rows) <= 8 else 3

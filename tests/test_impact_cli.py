@@ -195,3 +195,21 @@ def test_table_gives_every_rate_its_unit(cli, data):
     traffic = r.stdout.split("Traffic per quota type")[1]
     assert re.search(r"producer_byte_rate .*│ +[\d.,]+ (KiB|MiB|GiB)", traffic)
     assert re.search(r"request_percentage .*│ +[\d.,]+ s of thread time", traffic)
+
+
+def test_compare_table_gives_limits_their_units(cli, data, tmp_path):
+    quotas = generate.quotas(100, 400)
+    base = {e: {k: v * 4 for k, v in cfg.items()} for e, cfg in quotas.items()}
+    generate.write_manifest(base, tmp_path / "base.yaml")
+    args = ("impact", "run", str(data / "t.parquet"), "-f", str(data / "q.yaml"), "--engine", "local")
+    r = cli("-o", "table", *args, "--compare", str(tmp_path / "base.yaml"), "--top", "50")
+    assert r.exit_code == 0, r.stderr
+    changes = r.stdout.split("Effective limit changes")[1]
+    rows = [line.split("│")[1:-1] for line in changes.splitlines() if line.startswith("│")]
+    assert rows
+    for cells in rows:
+        key, before, after = (c.strip() for c in cells[1:4])
+        unit = {"request_percentage": "%", "request_rate": "requests/s", "connection_creation_rate": "connections/s"}
+        pattern = rf"[\d.,]+ {unit[key]} \(.+\)" if key in unit else r"[\d.,]+ (B|KiB|MiB|GiB)/s \(.+\)"
+        for side in (before, after):
+            assert side == "unlimited" or re.fullmatch(pattern, side), (key, side)

@@ -435,7 +435,7 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
                 r["key"],
                 escape(qid_label(r["quota_id"])),
                 escape(r["entity_path"]),
-                f"{r['limit']:,}",
+                rate_text(r["key"], r["limit"]),
                 f"{r['seconds_throttled']:,}",
                 f"{r['total_throttle_ms']:,}",
             )
@@ -445,12 +445,12 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
         for c in ("who", "key", "before", "after"):
             t.add_column(c)
 
-        def side(x: Mapping[str, Any]) -> str:
-            return "unlimited" if x["limit"] is None else f"{x['limit']:,} ({x['entity_path']})"
+        def side(key: str, x: Mapping[str, Any]) -> str:
+            return "unlimited" if x["limit"] is None else f"{rate_text(key, x['limit'])} ({x['entity_path']})"
 
         for r in cmp["limit_changes"][:top]:
-            who = f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}"
-            t.add_row(escape(who), r["key"], escape(side(r["before"])), escape(side(r["after"])))
+            name = f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}"
+            t.add_row(escape(name), r["key"], escape(side(r["key"], r["before"])), escape(side(r["key"], r["after"])))
         console.print(t)
 
 

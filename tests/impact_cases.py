@@ -26,7 +26,7 @@ def run_engine(engine: str, path: str, quotas: dict, window: model.Window | None
     else:
         from kquotactl.impact import spark as sp
 
-        result, _ = sp.run(sp.read_traffic(spark, path, window), model.quota_table(index), window)
+        result, *_ = sp.run(sp.read_traffic(spark, path, window), model.quota_table(index), window)
     return model.report(result, index, window)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,45 @@ def test_spark_engine_through_the_cli_matches_local(cli, data, spark):
     got = json.loads(r.stdout)
     assert got["summary"].pop("engine") == "spark" and local["summary"].pop("engine") == "local"
     assert got == local
+
+
+def test_table_gives_every_rate_its_unit(cli, data):
+    """Limit and max rate cells carry the key's unit on each row (bytes/s as MiB/s, request time as %)."""
+    r = cli("-o", "table", "impact", "run", str(data / "t.parquet"), "-f", str(data / "q.yaml"), "--top", "8")
+    assert r.exit_code == 0, r.stderr
+    units = {
+        "producer_byte_rate": r"[\d.,]+ (B|KiB|MiB|GiB)/s",
+        "consumer_byte_rate": r"[\d.,]+ (B|KiB|MiB|GiB)/s",
+        "request_rate": r"[\d.,]+ requests/s",
+        "request_percentage": r"[\d.,]+ %",
+        "connection_creation_rate": r"[\d.,]+ connections/s",
+    }
+    top_table = r.stdout.split("Traffic per quota type")[0]
+    rows = [line.split("│")[1:-1] for line in top_table.splitlines() if line.startswith("│")]
+    assert 3 <= len(rows) <= 8
+    assert {"producer_byte_rate", "request_percentage"} <= {cells[0].strip() for cells in rows}
+    for cells in rows:
+        key, limit, max_rate = cells[0].strip(), cells[4].strip(), cells[6].strip()
+        assert re.fullmatch(units[key], limit), (key, limit)
+        assert re.fullmatch(units[key], max_rate), (key, max_rate)
+    traffic = r.stdout.split("Traffic per quota type")[1]
+    assert re.search(r"producer_byte_rate .*│ +[\d.,]+ (KiB|MiB|GiB)", traffic)
+    assert re.search(r"request_percentage .*│ +[\d.,]+ s of thread time", traffic)
+
+
+def test_compare_table_gives_limits_their_units(cli, data, tmp_path):
+    quotas = generate.quotas(100, 400)
+    base = {e: {k: v * 4 for k, v in cfg.items()} for e, cfg in quotas.items()}
+    generate.write_manifest(base, tmp_path / "base.yaml")
+    args = ("impact", "run", str(data / "t.parquet"), "-f", str(data / "q.yaml"), "--engine", "local")
+    r = cli("-o", "table", *args, "--compare", str(tmp_path / "base.yaml"), "--top", "50")
+    assert r.exit_code == 0, r.stderr
+    changes = r.stdout.split("Effective limit changes")[1]
+    rows = [line.split("│")[1:-1] for line in changes.splitlines() if line.startswith("│")]
+    assert rows
+    for cells in rows:
+        key, before, after = (c.strip() for c in cells[1:4])
+        unit = {"request_percentage": "%", "request_rate": "requests/s", "connection_creation_rate": "connections/s"}
+        pattern = rf"[\d.,]+ {unit[key]} \(.+\)" if key in unit else r"[\d.,]+ (B|KiB|MiB|GiB)/s \(.+\)"
+        for side in (before, after):
+            assert side == "unlimited" or re.fullmatch(pattern, side), (key, side)

@@ -180,7 +180,18 @@ def run(
             from kquotactl.impact.output import write_files
 
             say(f"writing {out_dir}")
-            write_files(result, analysis.timeline, out_dir, top, window.size_s, analysis.first_sample)
+            quotas = ", ".join(files) if files else "the live cluster's quotas"
+            replayed = {"input": traffic, "quotas": quotas}
+            write_files(
+                result,
+                analysis.timeline,
+                out_dir,
+                top,
+                window.size_s,
+                analysis.first_sample,
+                rates=analysis.rates,
+                replayed=replayed,
+            )
     _render(state, result, top)
 
 

@@ -25,6 +25,7 @@ class Analysis:
     first_sample: int | None = None
     pairs: list[tuple[str, str]] = field(default_factory=list)  # distinct (user, client-id), for --compare
     ips: list[str] = field(default_factory=list)
+    rates: dict[tuple, list[tuple[int, int, float]]] = field(default_factory=dict)  # the timeline's quota-ids
 
 
 def choose_engine(engine: str, path: str) -> str:
@@ -75,10 +76,11 @@ class Runner:
             self.status(f"reading {self.path}")
             self._columns = readers.normalize(readers.read_table(self.path), self.window)
         self.status("replaying traffic against the quotas (local engine)")
-        result, tl = local.timelines(self._columns, index, self.window)
+        result, tl, rates = local.timelines(self._columns, index, self.window)
         self._full_timeline, self._bounds = tl, (result.first_sample, result.last_sample)
         rep = report(result, index, self.window)
-        a = Analysis(rep, _top_timeline(tl, top), result.first_sample)
+        picked = _top_timeline(tl, top)
+        a = Analysis(rep, picked, result.first_sample, rates={sid: rates[sid] for sid in picked})
         if distinct:
             cols = self._columns
             a.pairs = sorted(set(zip(cols["user"], cols["client_id"], strict=True)))
@@ -93,8 +95,8 @@ class Runner:
             self._spark = spark.session(self.master, self.conf)
             self._traffic = spark.read_traffic(self._spark, self.path, self.window)
         self.status("Spark: resolving and replaying traffic against the quotas")
-        result, tl = spark.run(self._traffic, quota_table(index), self.window, timeline_top=top)
-        a = Analysis(report(result, index, self.window), tl, result.first_sample)
+        result, tl, rates = spark.run(self._traffic, quota_table(index), self.window, timeline_top=top)
+        a = Analysis(report(result, index, self.window), tl, result.first_sample, rates=rates)
         if distinct:
             self.status("Spark: listing distinct (user, client-id) pairs and ips")
             a.pairs = [

@@ -25,6 +25,8 @@ from kquotactl.resolve import QuotaIndex
 # (key, level, qid_user, qid_client, qid_ip) -> {sample: units}
 Series = dict[tuple[str, int, str | None, str | None, str | None], dict[int, int]]
 Timeline = dict[tuple[str, int, str | None, str | None, str | None], list[tuple[int, int, int]]]
+# (key, level, qid_user, qid_client, qid_ip) -> [(start_sample, end_sample, rate)], the window rate on each interval
+Rates = dict[tuple[str, int, str | None, str | None, str | None], list[tuple[int, int, float]]]
 
 
 def run(
@@ -35,15 +37,18 @@ def run(
 ) -> EngineResult:
     """Compute every quota-id's statistics from normalised columns (``readers.normalize``)."""
     series, limits, totals, rows, first, last = _usage(columns, index)
-    stats, _ = _evaluate(series, totals, window, first, last, limits)
+    stats, _, _ = _evaluate(series, totals, window, first, last, limits)
     return EngineResult(rows, first, last, stats, totals)
 
 
-def timelines(columns: Mapping[str, Sequence[Any]], index: QuotaIndex, window: Window) -> tuple[EngineResult, Timeline]:
-    """Like :func:`run`, plus each throttled quota-id's intervals ``(start_sample, end_sample, throttle_ms)``."""
+def timelines(
+    columns: Mapping[str, Sequence[Any]], index: QuotaIndex, window: Window
+) -> tuple[EngineResult, Timeline, Rates]:
+    """Like :func:`run`, plus each throttled quota-id's throttled intervals ``(start_sample, end_sample,
+    throttle_ms)`` and its rate on every interval ``(start_sample, end_sample, rate)``."""
     series, limits, totals, rows, first, last = _usage(columns, index)
-    stats, tl = _evaluate(series, totals, window, first, last, limits, keep=True)
-    return EngineResult(rows, first, last, stats, totals), tl
+    stats, tl, rates = _evaluate(series, totals, window, first, last, limits, keep=True)
+    return EngineResult(rows, first, last, stats, totals), tl, rates
 
 
 def _usage(columns: Mapping[str, Sequence[Any]], index: QuotaIndex):
@@ -125,11 +130,12 @@ def _evaluate(
     last: int | None,
     limits: Mapping[tuple, float],
     keep: bool = False,
-) -> tuple[list[QidStats], Timeline]:
+) -> tuple[list[QidStats], Timeline, Rates]:
     """The event sweep of :mod:`kquotactl.impact.model` per quota-id."""
     n = window.num
     stats: list[QidStats] = []
     tl: Timeline = {}
+    rates: Rates = {}
     for sid, by_sample in series.items():
         key = sid[0]
         limit = limits[sid]
@@ -144,6 +150,7 @@ def _evaluate(
         max_rate = 0.0
         throttled_units = 0
         intervals = []
+        rated: list[tuple[int, int, float]] = []
         for j, p in enumerate(points):
             running += deltas[p]
             if p > last:
@@ -152,6 +159,8 @@ def _evaluate(
             length = end - p
             rate = running / denom
             max_rate = max(max_rate, rate)
+            if keep and length > 0:
+                rated.append((p, end, rate))
             ms = window.throttle_ms(key, rate, limit)
             if ms > 0:
                 seconds += length
@@ -164,7 +173,8 @@ def _evaluate(
         stats.append(QidStats(key, sid[1], sid[2], sid[3], sid[4], seconds * window.size_s, max_rate, total, max_ms))
         if keep and intervals:
             tl[sid] = intervals
-    return stats, tl
+            rates[sid] = rated
+    return stats, tl, rates
 
 
 def topic_usage(

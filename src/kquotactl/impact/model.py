@@ -185,16 +185,23 @@ class EngineResult:
     totals: dict[str, KeyTotals] = field(default_factory=dict)
 
 
+def quota_id(key: str, qid_user: str | None, qid_client: str | None, qid_ip: str | None) -> dict[str, str]:
+    """The report's quota-id (the broker's metric tags) of an engine's quota-id parts: ``{ip}`` or
+    ``{user (sanitized), client-id}``."""
+    if key in IP_MODEL_KEYS:
+        return {"ip": qid_ip or ""}
+    return {"user": sanitize(qid_user or ""), "client-id": qid_client or ""}
+
+
 def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str, Any]:
     """``{"summary": {...}, "quota_ids": [...]}`` from an engine's result; identical for both engines."""
     rows = []
     for s in result.stats:
         if s.key in IP_MODEL_KEYS:
             entity = Entity(ip=s.qid_ip) if s.level == 1 else Entity(ip=DEFAULT)
-            qid: dict[str, str] = {"ip": s.qid_ip or ""}
         else:
             entity = LEVELS[s.level - 1].entity(s.qid_user or "", s.qid_client or "")
-            qid = {"user": sanitize(s.qid_user or ""), "client-id": s.qid_client or ""}
+        qid = quota_id(s.key, s.qid_user, s.qid_client, s.qid_ip)
         limit = index.get(entity)[s.key]
         rows.append(
             {

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kquotactl.sanitizer import sanitize
+from kquotactl.keys import KEYS
+from kquotactl.sanitizer import desanitize
 
 COLUMNS = (
     "key",
@@ -72,9 +73,9 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
             escape(qid_label(r["quota_id"])),
             str(r["level"]),
             escape(r["entity_path"]),
-            f"{r['limit']:,}",
+            rate_text(r["key"], r["limit"]),
             f"{r['seconds_throttled']:,}",
-            f"{r['max_rate']:,.1f}",
+            rate_text(r["key"], r["max_rate"]),
             f"{r['total_throttle_ms']:,}",
             f"{r['max_throttle_ms']:,}",
         )
@@ -87,7 +88,11 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
         traffic.add_column(name, justify="left" if name == "key" else "right")
     for key, v in s["traffic"].items():
         traffic.add_row(
-            key, f"{v['rows']:,}", f"{v['rows_unlimited']:,}", f"{v['usage']:,.0f}", f"{v['share_throttled']:.1%}"
+            key,
+            f"{v['rows']:,}",
+            f"{v['rows_unlimited']:,}",
+            usage_text(key, v["usage"]),
+            f"{v['share_throttled']:.1%}",
         )
     console.print(traffic)
 
@@ -122,6 +127,8 @@ def write_files(
     top: int,
     size_s: int,
     first_sample: int | None,
+    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    replayed: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """``quota_ids.parquet``, ``quota_ids.csv``, ``summary.json`` and ``impact.png`` in ``out_dir``."""
     import pyarrow as pa
@@ -151,15 +158,240 @@ def write_files(
     pcsv.write_csv(table, paths[1])
     with open(paths[2], "w") as f:
         dump_json(report["summary"], f)
-    plot(report, timeline, paths[3], top, size_s, first_sample)
+    plot(report, timeline, paths[3], top, size_s, first_sample, rates, replayed)
     return paths
 
 
-def timeline_label(sid: tuple) -> tuple[str, str]:
-    key, _level, qu, qc, qip = sid
-    if qip is not None:
-        return key, f"ip={qip}"
-    return key, f"user={sanitize(qu or '')},client-id={qc or ''}"
+# Units: one home for the table's cells and the picture's axes.
+_BINARY = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+
+
+def rate_scale(key: str, magnitude: float) -> tuple[float, str]:
+    """``(divisor, unit)`` to show rates of ``key`` around ``magnitude``: ``MiB/s`` for byte rates of a MiB/s or
+    more (KiB/s, B/s below, GiB/s above), ``%`` for request_percentage, the key's own unit otherwise."""
+    k = KEYS[key]
+    if k.byte_rate:
+        for unit, factor in _BINARY:
+            if abs(magnitude) >= factor:
+                return float(factor), f"{unit}/s"
+        return 1.0, "B/s"
+    return 1.0, k.unit
+
+
+def _number(q: float) -> str:
+    """Three significant digits below 100, no trailing zeros, thousands separated: 3.21, 47.9, 1,994."""
+    digits = 0 if abs(q) >= 100 else 1 if abs(q) >= 10 else 2
+    text = f"{q:,.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def rate_text(key: str, value: float | None) -> str:
+    """``3.21 MiB/s``, ``479 %``, ``2,000 requests/s``; ``unlimited`` for None."""
+    if value is None:
+        return "unlimited"
+    div, unit = rate_scale(key, float(value))
+    return f"{_number(float(value) / div)} {unit}"
+
+
+def usage_text(key: str, usage: float) -> str:
+    """A quota type's total usage over the replay: bytes, requests, request-thread time, connections."""
+    if KEYS[key].byte_rate:
+        div, unit = rate_scale(key, usage)
+        return f"{_number(usage / div)} {unit.removesuffix('/s')}"
+    if key == "request_percentage":  # the usage of request_percentage is request_time_ms
+        return f"{_number(usage / 1000)} s of thread time"
+    return f"{usage:,.0f} {KEYS[key].unit.removesuffix('/s')}"
+
+
+def throttle_scale(max_ms: float) -> tuple[float, str]:
+    """Throttle in ms, or in s once it reaches 10 s."""
+    return (1000.0, "s") if max_ms >= 10_000 else (1.0, "ms")
+
+
+def who(quota_id: Mapping[str, str], level: int) -> str:
+    """The quota-id in words, saying who shares the quota: levels 3 and 6 all of a user's client-ids, 7 and 8 one
+    client-id across users, the others one (user, client-id) pair. The user is the principal's own name (metric
+    tags hold it sanitized)."""
+
+    def name(v: str) -> str:
+        return v if v else '""'
+
+    if "ip" in quota_id:
+        return f"ip {name(quota_id['ip'])}"
+    user, client = desanitize(quota_id.get("user", "")), quota_id.get("client-id", "")
+    if level in (3, 6):
+        return f"user {name(user)} (all its client-ids)"
+    if level in (7, 8):
+        return f"client-id {name(client)} (all users)"
+    return f"user {name(user)}, client-id {name(client)}"
+
+
+def wrap(text: str, width: int) -> str:
+    """Lines of at most ``width`` characters, broken at spaces only: a name is never cut."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
+
+
+MAX_PANELS = 12  # the picture's small multiples; the table and the files keep --top
+COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#393b79",
+    "#637939",
+)  # one per quota-id, the same on its panel and its bar (matplotlib's tab10, then two darker ones)
+
+
+def _steps(intervals: Sequence[tuple[int, int, float]], base: int, size_s: int, div: float) -> tuple[list, list]:
+    """Step-line points for ``(start_sample, end_sample, value)`` intervals, 0 in the gaps between them."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for s, e, v in intervals:
+        x0, x1 = (s - base) * size_s, (e - base) * size_s
+        if xs and xs[-1] < x0:
+            xs += [xs[-1], x0]
+            ys += [0.0, 0.0]
+        xs += [x0, x1]
+        ys += [v / div, v / div]
+    return xs, ys
+
+
+def _title(report: Mapping[str, Any], shown: int, first_sample: int | None, size_s: int, replayed: Mapping[str, str]):
+    import datetime as dt
+
+    s = report["summary"]
+    w = s.get("window", {"num": 11, "size_seconds": size_s})
+    what = replayed.get("input", "traffic")
+    quotas = replayed.get("quotas", "")
+    line1 = f"Impact replay of {what}" + (f" against {quotas}" if quotas else "")
+    when = ""
+    if first_sample is not None:
+        start = dt.datetime.fromtimestamp(first_sample * size_s, dt.UTC)
+        when = f" from {start:%Y-%m-%d %H:%M:%S} UTC"
+    line2 = (
+        f"{s['rows']:,} rows over {s['seconds']:,} s{when}; quota window {w['num']} × {w['size_seconds']} s; "
+        f"top {shown} of {s['throttled_quota_ids']:,} throttled quota-ids by total throttle (open loop)"
+    )
+    return line1, line2
+
+
+def figure(
+    report: Mapping[str, Any],
+    timeline: Mapping[tuple, Sequence[tuple[int, int, int]]],
+    top: int,
+    size_s: int,
+    first_sample: int | None,
+    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    replayed: Mapping[str, str] | None = None,
+) -> Any:
+    """The impact picture as a matplotlib Figure: one panel per top quota-id (its window rate against its limit,
+    its throttle on a right axis), then throttled seconds per quota-id in the same colours; legend and title
+    outside the panels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    from kquotactl.impact.model import quota_id
+
+    rates = rates or {}
+    rows = [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][: min(top, MAX_PANELS)]
+    by_id = {}
+    for sid in (*timeline, *rates):
+        key, level, qu, qc, qip = sid
+        by_id[(key, level, qid_label(quota_id(key, qu, qc, qip)))] = sid
+    seconds = report["summary"]["seconds"]
+    base = first_sample or 0
+    ncols = 1 if len(rows) <= 3 else 2 if len(rows) <= 8 else 3
+    nrows = max(1, -(-len(rows) // ncols))
+    panels_h, bar_h = 3.3 * nrows + 0.5, (1.0 + 0.42 * len(rows) if rows else 0.0)
+    fig = Figure(figsize=(6.4 * ncols if ncols > 1 else 11, 0.6 + panels_h + bar_h), layout="constrained")
+    FigureCanvasAgg(fig)  # draws without a display (and without pyplot's global state)
+    fig.get_layout_engine().set(h_pad=0.03, hspace=0.01)
+    line1, line2 = _title(report, len(rows), first_sample, size_s, replayed or {})
+    chars = int(fig.get_figwidth() * 13)  # what fits at 11 pt
+    fig.suptitle(f"{wrap(line1, chars)}\n{wrap(line2, chars)}", fontsize=11, x=0.01, ha="left")
+    if not rows:
+        ax = fig.add_subplot()
+        ax.text(0.5, 0.5, "nothing throttled", ha="center", va="center", transform=ax.transAxes, fontsize=14)
+        ax.set_axis_off()
+        return fig
+    top_fig, bottom_fig = fig.subfigures(2, 1, height_ratios=[panels_h, bar_h])
+    cells = top_fig.add_gridspec(2 * nrows, ncols, height_ratios=[3, 1.15] * nrows)
+    first_ax = None
+    for i, r in enumerate(rows):
+        color = COLORS[i % len(COLORS)]
+        ax = top_fig.add_subplot(cells[2 * (i // ncols), i % ncols], sharex=first_ax)
+        thr = top_fig.add_subplot(cells[2 * (i // ncols) + 1, i % ncols], sharex=ax)
+        first_ax = first_ax or ax
+        ax.set_gid(f"rate-{i}")
+        thr.set_gid(f"throttle-{i}")
+        key = r["key"]
+        sid = by_id.get((key, r["level"], qid_label(r["quota_id"])))
+        limit = float(r["limit"])
+        div, unit = rate_scale(key, max(limit, r["max_rate"]))
+        xs, ys = _steps(rates.get(sid, ()), base, size_s, div) if sid else ([], [])
+        ax.plot(xs, ys, color=color, linewidth=1.8, label="observed rate", gid="rate")
+        ax.axhline(limit / div, color="black", linestyle="--", linewidth=1.2, label="limit", gid="limit")
+        ax.set_ylim(0, max(limit, r["max_rate"]) / div * 1.12)
+        ax.set_xlim(0, seconds)
+        ax.set_ylabel(f"rate ({unit})")
+        ax.tick_params(labelbottom=False)
+        ax.grid(axis="y", color="0.9")
+        tdiv, tunit = throttle_scale(r["max_throttle_ms"])
+        tx, ty = _steps(timeline.get(sid, ()), base, size_s, tdiv) if sid else ([], [])
+        thr.fill_between(tx, ty, color=color, alpha=0.45, linewidth=0, label="throttle")
+        thr.plot(tx, ty, color=color, linewidth=1.0)
+        thr.set_ylim(0, max(r["max_throttle_ms"] / tdiv, 1e-9) * 1.2)
+        thr.yaxis.set_major_locator(MaxNLocator(3))
+        thr.xaxis.set_major_locator(MaxNLocator(integer=True))
+        thr.set_ylabel(f"throttle ({tunit})")
+        capped = KEYS[key].throttle_capped and r["max_throttle_ms"] == size_s * 1000
+        head = wrap(f"{i + 1}. {key}: {who(r['quota_id'], r['level'])}", 66 if ncols > 1 else 110)
+        width = 80 if ncols > 1 else 130
+        parts = [
+            f"limit {rate_text(key, limit)} ({r['entity_path']}, level {r['level']})",
+            f"throttled {r['seconds_throttled']:,} of {seconds:,} s, max {r['max_throttle_ms']:,} ms"
+            + (" (capped)" if capped else ""),
+        ]
+        sub = "; ".join(parts) if len("; ".join(parts)) <= width else "\n".join(wrap(p, width) for p in parts)
+        ax.set_title(f"{head}\n{sub}", loc="left", fontsize=9.5)
+        if i // ncols == nrows - 1 or i + ncols >= len(rows):
+            thr.set_xlabel("seconds since the first sample")
+    handles = [
+        Line2D([], [], color="0.3", linewidth=1.8, label="observed rate (average over the quota window)"),
+        Line2D([], [], color="black", linestyle="--", linewidth=1.2, label="limit"),
+        Patch(color="0.3", alpha=0.45, label="throttle (delay per second)"),
+    ]
+    top_fig.legend(handles=handles, loc="outside upper center", ncols=3, frameon=False)
+    bars = bottom_fig.add_subplot()
+    bars.set_gid("bars")
+    ypos = range(len(rows))
+    bars.barh(ypos, [r["seconds_throttled"] for r in rows], color=[COLORS[i % len(COLORS)] for i in ypos])
+    labels = [wrap(f"{i + 1}. {r['key']}: {who(r['quota_id'], r['level'])}", 56) for i, r in enumerate(rows)]
+    bars.set_yticks(list(ypos), labels)
+    bars.invert_yaxis()
+    for i, r in enumerate(rows):
+        bars.annotate(
+            f" {r['seconds_throttled']:,} s; max rate {rate_text(r['key'], r['max_rate'])}",
+            (r["seconds_throttled"], i),
+            va="center",
+            fontsize=8.5,
+        )
+    bars.set_xlim(0, seconds * 1.35)
+    bars.set_xticks([t for t in MaxNLocator(integer=True).tick_values(0, seconds) if 0 <= t <= seconds])
+    bars.set_xlabel(f"throttled seconds (of {seconds:,} s replayed)")
+    bars.set_title("Throttled seconds per quota-id", loc="left", fontsize=10)
+    return fig
 
 
 def plot(
@@ -169,48 +401,12 @@ def plot(
     top: int,
     size_s: int,
     first_sample: int | None,
+    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    replayed: Mapping[str, str] | None = None,
 ) -> None:
-    """Throttle over time for the top-N quota-ids (step lines) above a bar chart of throttled seconds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][:top]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 8.5), gridspec_kw={"height_ratios": [3, 2]})
-    base = first_sample or 0
-    ranked = sorted(timeline.items(), key=lambda kv: -sum((e - s) * ms for s, e, ms in kv[1]))[:top]
-    for sid, intervals in ranked:
-        xs: list[float] = []
-        ys: list[float] = []
-        for s, e, ms in intervals:
-            x0, x1 = (s - base) * size_s, (e - base) * size_s
-            if xs and xs[-1] < x0:
-                xs += [xs[-1], x0]
-                ys += [0, 0]
-            xs += [x0, x1]
-            ys += [ms, ms]
-        key, label = timeline_label(sid)
-        ax1.plot(xs, ys, drawstyle="default", linewidth=1.2, label=f"{key} {label}")
-    ax1.set_title(f"Throttle over time, top {len(ranked)} quota-ids by total throttle")
-    ax1.set_xlabel("seconds since the first sample")
-    ax1.set_ylabel("throttle (ms per second)")
-    if ranked:
-        ax1.legend(fontsize=7, loc="upper right")
-    else:
-        ax1.text(0.5, 0.5, "nothing throttled", ha="center", va="center", transform=ax1.transAxes)
-    labels = [
-        f"{r['key'].replace('_rate', '').replace('request_percentage', 'req%')}\n{qid_label(r['quota_id'])}"
-        for r in rows
-    ]
-    ax2.barh(range(len(rows)), [r["seconds_throttled"] for r in rows], color="#c0504d")
-    ax2.set_yticks(range(len(rows)), labels, fontsize=6)
-    ax2.invert_yaxis()
-    ax2.set_xlabel(f"throttled seconds (of {report['summary']['seconds']:,})")
-    ax2.set_title("Throttled seconds per quota-id")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    """Write :func:`figure` as a PNG (Agg, no display needed)."""
+    fig = figure(report, timeline, top, size_s, first_sample, rates, replayed)
+    fig.savefig(path, dpi=100)
 
 
 def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
@@ -239,7 +435,7 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
                 r["key"],
                 escape(qid_label(r["quota_id"])),
                 escape(r["entity_path"]),
-                f"{r['limit']:,}",
+                rate_text(r["key"], r["limit"]),
                 f"{r['seconds_throttled']:,}",
                 f"{r['total_throttle_ms']:,}",
             )
@@ -249,12 +445,12 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
         for c in ("who", "key", "before", "after"):
             t.add_column(c)
 
-        def side(x: Mapping[str, Any]) -> str:
-            return "unlimited" if x["limit"] is None else f"{x['limit']:,} ({x['entity_path']})"
+        def side(key: str, x: Mapping[str, Any]) -> str:
+            return "unlimited" if x["limit"] is None else f"{rate_text(key, x['limit'])} ({x['entity_path']})"
 
         for r in cmp["limit_changes"][:top]:
-            who = f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}"
-            t.add_row(escape(who), r["key"], escape(side(r["before"])), escape(side(r["after"])))
+            name = f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}"
+            t.add_row(escape(name), r["key"], escape(side(r["key"], r["before"])), escape(side(r["key"], r["after"])))
         console.print(t)
 
 

@@ -402,14 +402,17 @@ def bounds(traffic: Any) -> tuple[int, int | None, int | None]:
     return int(r["n"]), r["lo"], r["hi"]
 
 
-def run(traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0) -> tuple[EngineResult, dict]:
-    """Compute the model; with ``timeline_top`` also the throttle intervals of that many top quota-ids."""
+def run(
+    traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0
+) -> tuple[EngineResult, dict, dict]:
+    """Compute the model; with ``timeline_top`` also the throttle intervals of that many top quota-ids and their
+    rate on every interval (the local engine's ``timelines``)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     nrows, first, last = bounds(traffic)
     if first is None:
-        return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}
+        return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
     swept = sweep(resolved_usage(traffic, rows), window, int(last))
     if timeline_top:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
@@ -442,6 +445,7 @@ def run(traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: in
         hashed[(st.key, st.level, *qid)] = tuple(r[c] for c in QID)
     result = EngineResult(nrows, int(first), int(last), stats, totals)
     timeline: dict = {}
+    rates: dict = {}
     if timeline_top:
         top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
         if top:
@@ -453,13 +457,17 @@ def run(traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: in
                     term = F.col(col).isNull() if v is None else (F.col(col) == v)
                     c = term if c is None else c & term
                 cond = c if cond is None else cond | c
-            for r in swept.where(cond & (F.col("ms") > 0) & (F.col("len") > 0)).toArrow().to_pylist():
+            picked = swept.where(cond & (F.col("len") > 0)).select(*QID, "p", "len", "ms", "rate")
+            for r in picked.toArrow().to_pylist():
                 sid = by_hash[tuple(r[c] for c in QID)]
-                timeline.setdefault(sid, []).append((r["p"], r["p"] + r["len"], r["ms"]))
-            for v in timeline.values():
+                end = r["p"] + r["len"]
+                rates.setdefault(sid, []).append((r["p"], end, float(r["rate"])))
+                if r["ms"] > 0:
+                    timeline.setdefault(sid, []).append((r["p"], end, r["ms"]))
+            for v in (*timeline.values(), *rates.values()):
                 v.sort()
         swept.unpersist()
-    return result, timeline
+    return result, timeline, rates
 
 
 def _names(traffic: Any, limited: list[dict]) -> dict[tuple[int, int], str]:

@@ -6,10 +6,9 @@ import random
 
 import pytest
 
+from fixtures_oracle import ORACLE_VERSIONS
 from kquotactl.sanitizer import desanitize, sanitize
 from kquotactl.testing.oracle import cases_per_run, mismatches
-
-from fixtures_oracle import ORACLE_VERSIONS
 
 # Characters that exercise every branch: the safe set, URLEncoder's specials (* + ~ space), '%', '/', multi-byte.
 _ALPHABET = "aZ09._-*+~ %/=,@<>?&#\\\"'é€ü中😀\t\n\x7f"

@@ -422,7 +422,7 @@ def alter(
     """
     from kquotactl.entityargs import alter_head, entity_for_alter
     from kquotactl.grammar import load_properties, parse_add_config, parse_delete_config
-    from kquotactl.model import Outcome, build_change
+    from kquotactl.model import Outcome, build_change, check_live_changes
     from kquotactl.render import dump_json, dump_yaml, kafka_alter_line, result_line
 
     entity_args = _entity_args(kw)
@@ -435,6 +435,7 @@ def alter(
             raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
+    check_live_changes([change])  # before connecting (every backend alter checks it again)
     backend = state.backend(ctx)
     [result] = backend.alter([change], validate_only=dry_run)
     _flush_warnings(state, backend)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kquotactl.entity import Entity
-from kquotactl.errors import InvalidConfigs, UsageError
-from kquotactl.keys import Number, check_number, lookup_key, parse_value
+from kquotactl.errors import InvalidConfigs, InvalidValue, UsageError
+from kquotactl.keys import KEYS, Number, check_live_key, check_number, lookup_key, parse_value
 
 Config = dict[str, Number]
 
@@ -62,6 +62,19 @@ def build_change(
     if not typed and not removes:
         raise UsageError("nothing to change: give --add-config, --add-config-file or --delete-config")
     return EntityChange(entity, typed, frozenset(removes), if_exists)
+
+
+def check_live_changes(changes: Iterable[EntityChange]) -> None:
+    """Before anything is written to a live cluster: refuse setting a key no Apache Kafka release knows.
+
+    Removing such a key (stored by some other tool) stays allowed.
+    """
+    for ch in changes:
+        for k in ch.set:
+            try:
+                check_live_key(KEYS[k])
+            except InvalidValue as e:
+                raise InvalidValue(f"{ch.entity.label()}: {e}") from None
 
 
 def check_one_change_per_entity(changes: Iterable[EntityChange]) -> None:

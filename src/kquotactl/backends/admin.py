@@ -29,6 +29,7 @@ from kquotactl.model import (
     Outcome,
     QuotaRecord,
     apply_change,
+    check_live_changes,
     check_one_change_per_entity,
 )
 
@@ -258,6 +259,7 @@ class AdminBackend:
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         """Read, plan (pure), then send batched entries; see the module docstring."""
+        check_live_changes(changes)
         check_one_change_per_entity(changes)
         current = self._current([ch.entity for ch in changes])
         results: dict[Entity, EntityResult] = {}

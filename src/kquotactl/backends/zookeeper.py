@@ -39,7 +39,15 @@ from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, Qu
 from kquotactl.filters import EntityFilter
 from kquotactl.javafmt import properties_order
 from kquotactl.keys import KEYS, Number, format_value, parse_stored
-from kquotactl.model import EntityChange, EntityResult, Outcome, QuotaRecord, apply_change, check_one_change_per_entity
+from kquotactl.model import (
+    EntityChange,
+    EntityResult,
+    Outcome,
+    QuotaRecord,
+    apply_change,
+    check_live_changes,
+    check_one_change_per_entity,
+)
 
 log = logging.getLogger("kquotactl.zookeeper")
 
@@ -527,6 +535,7 @@ class ZooKeeperBackend:
         """Apply changes in batched transactions; see the module docstring for the guarantees."""
         from kazoo.exceptions import InvalidACLError
 
+        check_live_changes(changes)
         check_one_change_per_entity(changes)
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)

@@ -1,0 +1,151 @@
+"""Never write what Kafka's own tools or brokers reject.
+
+* ``request_rate`` (the KIP-124 draft key, never shipped) is refused on every live write path before anything is
+  written, read and deleted when another tool stored it, and still simulated offline.
+* Kafka 2.8.2's own ``kafka.admin.ConfigCommand`` (``--zookeeper``) can alter and describe every entity kquotactl
+  wrote, and sees kquotactl's values.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
+from kquotactl.entity import Entity
+from kquotactl.errors import InvalidValue
+from kquotactl.model import EntityChange
+
+REFUSED = "request_rate is not a quota key of any Apache Kafka release"
+
+
+def zk(chroot, *args: str, input: str | None = None):
+    return run_cli("--zookeeper", chroot.connect, *args, input=input)
+
+
+def write(tmp_path: Path, text: str, name: str = "quotas.yaml") -> str:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def _one_line_refusal(r, prefix: str = "") -> None:
+    assert r.exit_code == 1, r.stdout + r.stderr
+    errors = [line for line in r.stderr.splitlines() if not line.startswith("kquotactl: warning: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"kquotactl: error: {prefix}"), r.stderr
+    assert REFUSED in r.stderr and "set request_percentage" in r.stderr, r.stderr
+
+
+# -- request_rate: refused live, readable and deletable, simulated offline --------------------------------------
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["alter", "--user", "alice", "--add-config", "producer_byte_rate=1,request_rate=10"],
+        ["alter", "--user", "alice", "--add-config", "request_rate=10", "--dry-run"],
+        ["--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "request_rate=10"],
+        ["--alter", "--entity-type", "clients", "--entity-default", "--add-config", "request_rate=1"],
+    ],
+)
+def test_request_rate_is_refused_on_zookeeper_and_nothing_is_written(chroot, argv) -> None:
+    zk(chroot, "alter", "--user", "bob", "--add-config", "producer_byte_rate=5")
+    before = chroot.snapshot()
+    _one_line_refusal(zk(chroot, *argv))
+    assert chroot.snapshot() == before
+
+
+@pytest.mark.zookeeper
+def test_request_rate_from_a_file_is_refused(chroot, tmp_path) -> None:
+    props = write(tmp_path, "request_rate=5\nconsumer_byte_rate=7\n", "q.properties")
+    before = chroot.snapshot()
+    _one_line_refusal(zk(chroot, "alter", "--user", "u", "--add-config-file", props), "user=u: ")
+    assert chroot.snapshot() == before
+
+
+@pytest.mark.zookeeper
+def test_backend_alter_refuses_request_rate_for_the_whole_batch_before_writing(chroot) -> None:
+    # the backend itself checks (every live write path goes through it): the first entity is not written either
+    before = chroot.snapshot()
+    with ZooKeeperBackend(ZkSettings(connect=chroot.connect)) as b, pytest.raises(InvalidValue, match=REFUSED):
+        b.alter(
+            [
+                EntityChange(Entity(user="a"), {"producer_byte_rate": 1}),
+                EntityChange(Entity(user="b"), {"request_rate": 1}),
+            ]
+        )
+    assert chroot.snapshot() == before
+
+
+@pytest.mark.zookeeper
+def test_request_rate_stored_by_another_tool_is_shown_and_can_be_deleted(chroot) -> None:
+    chroot.store_foreign("/config/users/alice", {"request_rate": "100", "producer_byte_rate": "1024"})
+    r = zk(chroot, "describe", "--user", "alice", "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == [
+        {"entity": {"user": "alice"}, "config": {"producer_byte_rate": 1024, "request_rate": 100}}
+    ]
+    r = zk(chroot, "-o", "kafka", "describe", "--user", "alice")
+    assert "request_rate=100" in r.stdout
+    # altering another key keeps it (kquotactl did not introduce it); deleting it works
+    assert zk(chroot, "alter", "--user", "alice", "--add-config", "consumer_byte_rate=1").exit_code == 0
+    assert json.loads(chroot.get("/config/users/alice"))["config"]["request_rate"] == "100"
+    r = zk(chroot, "alter", "--user", "alice", "--delete-config", "request_rate")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(chroot.get("/config/users/alice"))["config"] == {
+        "producer_byte_rate": "1024",
+        "consumer_byte_rate": "1",
+    }
+
+
+MANIFEST = """\
+quotas:
+  - entity: {user: alice}
+    config: {producer_byte_rate: 1024}
+  - entity: {client-id: app}
+    config:
+      consumer_byte_rate: 2048
+      request_rate: 100
+"""
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("command", [["plan"], ["apply", "--yes"], ["apply", "--dry-run"]])
+def test_manifest_with_request_rate_is_refused_against_a_live_cluster_with_file_and_line(
+    chroot, tmp_path, command
+) -> None:
+    m = write(tmp_path, MANIFEST)
+    before = chroot.snapshot()
+    r = zk(chroot, *command, "-f", m)
+    _one_line_refusal(r, f"{m}:7: clients/app: ")
+    assert chroot.snapshot() == before
+
+
+@pytest.mark.zookeeper
+def test_saved_plan_with_request_rate_is_refused_before_any_write(chroot, tmp_path) -> None:
+    live = write(tmp_path, "quotas: []\n", "live.yaml")
+    m = write(tmp_path, MANIFEST)
+    out = tmp_path / "plan.json"
+    r = run_cli("plan", "-f", m, "--live-from", live, "--out", str(out))  # offline planning is fine
+    assert r.exit_code == 2, r.stderr
+    before = chroot.snapshot()
+    _one_line_refusal(zk(chroot, "apply", "--plan", str(out), "--yes"), "client-id=app: ")
+    assert chroot.snapshot() == before
+
+
+def test_offline_manifest_uses_keep_request_rate_and_explain_says_it_is_not_enforced(tmp_path) -> None:
+    m = write(tmp_path, MANIFEST)
+    r = run_cli("validate", "-f", m)
+    assert r.exit_code == 0 and "request_rate is not enforced" in r.stderr
+    r = run_cli("explain", "-f", m, "--user", "u", "--client-id", "app", "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    rr = next(q for q in json.loads(r.stdout)["quotas"] if q["key"] == "request_rate")
+    assert rr["limit"] == 100 and rr["entity_path"] == "clients/app"
+    assert rr["sharing"].endswith("; not enforced by any Apache Kafka broker (request_percentage is the shipped key)")
+    r = run_cli("-o", "table", "explain", "-f", m, "--user", "u", "--client-id", "app")
+    assert "not enforced by any Apache Kafka broker" in r.stdout

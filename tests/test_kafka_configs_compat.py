@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 import textwrap
 from pathlib import Path
 
@@ -16,10 +18,12 @@ import pytest
 
 from conftest import run_cli
 from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import Entity
+from kquotactl.entity import DEFAULT, Entity
 from kquotactl.errors import InvalidValue
+from kquotactl.keys import CLIENT_KEYS, IP_KEYS, KEYS, format_value
 from kquotactl.model import EntityChange
 
+CLIENT_KEYS_SHIPPED = [k for k in CLIENT_KEYS if KEYS[k].enforced]
 REFUSED = "request_rate is not a quota key of any Apache Kafka release"
 
 
@@ -149,3 +153,79 @@ def test_offline_manifest_uses_keep_request_rate_and_explain_says_it_is_not_enfo
     assert rr["sharing"].endswith("; not enforced by any Apache Kafka broker (request_percentage is the shipped key)")
     r = run_cli("-o", "table", "explain", "-f", m, "--user", "u", "--client-id", "app")
     assert "not enforced by any Apache Kafka broker" in r.stdout
+
+
+# -- Kafka 2.8.2's own kafka-configs (--zookeeper) alters and describes every entity kquotactl wrote --------------
+
+_USERS = [
+    "alice", "CN=svc one,OU=Data Eng,O=Corp\\, Inc.,C=US", "ünïcødé", "日本語", "a/b", "100% ~*+ x", "007",
+    "svc.x-y_z", "emoji 😀", "semi;colon=eq", "tab\there", "'quoted'", 'dq"x',
+]  # fmt: skip
+_CLIENTS = ["app", "c 1", "producer-1/x", "é€", "%2F", "*", "client.id_1"]
+_VALUES = {
+    "producer_byte_rate": lambda rng: rng.choice([1, 1024, 10 * 2**20, rng.randint(1, 2**53), 2**63 - 1]),
+    "consumer_byte_rate": lambda rng: rng.randint(1, 10**12),
+    "request_percentage": lambda rng: rng.choice([0.5, 12.5, 100.0, 1e-4, 1e7, rng.uniform(0.001, 1000.0)]),
+    "controller_mutation_rate": lambda rng: rng.choice([1.0, 3.0, 0.1, rng.uniform(0.01, 1e9)]),
+    "connection_creation_rate": lambda rng: rng.randint(1, 2**31 - 1),
+}
+
+
+def _random_entity(rng: random.Random, i: int) -> Entity:
+    user = DEFAULT if rng.random() < 0.2 else rng.choice(_USERS) + ("" if rng.random() < 0.6 else f"-{i}")
+    client = DEFAULT if rng.random() < 0.2 else rng.choice(_CLIENTS) + ("" if rng.random() < 0.6 else f"-{i}")
+    kind = rng.randrange(4)
+    if kind == 0:
+        return Entity(user=user)
+    if kind == 1:
+        return Entity(client_id=client)
+    if kind == 2:
+        return Entity(user=user, client_id=client)
+    return Entity(ip=rng.choice([DEFAULT, f"192.0.2.{i}", f"2001:db8::{i:x}", f"10.{i}.0.1"]))
+
+
+def _config_command_entity(entity: Entity) -> list[str]:
+    args: list[str] = []
+    for flag, name in (("users", entity.user), ("clients", entity.client_id), ("ips", entity.ip)):
+        if name is not None:
+            args += ["--entity-type", flag, *(["--entity-default"] if name is DEFAULT else ["--entity-name", name])]
+    return args
+
+
+_DESCRIBED = re.compile(r"^Configs for .* are (.*)$", re.MULTILINE)
+
+
+@pytest.mark.zookeeper
+def test_kafka_configs_2_8_alters_and_describes_every_entity_kquotactl_wrote(chroot, kafka_oracle, oracle_seed):
+    rng = random.Random(oracle_seed)
+    wanted: dict[Entity, dict[str, int | float]] = {}
+    for i in range(30):
+        entity = _random_entity(rng, i)
+        keys = IP_KEYS if entity.ip is not None else CLIENT_KEYS_SHIPPED
+        wanted[entity] = {k: _VALUES[k](rng) for k in rng.sample(keys, rng.randint(1, len(keys)))}
+    with ZooKeeperBackend(ZkSettings(connect=chroot.connect)) as b:
+        assert {r.outcome.value for r in b.alter([EntityChange(e, c) for e, c in wanted.items()])} == {"applied"}
+
+    # kafka-configs alters each entity (it validates the whole stored config with DynamicConfig), then describes it
+    requests, expected = [], {}
+    for entity, config in wanted.items():
+        keys = IP_KEYS if entity.ip is not None else CLIENT_KEYS_SHIPPED
+        key = rng.choice(keys)
+        value = _VALUES[key](rng)
+        text = format_value(KEYS[key], value)
+        head = ["--zookeeper", chroot.connect]
+        requests.append({"args": [*head, "--alter", *_config_command_entity(entity), "--add-config", f"{key}={text}"]})
+        requests.append({"args": [*head, "--describe", *_config_command_entity(entity)]})
+        stored = {k: format_value(KEYS[k], v) for k, v in config.items()} | {key: text}
+        expected[entity] = stored
+        wanted[entity] = {**config, key: value}
+    answers = kafka_oracle("2.8", "ConfigCommandOracle").ask_many(requests)
+    replay = f"KQUOTACTL_ORACLE_SEED={oracle_seed}"
+    for (entity, stored), alter, describe in zip(expected.items(), answers[::2], answers[1::2], strict=True):
+        assert alter["exit"] == 0 and "Completed updating config" in alter["out"], (replay, entity, alter)
+        assert describe["exit"] == 0, (replay, entity, describe)
+        [line] = _DESCRIBED.findall(describe["out"])
+        assert dict(kv.split("=", 1) for kv in line.split(",")) == stored, (replay, entity, describe["out"])
+    # and kquotactl reads back what kafka-configs wrote
+    with ZooKeeperBackend(ZkSettings(connect=chroot.connect)) as b:
+        assert {r.entity: dict(r.config) for r in b.describe()} == wanted, replay

@@ -14,6 +14,20 @@ Config = dict[str, Number]
 
 
 @dataclass(frozen=True)
+class WireEntry:
+    """A record as one DescribeClientQuotas response carried it (admin API backend).
+
+    kafka-configs prints a response in the iteration order of the Java hash maps its client fills from it, so
+    reproducing its output needs the broker's order, names and doubles as they came.
+    """
+
+    index: int  # position in the response
+    entries: int  # entries in the response (the initial capacity of the client's HashMap)
+    entity: tuple[tuple[str, str | None], ...]  # (entity type, name or None for the default), as sent
+    values: tuple[tuple[str, float], ...]  # every key with its double, in response order
+
+
+@dataclass(frozen=True)
 class QuotaRecord:
     """One entity's quotas as read from a cluster. ``raw`` keeps the stored strings (ZooKeeper)."""
 
@@ -21,6 +35,7 @@ class QuotaRecord:
     config: Mapping[str, Number]
     raw: Mapping[str, str] | None = None
     version: int | None = None  # backend-specific (ZooKeeper znode version), for compare-and-set
+    wire: WireEntry | None = field(default=None, compare=False)  # admin API: the response as it came
 
     def to_json(self) -> dict:
         return {"entity": self.entity.to_json(), "config": dict(self.config)}

@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, EntityType
-from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
+from kquotactl.javafmt import (
+    client_quota_entity_hash,
+    double_to_string,
+    hashmap_order,
+    java_hashmap_order,
+    properties_order,
+)
 from kquotactl.keys import KEYS, human
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
 
@@ -53,11 +59,41 @@ def kafka_bootstrap_entity(record: QuotaRecord) -> str:
     return ", ".join(parts)
 
 
+def _wire_entity_words(pairs: Sequence[tuple[str, str | None]]) -> str:
+    """kafka-configs' entity words from the names as the broker sent them (user, client-id, ip order)."""
+    names = dict(pairs)
+    parts = []
+    for t in (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP):
+        if t.value in names:
+            n = names[t.value]
+            parts.append(f"the default {t.principal_word}" if n is None else f"{t.principal_word} '{n}'")
+    return ", ".join(parts)
+
+
 def kafka_bootstrap_line(record: QuotaRecord) -> str:
-    """Bootstrap-mode kafka-configs: ``Quota configs for user-principal 'u' are k=1024.0, k2=2.0``."""
+    """Bootstrap-mode kafka-configs: ``Quota configs for user-principal 'u' are k=1024.0, k2=2.0``.
+
+    From a describe response (``record.wire``) it is kafka-configs' line byte for byte: the broker's names and
+    doubles, keys in the order of the ``HashMap<String, Double>(n)`` its client fills in response order.
+    """
+    if record.wire is not None:
+        values = dict(record.wire.values)
+        keys = hashmap_order(k for k, _ in record.wire.values)
+        entries = ", ".join(f"{k}={double_to_string(values[k])}" for k in keys)
+        return f"Quota configs for {_wire_entity_words(record.wire.entity)} are {entries}"
     keys = hashmap_order(record.config.keys())
     entries = ", ".join(f"{k}={double_to_string(float(record.config[k]))}" for k in keys)
     return f"Quota configs for {kafka_bootstrap_entity(record)} are {entries}"
+
+
+def kafka_bootstrap_order(records: Sequence[QuotaRecord]) -> list[QuotaRecord]:
+    """Records in kafka-configs' order: that of the client's ``HashMap<ClientQuotaEntity, _>(entries)`` filled in
+    response order (kquotactl's own order when the records did not all come from one describe response)."""
+    if not records or any(r.wire is None for r in records):
+        return list(records)
+    in_response = sorted(records, key=lambda r: r.wire.index)  # type: ignore[union-attr]
+    entries = in_response[0].wire.entries  # type: ignore[union-attr]
+    return java_hashmap_order(((r, client_quota_entity_hash(r.wire.entity)) for r in in_response), entries)  # type: ignore[union-attr]
 
 
 def render_records(
@@ -68,9 +104,12 @@ def render_records(
     elif fmt == "yaml":
         dump_yaml(records_json(records), out)
     elif fmt == "kafka":
-        line = kafka_zk_line if dialect == "zookeeper" else kafka_bootstrap_line
-        for r in records:
-            out.write(line(r) + "\n")
+        if dialect == "zookeeper":
+            for r in records:
+                out.write(kafka_zk_line(r) + "\n")
+        else:
+            for r in kafka_bootstrap_order(records):
+                out.write(kafka_bootstrap_line(r) + "\n")
     else:
         records_table(records, out, color)
 

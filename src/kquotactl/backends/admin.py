@@ -28,6 +28,7 @@ from kquotactl.model import (
     EntityResult,
     Outcome,
     QuotaRecord,
+    WireEntry,
     apply_change,
     check_live_changes,
     check_one_change_per_entity,
@@ -215,7 +216,7 @@ class AdminBackend:
             return []
         found = self.wire.describe(filter_components(flt), flt.strict)
         records = []
-        for pairs, values in found:
+        for index, (pairs, values) in enumerate(found):
             try:
                 entity = entity_from_wire(pairs)
             except QuotaError as e:
@@ -225,7 +226,8 @@ class AdminBackend:
                 continue
             config = typed_values(entity, values, self.warnings)
             if config:
-                records.append(QuotaRecord(entity, config))
+                wire = WireEntry(index, len(found), tuple(pairs), tuple(values.items()))
+                records.append(QuotaRecord(entity, config, wire=wire))
         records.sort(key=lambda r: r.entity.sort_key())
         return records
 

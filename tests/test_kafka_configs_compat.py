@@ -148,7 +148,7 @@ def test_saved_plan_with_request_rate_is_refused_before_any_write(chroot, tmp_pa
 def test_offline_manifest_uses_keep_request_rate_and_explain_says_it_is_not_enforced(tmp_path) -> None:
     m = write(tmp_path, MANIFEST)
     r = run_cli("validate", "-f", m)
-    assert r.exit_code == 0 and "request_rate is not enforced" in r.stderr
+    assert r.exit_code == 0 and "request_rate is not enforced by any Apache Kafka broker" in r.stderr
     r = run_cli("explain", "-f", m, "--user", "u", "--client-id", "app", "-o", "json")
     assert r.exit_code == 0, r.stderr
     rr = next(q for q in json.loads(r.stdout)["quotas"] if q["key"] == "request_rate")

@@ -21,9 +21,9 @@ from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, one_line
 
 KEYS_HELP = (
     "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
-    "request_percentage, controller_mutation_rate (DOUBLE), request_rate (LONG, requests/s: the KIP-124 draft "
-    "key; stock Apache Kafka brokers enforce request_percentage and ignore request_rate) for users and clients; "
-    "connection_creation_rate (INT) for ips. Values must be greater than 0."
+    "request_percentage, controller_mutation_rate (DOUBLE) for users and clients; connection_creation_rate (INT) "
+    "for ips. Values must be greater than 0. request_rate (the KIP-124 draft key, which no Apache Kafka release "
+    "knows) is refused: set request_percentage; --delete-config request_rate still removes one another tool stored."
 )
 
 EPILOG_EXIT = "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan)."

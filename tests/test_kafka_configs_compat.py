@@ -13,6 +13,7 @@ import random
 import re
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ from conftest import run_cli
 from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
 from kquotactl.entity import DEFAULT, Entity
 from kquotactl.errors import InvalidValue
-from kquotactl.javafmt import client_quota_entity_hash, java_hashmap_layout, java_string_hash
+from kquotactl.javafmt import client_quota_entity_hash, java_string_hash
+from kquotactl.javahashmap import java_hashmap_layout, java_string_compare
 from kquotactl.keys import CLIENT_KEYS, IP_KEYS, KEYS, format_value
 from kquotactl.model import EntityChange
 from kquotactl.testing.oracle import cases_per_run, mismatches
@@ -266,7 +268,16 @@ def _string_case(rng: random.Random) -> list[str]:
         keys = _colliding(rng, 3, _random_name(rng)) + [_random_name(rng) for _ in range(rng.randint(0, 12))]
         rng.shuffle(keys)
         return list(dict.fromkeys(keys))
+    if r < 0.85:  # red-black tree bins: 9+ equal hashes in a table of 64+ buckets (String.compareTo orders them)
+        keys = _colliding(rng, rng.choice([4, 5]), _random_name(rng))
+        keys += [_random_name(rng) + str(i) for i in range(rng.randint(20, 300))]
+        rng.shuffle(keys)
+        return list(dict.fromkeys(keys))
     return list(dict.fromkeys(_random_name(rng) + str(i) for i in range(rng.randint(1, 300))))
+
+
+def _by(strings: list[str], compare: Callable[[str, str], int]) -> Callable[[int, int], int]:
+    return lambda a, b: compare(strings[a], strings[b])
 
 
 def _entity_case(rng: random.Random) -> list[tuple[tuple[str, str | None], ...]]:
@@ -299,7 +310,10 @@ def test_java_hashmap_order_matches_java(kafka_oracle, oracle_seed) -> None:
     requests = [{"initial": len(s), "strings": s} for s in strings]
     requests += [{"initial": len(e), "entities": [list(p) for p in e]} for e in entities]
     answers = kafka_oracle("4.1", "HashMapOrderOracle").ask_many(requests)
-    ours = [java_hashmap_layout(((i, java_string_hash(k)) for i, k in enumerate(s)), len(s)) for s in strings]
+    ours = [
+        java_hashmap_layout(((i, java_string_hash(k)) for i, k in enumerate(s)), len(s), _by(s, java_string_compare))
+        for s in strings
+    ]
     ours += [java_hashmap_layout(((i, client_quota_entity_hash(p)) for i, p in enumerate(e)), len(e)) for e in entities]
     # a red-black tree bin (9+ keys in one bin of a 64+ table) is not emulated: those cases are left out
     exact = [

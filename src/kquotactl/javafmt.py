@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
+
+from kquotactl.javahashmap import java_hashmap_layout, java_string_compare
 
 K = TypeVar("K")
 
@@ -82,64 +84,12 @@ def _table_size(n: int, initial: int) -> int:
     return cap
 
 
-def _table_size_for(n: int) -> int:
-    """``HashMap.tableSizeFor``: the smallest power of two >= n (1 for n <= 1)."""
-    cap = 1
-    while cap < n:
-        cap *= 2
-    return cap
-
-
-_TREEIFY_THRESHOLD = 8  # a bin reaching 9 nodes is treeified, or the table doubled while it is under 64
-_MIN_TREEIFY_CAPACITY = 64
-
-
-def java_hashmap_order(items: Iterable[tuple[K, int]], initial_capacity: int) -> list[K]:
-    """Iteration order of ``new java.util.HashMap<>(initial_capacity)`` after ``put`` of each (key, hashCode);
-    see :func:`java_hashmap_layout`."""
-    return java_hashmap_layout(items, initial_capacity)[0]
-
-
-def java_hashmap_layout(items: Iterable[tuple[K, int]], initial_capacity: int) -> tuple[list[K], bool]:
-    """(order, exact): the iteration order of ``new java.util.HashMap<>(initial_capacity)`` after ``put`` of each
-    (key, hashCode) in turn, and whether it is Java's exactly.
-
-    Emulates what decides the order: the table allocated at ``tableSizeFor(initial_capacity)`` on the first put,
-    buckets ``(h ^ h >>> 16) & (cap - 1)`` holding nodes in insertion order, doubling when the size passes
-    0.75 x capacity (a split keeps each bucket's relative order), and a bin reaching 9 nodes doubling the table
-    instead of becoming a tree while the table is under 64 buckets. Keys must be distinct (``put`` of a key
-    already there only replaces its value).
-
-    Not emulated: a bin of 9+ nodes in a table of 64+ buckets becomes a red-black tree, whose iteration puts the
-    tree's root first (for keys with equal hashes Java breaks ties by identity hash code, which is not
-    reproducible at all); such bins keep insertion order here, and ``exact`` is False. It takes 9 keys whose
-    spread hashes agree on the low 6+ bits.
-    """
-    cap = _table_size_for(initial_capacity)
-    table: list[list[tuple[K, int]]] = [[] for _ in range(cap)]
-    exact = True
-
-    def resize() -> None:
-        nonlocal cap, table
-        cap *= 2
-        new: list[list[tuple[K, int]]] = [[] for _ in range(cap)]
-        for bucket in table:
-            for node in bucket:
-                new[node[1] & (cap - 1)].append(node)
-        table = new
-
-    for size, (key, h) in enumerate(items, start=1):
-        spread = _spread(h)
-        bucket = table[spread & (cap - 1)]
-        bucket.append((key, spread))
-        if len(bucket) > _TREEIFY_THRESHOLD:
-            if cap < _MIN_TREEIFY_CAPACITY:
-                resize()
-            else:
-                exact = False
-        if size > int(cap * 0.75):
-            resize()
-    return [key for bucket in table for key, _ in bucket], exact
+def java_hashmap_order(
+    items: Iterable[tuple[K, int]], initial_capacity: int, compare: Callable[[K, K], int] | None = None
+) -> list[K]:
+    """Iteration order of ``new java.util.HashMap<>(initial_capacity)`` after ``put`` of each distinct
+    (key, hashCode) in turn (:mod:`kquotactl.javahashmap` emulates the table, resizes and tree bins)."""
+    return java_hashmap_layout(items, initial_capacity, compare)[0]
 
 
 def client_quota_entity_hash(parts: Iterable[tuple[str, str | None]]) -> int:
@@ -155,9 +105,8 @@ def client_quota_entity_hash(parts: Iterable[tuple[str, str | None]]) -> int:
 def hashmap_order(keys: Iterable[str], expected_size: int | None = None) -> list[str]:
     """Iteration order of a ``java.util.HashMap<String, _>(n)`` filled with ``keys`` in this order."""
     ks = list(dict.fromkeys(keys))
-    return java_hashmap_order(
-        ((k, java_string_hash(k)) for k in ks), len(ks) if expected_size is None else expected_size
-    )
+    n = len(ks) if expected_size is None else expected_size
+    return java_hashmap_order(((k, java_string_hash(k)) for k in ks), n, java_string_compare)
 
 
 def properties_order(keys: Iterable[str]) -> list[str]:

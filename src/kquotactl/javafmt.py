@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+from array import array
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from kquotactl.javahashmap import java_hashmap_layout, java_string_compare
 
 K = TypeVar("K")
+_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 
 def double_to_string(x: float) -> str:
@@ -66,9 +69,12 @@ def _shortest_digits(ax: float) -> tuple[str, int]:
 def java_string_hash(s: str) -> int:
     """``String.hashCode`` as a signed 32-bit int (UTF-16 code units)."""
     h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    if s.isascii():  # one UTF-16 code unit per character
+        for c in s.encode("ascii"):
+            h = (31 * h + c) & 0xFFFFFFFF
+    else:
+        for c in array("H", s.encode(_UTF16_NATIVE)):
+            h = (31 * h + c) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 

@@ -204,8 +204,16 @@ _DESCRIBED = re.compile(r"^Configs for .* are (.*)$", re.MULTILINE)
 def test_kafka_configs_2_8_alters_and_describes_every_entity_kquotactl_wrote(chroot, kafka_oracle, oracle_seed):
     rng = random.Random(oracle_seed)
     wanted: dict[Entity, dict[str, int | float]] = {}
+    every_default = [
+        Entity(user=DEFAULT),
+        Entity(client_id=DEFAULT),
+        Entity(user=DEFAULT, client_id=DEFAULT),
+        Entity(user=rng.choice(_USERS), client_id=DEFAULT),
+        Entity(user=DEFAULT, client_id=rng.choice(_CLIENTS)),
+        Entity(ip=DEFAULT),
+    ]
     for i in range(30):
-        entity = _random_entity(rng, i)
+        entity = every_default[i] if i < len(every_default) else _random_entity(rng, i)
         keys = IP_KEYS if entity.ip is not None else CLIENT_KEYS_SHIPPED
         wanted[entity] = {k: _VALUES[k](rng) for k in rng.sample(keys, rng.randint(1, len(keys)))}
     with ZooKeeperBackend(ZkSettings(connect=chroot.connect)) as b:

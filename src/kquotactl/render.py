@@ -48,19 +48,9 @@ def _plain(v: int | float) -> str:
     return str(v) if isinstance(v, int) else double_to_string(v)
 
 
-def kafka_bootstrap_entity(record: QuotaRecord) -> str:
-    parts = []
-    comps = record.entity.components()
-    for t in (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP):
-        if t not in comps:
-            continue
-        n = comps[t]
-        parts.append(f"the default {t.principal_word}" if n is DEFAULT else f"{t.principal_word} '{n}'")
-    return ", ".join(parts)
-
-
-def _wire_entity_words(pairs: Sequence[tuple[str, str | None]]) -> str:
-    """kafka-configs' entity words from the names as the broker sent them (user, client-id, ip order)."""
+def kafka_bootstrap_entity(pairs: Sequence[tuple[str, str | None]]) -> str:
+    """kafka-configs' entity words, always in user, client-id, ip order, from (entity type, name or None for the
+    default) pairs: the names as the broker sent them, when there is a response."""
     names = dict(pairs)
     parts = []
     for t in (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP):
@@ -80,20 +70,22 @@ def kafka_bootstrap_line(record: QuotaRecord) -> str:
         values = dict(record.wire.values)
         keys = hashmap_order(k for k, _ in record.wire.values)
         entries = ", ".join(f"{k}={double_to_string(values[k])}" for k in keys)
-        return f"Quota configs for {_wire_entity_words(record.wire.entity)} are {entries}"
+        return f"Quota configs for {kafka_bootstrap_entity(record.wire.entity)} are {entries}"
     keys = hashmap_order(record.config.keys())
     entries = ", ".join(f"{k}={double_to_string(float(record.config[k]))}" for k in keys)
-    return f"Quota configs for {kafka_bootstrap_entity(record)} are {entries}"
+    pairs = [(t.value, None if n is DEFAULT else str(n)) for t, n in record.entity.components().items()]
+    return f"Quota configs for {kafka_bootstrap_entity(pairs)} are {entries}"
 
 
 def kafka_bootstrap_order(records: Sequence[QuotaRecord]) -> list[QuotaRecord]:
     """Records in kafka-configs' order: that of the client's ``HashMap<ClientQuotaEntity, _>(entries)`` filled in
     response order (kquotactl's own order when the records did not all come from one describe response)."""
-    if not records or any(r.wire is None for r in records):
+    wired = [(r, r.wire) for r in records if r.wire is not None]
+    if not records or len(wired) != len(records):
         return list(records)
-    in_response = sorted(records, key=lambda r: r.wire.index)  # type: ignore[union-attr]
-    entries = in_response[0].wire.entries  # type: ignore[union-attr]
-    return java_hashmap_order(((r, client_quota_entity_hash(r.wire.entity)) for r in in_response), entries)  # type: ignore[union-attr]
+    wired.sort(key=lambda rw: rw[1].index)
+    entries = wired[0][1].entries
+    return java_hashmap_order(((r, client_quota_entity_hash(w.entity)) for r, w in wired), entries)
 
 
 def render_records(

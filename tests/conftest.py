@@ -72,6 +72,17 @@ class Chroot:
             return []
         return [self.get("/config/changes/" + c) for c in self.children("/config/changes")]
 
+    def store_foreign(self, path: str, config: dict[str, str]) -> None:
+        """Write an entity znode as some other tool would (no kquotactl check): e.g. a ``request_rate`` key."""
+        import json
+
+        full = self.root + path
+        data = json.dumps({"version": 1, "config": config}).encode()
+        if self.zk.exists(full) is None:
+            self.zk.create(full, data, makepath=True)
+        else:
+            self.zk.set(full, data)
+
     def snapshot(self) -> dict[str, bytes]:
         """Every znode under the chroot with its data (to prove that nothing was written)."""
         out: dict[str, bytes] = {}

@@ -424,7 +424,6 @@ def test_concurrent_processes_never_lose_an_update(chroot) -> None:
     keys = [
         "producer_byte_rate",
         "consumer_byte_rate",
-        "request_rate",
         "request_percentage",
         "controller_mutation_rate",
     ]

@@ -106,10 +106,11 @@ def test_bad_values_rejected_with_brokers_reason_others_applied(kraft):
     assert state(kraft) == [{"entity": {"user": "good"}, "config": {"producer_byte_rate": 1024}}]
 
 
-def test_request_rate_key_refused_by_stock_broker(kraft):
+def test_request_rate_key_refused_before_the_broker_sees_it(kraft):
     r = bs(kraft, "alter", "--user", "alice", "--add-config", "request_rate=5")
     assert r.exit_code == 1
-    assert r.stderr.strip() == "kquotactl: error: INVALID_REQUEST: Invalid configuration key request_rate"
+    assert r.stderr.startswith("kquotactl: error: user=alice: request_rate is not a quota key of any Apache Kafka")
+    assert "set request_percentage" in r.stderr and r.stderr.count("\n") == 1
     assert state(kraft) == []
 
 
@@ -118,8 +119,8 @@ def test_dry_run_uses_validate_only_and_writes_nothing(kraft):
     r = bs(kraft, "alter", "--user", "u", "--add-config", "producer_byte_rate=200", "--dry-run", "-o", "json")
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["outcome"] == "validated"
-    r = bs(kraft, "alter", "--user", "v", "--add-config", "request_rate=5", "--dry-run")
-    assert r.exit_code == 1 and "Invalid configuration key request_rate" in r.stderr  # the broker validated it
+    r = bs(kraft, "alter", "--user", "v", "--add-config", "consumer_byte_rate=0.5", "--dry-run")
+    assert r.exit_code == 1 and "whole number" in r.stderr
     assert state(kraft) == [{"entity": {"user": "u"}, "config": {"producer_byte_rate": 100}}]
 
 
@@ -195,9 +196,11 @@ def test_kafka_output_is_kafka_configs_bootstrap_dialect(kraft):
         "--entity-default",
     )
     assert r.exit_code == 0, r.stderr
+    # kafka-configs 4.1.1 prints exactly this (checked with its own ConfigCommand): the two keys share a bucket of
+    # the client's HashMap, so they come in the broker's response order
     assert r.stdout == (
         "Quota configs for user-principal 'alice', the default client-id are "
-        "producer_byte_rate=1.048576E7, request_percentage=200.0\n"
+        "request_percentage=200.0, producer_byte_rate=1.048576E7\n"
     )
 
 

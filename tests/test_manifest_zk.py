@@ -265,7 +265,7 @@ EVERY_KIND = {
     Entity(user="alice"): {"producer_byte_rate": 1048576, "request_percentage": 12.5},
     Entity(user=D): {"consumer_byte_rate": 2048},
     Entity(user="alice", client_id="app 1"): {"controller_mutation_rate": 1e7},
-    Entity(user="alice", client_id=D): {"request_rate": 100},
+    Entity(user="alice", client_id=D): {"request_percentage": 100.0},
     Entity(user=D, client_id="app1"): {"producer_byte_rate": 1},
     Entity(user=D, client_id=D): {"producer_byte_rate": 2},
     Entity(client_id="ünïcødé/x"): {"producer_byte_rate": 3},

@@ -21,9 +21,9 @@ from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, 
 
 KEYS_HELP = (
     "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
-    "request_percentage, controller_mutation_rate (DOUBLE), request_rate (LONG, requests/s: the KIP-124 draft "
-    "key; stock Apache Kafka brokers enforce request_percentage and ignore request_rate) for users and clients; "
-    "connection_creation_rate (INT) for ips. Values must be greater than 0."
+    "request_percentage, controller_mutation_rate (DOUBLE) for users and clients; connection_creation_rate (INT) "
+    "for ips. Values must be greater than 0. request_rate (the KIP-124 draft key, which no Apache Kafka release "
+    "knows) is refused: set request_percentage; --delete-config request_rate still removes one another tool stored."
 )
 
 EPILOG_EXIT = (
@@ -492,7 +492,7 @@ def alter(
     """
     from kquotactl.entityargs import alter_head, entity_for_alter
     from kquotactl.grammar import load_properties, parse_add_config, parse_delete_config
-    from kquotactl.model import Outcome, build_change
+    from kquotactl.model import Outcome, build_change, check_live_changes
     from kquotactl.render import dump_json, dump_yaml, kafka_alter_line, result_line
 
     entity_args = _entity_args(kw)
@@ -505,6 +505,7 @@ def alter(
             raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
+    check_live_changes([change])  # before connecting (every backend alter checks it again)
     backend = state.backend(ctx)
     # one result, or one per stored spelling when several stored ip names are this address
     results = backend.alter([change], validate_only=dry_run)

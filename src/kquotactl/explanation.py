@@ -122,12 +122,25 @@ def parse_observed(items: list[str]) -> dict[str, float]:
     return out
 
 
+NOT_ENFORCED = "not enforced by any Apache Kafka broker"
+
+
 def sharing_words(res: Resolution, conn: Connection) -> str:
     """Who shares the quota, in words (the broker's metric tags decide it)."""
-    return _sharing_words(res.sharing, res.level, conn)
+    return _sharing_words(res.sharing, res.level, conn, res.key)
 
 
-def _sharing_words(s: Sharing, level: int | None, conn: Connection) -> str:
+def _sharing_words(s: Sharing, level: int | None, conn: Connection, key: str = "") -> str:
+    words = _who_shares(s, level, conn)
+    quota_key = KEYS.get(key)
+    if quota_key is not None and quota_key.shipped_instead:
+        # simulated as its draft defines it, but no broker knows the key
+        head = "unlimited" if s is Sharing.NONE else words
+        return f"{head}; {NOT_ENFORCED} ({quota_key.shipped_instead} is the shipped key)"
+    return words
+
+
+def _who_shares(s: Sharing, level: int | None, conn: Connection) -> str:
     if s is Sharing.NONE:
         return "unlimited (not enforced)"
     if s is Sharing.PAIR:
@@ -250,11 +263,11 @@ def explain_json(
     observed = throttle.observed if throttle is not None else None
     quotas = []
     if conn.user is not None:
-        words: dict[tuple[Sharing, int | None], str] = {}
+        words: dict[tuple[Sharing, int | None, str], str] = {}
         for key, limit, level, entity, sharing, tags in index.resolve_all_raw(conn.user, conn.client_id or ""):
-            w = words.get((sharing, level))
+            w = words.get((sharing, level, key))
             if w is None:
-                w = words[(sharing, level)] = _sharing_words(sharing, level, conn)
+                w = words[(sharing, level, key)] = _sharing_words(sharing, level, conn, key)
             d: dict[str, Any] = {
                 "key": key,
                 "limit": limit,
@@ -327,7 +340,7 @@ class LineEncoder:
                 out.append(q(conn.ip))
             out.append('},"quotas":[')
             quoted = {"": '""', client: qc}
-            words: dict[tuple[Sharing, int | None], str] = {}
+            words: dict[tuple[Sharing, int | None, str], str] = {}
             first = True
             for key, limit, level, entity, sharing, tags in self.index.resolve_all_raw(user, client):
                 if not first:
@@ -341,9 +354,9 @@ class LineEncoder:
                 qt = quoted.get(tc)
                 if qt is None:
                     qt = quoted[tc] = q(tc)
-                w = words.get((sharing, level))
+                w = words.get((sharing, level, key))
                 if w is None:
-                    w = words[(sharing, level)] = q(_sharing_words(sharing, level, conn))
+                    w = words[(sharing, level, key)] = q(_sharing_words(sharing, level, conn, key))
                 out.append(',"quota_id":{"user":')
                 out.append(qu)
                 out.append(',"client-id":')

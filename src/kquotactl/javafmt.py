@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+import sys
+from array import array
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from kquotactl.javahashmap import java_hashmap_layout, java_string_compare
+
+K = TypeVar("K")
+_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 
 def double_to_string(x: float) -> str:
@@ -61,9 +69,12 @@ def _shortest_digits(ax: float) -> tuple[str, int]:
 def java_string_hash(s: str) -> int:
     """``String.hashCode`` as a signed 32-bit int (UTF-16 code units)."""
     h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    if s.isascii():  # one UTF-16 code unit per character
+        for c in s.encode("ascii"):
+            h = (31 * h + c) & 0xFFFFFFFF
+    else:
+        for c in array("H", s.encode(_UTF16_NATIVE)):
+            h = (31 * h + c) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -79,16 +90,29 @@ def _table_size(n: int, initial: int) -> int:
     return cap
 
 
+def java_hashmap_order(
+    items: Iterable[tuple[K, int]], initial_capacity: int, compare: Callable[[K, K], int] | None = None
+) -> list[K]:
+    """Iteration order of ``new java.util.HashMap<>(initial_capacity)`` after ``put`` of each distinct
+    (key, hashCode) in turn (:mod:`kquotactl.javahashmap` emulates the table, resizes and tree bins)."""
+    return java_hashmap_layout(items, initial_capacity, compare)[0]
+
+
+def client_quota_entity_hash(parts: Iterable[tuple[str, str | None]]) -> int:
+    """``ClientQuotaEntity.hashCode()``: ``Objects.hash(entries)`` = 31 + the map's hash, i.e. the sum over its
+    entries of ``type.hashCode() ^ (name == null ? 0 : name.hashCode())``, as a signed 32-bit int."""
+    h = 31
+    for entity_type, name in parts:
+        h += java_string_hash(entity_type) ^ (java_string_hash(name) if name is not None else 0)
+    h &= 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
 def hashmap_order(keys: Iterable[str], expected_size: int | None = None) -> list[str]:
     """Iteration order of a ``java.util.HashMap<String, _>(n)`` filled with ``keys`` in this order."""
     ks = list(dict.fromkeys(keys))
-    n = expected_size if expected_size is not None else len(ks)
-    # HashMap(n): threshold = tableSizeFor(n); table allocated at that size on first put.
-    cap = 1
-    while cap < max(n, 1):
-        cap *= 2
-    cap = _table_size(len(ks), cap)
-    return sorted(ks, key=lambda k: _spread(java_string_hash(k)) & (cap - 1))
+    n = len(ks) if expected_size is None else expected_size
+    return java_hashmap_order(((k, java_string_hash(k)) for k in ks), n, java_string_compare)
 
 
 def properties_order(keys: Iterable[str]) -> list[str]:

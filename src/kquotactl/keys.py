@@ -48,6 +48,7 @@ class QuotaKey:
     enforced: bool = True  # does a stock Apache Kafka broker enforce it?
     throttle_capped: bool = False  # throttle capped at one window sample (request and connection quotas)
     byte_rate: bool = False  # accepts unit suffixes such as 10MiB
+    shipped_instead: str = ""  # for a key no Apache Kafka release knows: the shipped key to set instead
 
     @property
     def integral(self) -> bool:
@@ -82,6 +83,7 @@ KEYS: dict[str, QuotaKey] = {
             "request_percentage instead.",
             enforced=False,
             throttle_capped=True,
+            shipped_instead="request_percentage",
         ),
         QuotaKey(
             "request_percentage",
@@ -153,6 +155,21 @@ def lookup_key(name: str, kind: EntityKind | None = None) -> QuotaKey:
             raise InvalidValue(f"{name} is only valid for ips, not for users or clients")
         raise InvalidValue(f"{name} is not valid for ips (ips take only connection_creation_rate)")
     return key
+
+
+def check_live_key(key: QuotaKey) -> None:
+    """Refuse setting a key that no Apache Kafka release knows on a live cluster.
+
+    ``request_rate`` (the KIP-124 draft) means something offline (manifests, ``explain -f``, ``impact``), but
+    written to ZooKeeper it makes the entity unalterable by kafka-configs ("Unknown Dynamic Configuration") and
+    a broker's AlterClientQuotas refuses it (``Invalid configuration key``); no broker enforces it either way.
+    Reading and deleting it stay possible: only setting it is refused.
+    """
+    if key.shipped_instead:
+        raise InvalidValue(
+            f"{key.name} is not a quota key of any Apache Kafka release (the KIP-124 draft's {key.unit}; "
+            f"brokers and kafka-configs reject it): set {key.shipped_instead}, the shipped request quota, instead"
+        )
 
 
 def _range_for(key: QuotaKey) -> int | float:

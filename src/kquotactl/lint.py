@@ -125,8 +125,9 @@ def lint(manifest: Manifest) -> list[LintWarning]:
                     src,
                     entry.entity,
                     tuple(ignored),
-                    f"{entity_path_text(entry.entity)}: {', '.join(ignored)} is not enforced by stock Apache Kafka "
-                    "brokers (they enforce request_percentage)",
+                    f"{entity_path_text(entry.entity)}: {', '.join(ignored)} is not enforced by any Apache Kafka "
+                    "broker (they enforce request_percentage); fine offline (explain -f, impact), but plan and apply "
+                    "against a cluster refuse it",
                     "not-enforced",
                 )
             )

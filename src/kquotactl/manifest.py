@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name, display_name
-from kquotactl.errors import QuotaError
-from kquotactl.keys import KEYS, Number, check_number, lookup_key
+from kquotactl.errors import InvalidValue, QuotaError
+from kquotactl.keys import KEYS, Number, check_live_key, check_number, lookup_key
 from kquotactl.model import QuotaRecord
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -138,6 +138,18 @@ def entity_path_text(entity: Entity) -> str:
     """``users/alice/clients/<default>``: a readable path with real names (for messages and prune)."""
 
     return "/".join(display_name(s) for s in entity_segments(entity))
+
+
+def live_problems(manifest: Manifest) -> list[str]:
+    """``file:line: ...`` for each key a live cluster must not be given (see :func:`keys.check_live_key`)."""
+    problems = []
+    for entry in manifest.entries:
+        for k in entry.config:
+            try:
+                check_live_key(KEYS[k])
+            except InvalidValue as e:
+                problems.append(f"{entry.key_sources.get(k, entry.source)}: {entity_path_text(entry.entity)}: {e}")
+    return problems
 
 
 def check_prune_pattern(pattern: str) -> str | None:

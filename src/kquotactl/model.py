@@ -7,10 +7,24 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kquotactl.entity import Entity
-from kquotactl.errors import InvalidConfigs, UsageError
-from kquotactl.keys import KEYS, Number, check_number, lookup_key, not_applied_reason, parse_value
+from kquotactl.errors import InvalidConfigs, InvalidValue, UsageError
+from kquotactl.keys import KEYS, Number, check_live_key, check_number, lookup_key, not_applied_reason, parse_value
 
 Config = dict[str, Number]
+
+
+@dataclass(frozen=True)
+class WireEntry:
+    """A record as one DescribeClientQuotas response carried it (admin API backend).
+
+    kafka-configs prints a response in the iteration order of the Java hash maps its client fills from it, so
+    reproducing its output needs the broker's order, names and doubles as they came.
+    """
+
+    index: int  # position in the response
+    entries: int  # entries in the response (the initial capacity of the client's HashMap)
+    entity: tuple[tuple[str, str | None], ...]  # (entity type, name or None for the default), as sent
+    values: tuple[tuple[str, float], ...]  # every key with its double, in response order
 
 
 @dataclass(frozen=True)
@@ -24,6 +38,7 @@ class QuotaRecord:
     #: stored values that are no limit (key -> stored text, ZooKeeper): brokers cannot parse them, or parse them
     #: as NaN/Infinity (see :func:`kquotactl.keys.not_applied_reason`); not in ``config``
     unparsed: Mapping[str, str] = field(default_factory=dict)
+    wire: WireEntry | None = field(default=None, compare=False)  # admin API: the response as it came
 
     def to_json(self) -> dict:
         out: dict = {"entity": self.entity.to_json(), "config": dict(self.config)}
@@ -70,6 +85,19 @@ def build_change(
     if not typed and not removes:
         raise UsageError("nothing to change: give --add-config, --add-config-file or --delete-config")
     return EntityChange(entity, typed, frozenset(removes), if_exists)
+
+
+def check_live_changes(changes: Iterable[EntityChange]) -> None:
+    """Before anything is written to a live cluster: refuse setting a key no Apache Kafka release knows.
+
+    Removing such a key (stored by some other tool) stays allowed.
+    """
+    for ch in changes:
+        for k in ch.set:
+            try:
+                check_live_key(KEYS[k])
+            except InvalidValue as e:
+                raise InvalidValue(f"{ch.entity.label()}: {e}") from None
 
 
 def check_one_change_per_entity(changes: Iterable[EntityChange]) -> None:

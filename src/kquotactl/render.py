@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, EntityType, display_name
-from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
+from kquotactl.javafmt import (
+    client_quota_entity_hash,
+    double_to_string,
+    hashmap_order,
+    java_hashmap_order,
+    properties_order,
+)
 from kquotactl.keys import KEYS, human, not_applied_reason
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
 
@@ -43,22 +49,44 @@ def _plain(v: int | float) -> str:
     return str(v) if isinstance(v, int) else double_to_string(v)
 
 
-def kafka_bootstrap_entity(record: QuotaRecord) -> str:
+def kafka_bootstrap_entity(pairs: Sequence[tuple[str, str | None]]) -> str:
+    """kafka-configs' entity words, always in user, client-id, ip order, from (entity type, name or None for the
+    default) pairs: the names as the broker sent them, when there is a response."""
+    names = dict(pairs)
     parts = []
-    comps = record.entity.components()
     for t in (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP):
-        if t not in comps:
-            continue
-        n = comps[t]
-        parts.append(f"the default {t.principal_word}" if n is DEFAULT else f"{t.principal_word} '{n}'")
+        if t.value in names:
+            n = names[t.value]
+            parts.append(f"the default {t.principal_word}" if n is None else f"{t.principal_word} '{n}'")
     return ", ".join(parts)
 
 
 def kafka_bootstrap_line(record: QuotaRecord) -> str:
-    """Bootstrap-mode kafka-configs: ``Quota configs for user-principal 'u' are k=1024.0, k2=2.0``."""
+    """Bootstrap-mode kafka-configs: ``Quota configs for user-principal 'u' are k=1024.0, k2=2.0``.
+
+    From a describe response (``record.wire``) it is kafka-configs' line byte for byte: the broker's names and
+    doubles, keys in the order of the ``HashMap<String, Double>(n)`` its client fills in response order.
+    """
+    if record.wire is not None:
+        values = dict(record.wire.values)
+        keys = hashmap_order(k for k, _ in record.wire.values)
+        entries = ", ".join(f"{k}={double_to_string(values[k])}" for k in keys)
+        return f"Quota configs for {kafka_bootstrap_entity(record.wire.entity)} are {entries}"
     keys = hashmap_order(record.config.keys())
     entries = ", ".join(f"{k}={double_to_string(float(record.config[k]))}" for k in keys)
-    return f"Quota configs for {kafka_bootstrap_entity(record)} are {entries}"
+    pairs = [(t.value, None if n is DEFAULT else str(n)) for t, n in record.entity.components().items()]
+    return f"Quota configs for {kafka_bootstrap_entity(pairs)} are {entries}"
+
+
+def kafka_bootstrap_order(records: Sequence[QuotaRecord]) -> list[QuotaRecord]:
+    """Records in kafka-configs' order: that of the client's ``HashMap<ClientQuotaEntity, _>(entries)`` filled in
+    response order (kquotactl's own order when the records did not all come from one describe response)."""
+    wired = [(r, r.wire) for r in records if r.wire is not None]
+    if not records or len(wired) != len(records):
+        return list(records)
+    wired.sort(key=lambda rw: rw[1].index)
+    entries = wired[0][1].entries
+    return java_hashmap_order(((r, client_quota_entity_hash(w.entity)) for r, w in wired), entries)
 
 
 def render_records(
@@ -69,9 +97,12 @@ def render_records(
     elif fmt == "yaml":
         dump_yaml(records_json(records), out)
     elif fmt == "kafka":
-        line = kafka_zk_line if dialect == "zookeeper" else kafka_bootstrap_line
-        for r in records:
-            out.write(line(r) + "\n")
+        if dialect == "zookeeper":
+            for r in records:
+                out.write(kafka_zk_line(r) + "\n")
+        else:
+            for r in kafka_bootstrap_order(records):
+                out.write(kafka_bootstrap_line(r) + "\n")
     else:
         records_table(records, out, color)
 

@@ -28,7 +28,9 @@ from kquotactl.model import (
     EntityResult,
     Outcome,
     QuotaRecord,
+    WireEntry,
     apply_change,
+    check_live_changes,
     check_one_change_per_entity,
 )
 from kquotactl.stored import route_ip_changes, stored_findings
@@ -226,7 +228,7 @@ class AdminBackend:
             return []
         found = self.wire.describe(filter_components(flt), flt.strict)
         records = []
-        for pairs, values in found:
+        for index, (pairs, values) in enumerate(found):
             try:
                 entity = entity_from_wire(pairs)
             except QuotaError as e:
@@ -236,7 +238,8 @@ class AdminBackend:
                 continue
             config = typed_values(entity, values, self.warnings)
             if config:
-                records.append(QuotaRecord(entity, config))
+                wire = WireEntry(index, len(found), tuple(pairs), tuple(values.items()))
+                records.append(QuotaRecord(entity, config, wire=wire))
         records.sort(key=lambda r: r.entity.sort_key())
         self.warnings.extend(str(f) for f in stored_findings(records))
         return records
@@ -271,6 +274,7 @@ class AdminBackend:
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         """Read, plan (pure), then send batched entries; see the module docstring."""
+        check_live_changes(changes)
         check_one_change_per_entity(changes)
         if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
             ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)

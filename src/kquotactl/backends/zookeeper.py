@@ -40,7 +40,15 @@ from kquotactl.errors import BackendUnavailable, ConflictError, InvalidValue, Qu
 from kquotactl.filters import EntityFilter
 from kquotactl.javafmt import properties_order
 from kquotactl.keys import KEYS, Number, UnparsableValue, format_value, parse_stored
-from kquotactl.model import EntityChange, EntityResult, Outcome, QuotaRecord, apply_change, check_one_change_per_entity
+from kquotactl.model import (
+    EntityChange,
+    EntityResult,
+    Outcome,
+    QuotaRecord,
+    apply_change,
+    check_live_changes,
+    check_one_change_per_entity,
+)
 from kquotactl.stored import route_ip_changes, stored_findings
 
 log = logging.getLogger("kquotactl.zookeeper")
@@ -583,6 +591,7 @@ class ZooKeeperBackend:
         """Apply changes in batched transactions; see the module docstring for the guarantees."""
         from kazoo.exceptions import InvalidACLError
 
+        check_live_changes(changes)
         check_one_change_per_entity(changes)
         if changes:
             self._check_brokers(writing=not validate_only)

@@ -199,9 +199,12 @@ def _kinds(manifest: Any) -> dict[str, int]:
 
 
 def _plan(state: AppState, ctx: click.Context, files: Sequence[str], prune: bool, live_from: Sequence[str]) -> Any:
+    from kquotactl.manifest import ManifestError, live_problems
     from kquotactl.plan import make_plan
 
     manifest = _load(files)  # before connecting: a bad manifest never reaches the cluster
+    if not live_from and (problems := live_problems(manifest)):
+        raise ManifestError(problems)
     if prune and not manifest.prune:
         raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
     backend, live = _live(state, ctx, live_from)
@@ -318,6 +321,7 @@ def apply(
       kquotactl --zookeeper zk:2181/kafka apply --plan plan.json --yes
       kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml --dry-run
     """
+    from kquotactl.model import check_live_changes
     from kquotactl.plan import Plan, check_deletions, fingerprint
 
     fmt = _fmt(state)
@@ -357,6 +361,7 @@ def apply(
             _check_writable(state, ctx)
         backend, the_plan = _plan(state, ctx, files, prune, ())
     check_deletions(the_plan, max_deletions)
+    check_live_changes(d.change() for d in the_plan.diffs)  # a saved plan too: refused before any chunk is written
     target = _target(state, backend)
     if not the_plan.pending:
         if fmt in ("json", "yaml"):

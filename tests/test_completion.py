@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from kquotactl.completion import (
     key_candidates,
     manifest_names,
-    merge_bash_equals,
     normalize_completion_args,
     source,
     split_key_list,
@@ -33,29 +32,59 @@ SRC = ROOT / "src"
 # -- the protocol, as each shell's script speaks it -------------------------------------------------
 
 
+_BREAKS = " \t\n\"'><=;|&(:"
+
+
+def readline_word(line: str) -> str:
+    """bash's ``$2``: the text after the last unquoted COMP_WORDBREAKS character, or after an open quote."""
+    quote, start, i = None, 0, 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == quote:
+                quote, start = None, i + 1
+        elif ch == "\\":
+            i += 1
+        elif ch in "'\"":
+            quote, start = ch, i + 1
+        elif ch in _BREAKS:
+            start = i + 1
+        i += 1
+    return line[start:]
+
+
 def bash_env(line: str) -> dict[str, str]:
-    """What click's bash script sends: COMP_WORDS as bash splits them (``=`` is a word break)."""
-    words = [w for tok in line.split() for w in re.split(r"(=)", tok) if w != ""]
-    cword = len(words) if line.endswith((" ", "\t")) or not line else len(words) - 1
-    return {"COMP_WORDS": " ".join(words), "COMP_CWORD": str(cword), "_KQUOTACTL_COMPLETE": "bash_complete"}
+    """What our bash script sends: the raw line up to the cursor and readline's word."""
+    return {
+        "KQUOTACTL_COMP_LINE": line,
+        "KQUOTACTL_COMP_WORD": readline_word(line),
+        "_KQUOTACTL_COMPLETE": "bash_complete",
+    }
 
 
 def zsh_env(line: str) -> dict[str, str]:
-    words = line.split()
-    cword = len(words) if line.endswith(" ") else len(words) - 1
-    return {"COMP_WORDS": line, "COMP_CWORD": str(cword), "_KQUOTACTL_COMPLETE": "zsh_complete"}
+    """zsh's ``words[1,CURRENT]`` as typed, one a line (the tests' lines quote no blanks)."""
+    words = line.split(" ")
+    return {"KQUOTACTL_COMP_WORDS": "\n".join(words), "_KQUOTACTL_COMPLETE": "zsh_complete"}
 
 
 def fish_env(line: str) -> dict[str, str]:
-    current = "" if line.endswith(" ") else line.split()[-1]
-    return {"COMP_WORDS": line, "COMP_CWORD": current, "_KQUOTACTL_COMPLETE": "fish_complete"}
+    """fish's ``commandline -opc`` (tokens before the cursor's, unescaped) and ``commandline -ct`` (raw)."""
+    words = line.split(" ")
+    return {
+        "KQUOTACTL_COMP_WORDS": "\n".join(words[:-1]),
+        "KQUOTACTL_COMP_CUR": words[-1],
+        "_KQUOTACTL_COMPLETE": "fish_complete",
+    }
 
 
 def parse(shell: str, out: str) -> list[str]:
     if shell == "zsh":
         lines = out.split("\n")
         return [lines[i + 1] for i in range(0, len(lines) - 2, 3) if lines[i] == "plain"]
-    return [line.split(",", 1)[1].split("\t")[0] for line in out.splitlines() if line.startswith("plain,")]
+    return [
+        line.split(",", 1)[1].split("\t")[0] for line in out.splitlines() if line.startswith(("plain,", "nospace,"))
+    ]
 
 
 def complete(shell: str, line: str, env: dict[str, str] | None = None, subprocess_: bool = False) -> list[str]:
@@ -132,7 +161,7 @@ def test_option_equals_value_form() -> None:
     assert complete("zsh", line) == ["--add-config=connection_creation_rate="]
     assert complete("fish", line) == ["--add-config=connection_creation_rate="]
     assert complete("bash", line) == ["connection_creation_rate="]
-    assert complete("bash", "kquotactl --output=") == ["=table", "=json", "=yaml", "=kafka"]  # bash's word is '='
+    assert complete("bash", "kquotactl --output=") == ["table", "json", "yaml", "kafka"]  # bash's word is ''
     assert complete("zsh", "kquotactl --output=j") == ["--output=json"]
 
 
@@ -345,13 +374,6 @@ def test_split_key_list_respects_brackets() -> None:
     assert key_candidates("a=[x,", ["abc"]) == []
 
 
-def test_merge_bash_equals() -> None:
-    assert merge_bash_equals(["k", "--add-config", "a", "=", "1,b"], 4) == (["k", "--add-config", "a=1,b"], 2)
-    assert merge_bash_equals(["k", "--add-config", "a", "="], 3) == (["k", "--add-config", "a="], 2)
-    assert merge_bash_equals(["k", "--output", "=", "js"], 3) == (["k", "--output=js"], 1)
-    assert merge_bash_equals(["k", "x", ""], 2) == (["k", "x", ""], 2)
-
-
 def test_normalize_moves_group_options_and_keeps_a_pending_one() -> None:
     from kquotactl.cli import cli
 
@@ -553,8 +575,10 @@ def test_real_fish_session_in_tmux(tmp_path) -> None:
 
 
 def test_our_additions_to_clicks_scripts_are_in_place() -> None:
-    """The scripts are click's templates plus two small edits; fail loudly if a click upgrade moved the lines."""
-    assert "[[ $value == *= ]] && compopt -o nospace" in source("bash")
+    """zsh and fish are click's templates plus small edits; fail loudly if a click upgrade moved the lines."""
+    assert 'nospace) COMPREPLY+=("$value"); compopt -o nospace' in source("bash")
+    assert "KQUOTACTL_COMP_WORDS=" in source("zsh") and 'in "${response[@]}"' in source("zsh")
+    assert "KQUOTACTL_COMP_CUR=(commandline -ct" in source("fish") and "string split -m1" in source("fish")
     assert "compadd -U -S '' -V unsorted -a completions_nospace" in source("zsh")
     assert 'completions_nospace+=("$key")' in source("zsh")
     assert "_KQUOTACTL_COMPLETE=fish_complete" in source("fish")

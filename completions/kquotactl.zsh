@@ -12,14 +12,12 @@ _kquotactl_completion() {
     for type key descr in "${response[@]}"; do
         if [[ "$type" == "plain" ]]; then
             if [[ "$descr" == "_" ]]; then
-                if [[ "$key" == *= ]]; then
-                    completions_nospace+=("$key")
-                else
-                    completions+=("$key")
-                fi
+                completions+=("$key")
             else
                 completions_with_descriptions+=("$key":"$descr")
             fi
+        elif [[ "$type" == "nospace" ]]; then
+            completions_nospace+=("$key")
         elif [[ "$type" == "dir" ]]; then
             _path_files -/
         elif [[ "$type" == "file" ]]; then

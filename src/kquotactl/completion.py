@@ -200,7 +200,7 @@ def bash_quote_rest(rest: str, quote: str | None, close: bool = True) -> str:
     return "".join(c if _bare(c) else "$'\\n'" if c == "\n" else "\\" + c for c in rest)
 
 
-def bash_reply(value: str, line: str, word: str) -> str | None:
+def bash_reply(value: str, line: str, word: str, close: bool = True) -> str | None:
     """What bash must put in place of ``word`` (its readline word, ``$2``: after the last COMP_WORDBREAKS
     character, and after an opening quote) so that the word under the cursor of ``line`` becomes exactly
     ``value`` once the shell removes the quoting. None if ``value`` cannot extend what is typed there."""
@@ -210,7 +210,7 @@ def bash_reply(value: str, line: str, word: str) -> str | None:
     (typed,), _, quote = lex(kept) if kept else ([""], 0, None)
     if not value.startswith(typed):
         return None
-    return bash_quote_rest(value[len(typed) :], quote, close=not value.endswith("="))
+    return bash_quote_rest(value[len(typed) :], quote, close=close)
 
 
 # -- the line, as a real invocation would see it -------------------------------------------------
@@ -309,10 +309,11 @@ class KquotactlBash(_Normalising, BashComplete):
         value = str(item.value)
         if item.type != "plain":
             return f"{item.type},{value}"
-        reply = bash_reply(value, self._line, self._word)
+        open_end = bool(item._info.get("open_end"))
+        reply = bash_reply(value, self._line, self._word, close=not open_end)
         if reply is None:
             return None
-        return f"{'nospace' if value.endswith('=') else 'plain'},{reply}"
+        return f"{'nospace' if open_end else 'plain'},{reply}"
 
 
 class KquotactlZsh(_Normalising, ZshComplete):
@@ -321,12 +322,10 @@ class KquotactlZsh(_Normalising, ZshComplete):
 
     source_template = (
         ZshComplete.source_template.replace(
-            '                completions+=("$key")\n',
-            '                if [[ "$key" == *= ]]; then\n'
-            '                    completions_nospace+=("$key")\n'
-            "                else\n"
-            '                    completions+=("$key")\n'
-            "                fi\n",
+            '        elif [[ "$type" == "dir" ]]; then\n',
+            '        elif [[ "$type" == "nospace" ]]; then\n'
+            '            completions_nospace+=("$key")\n'
+            '        elif [[ "$type" == "dir" ]]; then\n',
         )
         .replace(
             "    local -a completions\n",
@@ -342,6 +341,11 @@ class KquotactlZsh(_Normalising, ZshComplete):
         .replace('COMP_WORDS="${words[*]}" COMP_CWORD=$((CURRENT-1))', f"KQUOTACTL_COMP_WORDS={_ZSH_WORDS}")
         .replace("    for type key descr in ${response}; do\n", '    for type key descr in "${response[@]}"; do\n')
     )
+
+    def format_completion(self, item: CompletionItem[Any]) -> str:
+        if item.type == "plain" and item._info.get("open_end"):
+            return f"nospace\n{item.value}\n_"
+        return super().format_completion(item)
 
     def get_completion_args(self) -> tuple[list[str], str]:
         raw = os.environ.get("KQUOTACTL_COMP_WORDS", "").split("\n")
@@ -530,20 +534,26 @@ def _safe(fn: Any) -> Any:
     return wrapper
 
 
+def _open_ended(keys: list[str]) -> list[CompletionItem[str]]:
+    """Items the user goes on typing after: a ``key=`` (its value next) or a key in a list; no space, no
+    closing quote after them. Names are never open-ended, even one that ends with ``=``."""
+    return [CompletionItem(k, open_end=k.endswith("=")) for k in keys]
+
+
 @_safe
-def complete_add_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+def complete_add_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
     """Keys valid for the entity type already on the line, each followed by ``=``."""
-    return key_candidates(incomplete, keys_for(entity_kind(ctx.params)))
+    return _open_ended(key_candidates(incomplete, keys_for(entity_kind(ctx.params))))
 
 
 @_safe
-def complete_delete_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+def complete_delete_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
     """Keys set on the entity on the line (live); nothing when the cluster cannot be asked."""
     try:
         keys: Sequence[str] = live_keys(ctx, ctx.params)
     except Exception:
         return []
-    return key_candidates(incomplete, keys, suffix="")
+    return _open_ended(key_candidates(incomplete, keys, suffix=""))
 
 
 def _names(ctx: click.Context, etype: str, incomplete: str) -> list[CompletionItem[str]]:

@@ -702,6 +702,7 @@ def tricky(chroot, cli):
     for name in TRICKY_CLIENTS:
         assert cli(*z, "--client-id", name, "--add-config", "request_percentage=1").exit_code == 0
     assert cli(*z, "--user-defaults", "--add-config", "producer_byte_rate=2").exit_code == 0
+    assert cli(*z, "--ip", "2001:db8::7", "--add-config", "connection_creation_rate=2").exit_code == 0
     return chroot
 
 
@@ -739,37 +740,46 @@ def _record_shim(tmp_path: Path) -> Path:
     return bindir
 
 
-def _start(shell: str, tmp_path: Path) -> tuple[TmuxShell, str]:
-    """A real interactive ``shell`` with our script loaded, in ``tmp_path``; returns it and its prompt."""
+def _start(shell: str, tmp_path: Path, rc_extra: str = "") -> tuple[TmuxShell, str]:
+    """A real interactive ``shell`` with our script loaded (then ``rc_extra``, bash only), in ``tmp_path``;
+    returns it and its prompt."""
     bindir = _record_shim(tmp_path)
+    env = f"KQUOTACTL_CONFIG={tmp_path / 'config.yaml'}"
     script = tmp_path / f"kquotactl.{shell}"
     script.write_text(source(shell))
     if shell == "bash":
         rc = tmp_path / "bashrc"
-        rc.write_text(f"PS1='$ '\nexport PATH={bindir}:$PATH\nsource {script}\n")
-        return TmuxShell(f"bash --noprofile --rcfile {rc} -i", cwd=tmp_path), r"^\$ "
+        rc.write_text(f"PS1='$ '\nexport PATH={bindir}:$PATH\nsource {script}\n{rc_extra}")
+        return TmuxShell(f"env {env} bash --noprofile --rcfile {rc} -i", cwd=tmp_path), r"^\$ "
     if shell == "zsh":
         (tmp_path / ".zshrc").write_text(
             f"PS1='%% '\nbindkey -e\nexport PATH={bindir}:$PATH\nautoload -U compinit && compinit -u\nsource {script}\n"
         )
-        return TmuxShell(f"env ZDOTDIR={tmp_path} zsh -i", cwd=tmp_path), r"^% "
+        return TmuxShell(f"env {env} ZDOTDIR={tmp_path} zsh -i", cwd=tmp_path), r"^% "
     conf = tmp_path / "fish"
     conf.mkdir(exist_ok=True)
     (conf / "config.fish").write_text(
         f"set -gx PATH {bindir} $PATH\nsource {script}\nfunction fish_prompt; echo '> '; end\n"
         "function fish_greeting; end\n"
     )
-    return TmuxShell(f"env XDG_CONFIG_HOME={tmp_path} fish -i", cwd=tmp_path), r"^> "
+    return TmuxShell(f"env {env} XDG_CONFIG_HOME={tmp_path} fish -i", cwd=tmp_path), r"^> "
 
 
-def _argv_after_tab(sh: TmuxShell, prompt: str, line: str, out: Path, then: str = "") -> list[str]:
-    """Type ``line``, press Tab, wait for the shell to insert, type ``then``, run the line and return the argv
-    the program received."""
+def _argv_after_tab(
+    sh: TmuxShell, prompt: str, line: str, out: Path, then: str = "", more: tuple[str, ...] = ()
+) -> list[str]:
+    """Type ``line``, press Tab, wait for the shell to insert (again for each of ``more``: type it, Tab), type
+    ``then``, run the line and return the argv the program received."""
     out.unlink(missing_ok=True)
     sh.type(line, literal=True)
     before = sh.wait_for(prompt + ".*" + re.escape(line.rstrip()[-20:]) + r"\s*$")
     sh.type("Tab")
-    sh.wait_changed(before)
+    before = sh.wait_changed(before)
+    for typed in more:
+        sh.type(typed, literal=True)
+        before = sh.wait_for(".*" + re.escape(typed) + r"\s*$")
+        sh.type("Tab")
+        before = sh.wait_changed(before)
     if then:
         sh.type(then, literal=True)
     sh.type("C-a")
@@ -792,6 +802,9 @@ def _argv_after_tab(sh: TmuxShell, prompt: str, line: str, out: Path, then: str 
 def test_real_shells_insert_exactly_the_real_name(tricky, shell: str, tmp_path) -> None:
     _need("tmux", shell)
     (tmp_path / "my quotas.yaml").write_text("quotas: []\n")
+    (tmp_path / "config.yaml").write_text(
+        f"contexts:\n  lab:east@eu/1:\n    zookeeper: {tricky.connect}\n  lab:west:\n    zookeeper: z:1\n"
+    )
     sh, prompt = _start(shell, tmp_path)
     out = tmp_path / "argv.json"
     z = f"kquotactl --zookeeper {tricky.connect} describe"
@@ -803,11 +816,40 @@ def test_real_shells_insert_exactly_the_real_name(tricky, shell: str, tmp_path) 
         for typed, name in [("app\\ ", "app 1"), ("'app,", "app,2")]:
             argv = _argv_after_tab(sh, prompt, f"{z} --client-id {typed}", out)
             assert argv[-2:] == ["--client-id", name], (shell, typed, argv)
+        # names sharing a prefix: the first Tab stops where they part, the next one finishes the chosen name
+        argv = _argv_after_tab(sh, prompt, f"{z} --user CN=svc\\ one", out, more=("b",))
+        assert argv[-2:] == ["--user", "CN=svc one,O=beta"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, f"{z} --ip 2001:db8::", out)
+        assert argv[-2:] == ["--ip", "2001:db8::7"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, "kquotactl --context lab:e", out)  # described items (zsh: _describe)
+        assert argv[-2:] == ["--context", "lab:east@eu/1"], (shell, argv)
+        line = f"kquotactl --zookeeper {tricky.connect} alter --user 'CN=svc two,O=acme' --delete-config p"
+        argv = _argv_after_tab(sh, prompt, line, out)
+        assert argv[-4:] == ["--user", "CN=svc two,O=acme", "--delete-config", "producer_byte_rate"], (shell, argv)
         argv = _argv_after_tab(sh, prompt, f"{z} --entity-type users --entity-name CN=svc\\ t", out)
         assert argv[-2:] == ["--entity-name", "CN=svc two,O=acme"], (shell, argv)
         argv = _argv_after_tab(sh, prompt, "kquotactl alter --user 'x y' --add-config cons", out, then="7")
         assert argv[-4:] == ["--user", "x y", "--add-config", "consumer_byte_rate=7"], (shell, argv)
         argv = _argv_after_tab(sh, prompt, "kquotactl explain -f my\\ q", out)
         assert argv[-2:] == ["-f", "my quotas.yaml"], (shell, argv)
+    finally:
+        sh.close()
+
+
+@pytest.mark.zookeeper
+def test_bash_with_commas_and_no_colons_in_comp_wordbreaks(tricky, tmp_path) -> None:
+    """COMP_WORDBREAKS is the user's: the replies follow readline's word, whatever splits it."""
+    _need("tmux", "bash")
+    sh, prompt = _start("bash", tmp_path, rc_extra="COMP_WORDBREAKS=${COMP_WORDBREAKS//:/}\nCOMP_WORDBREAKS+=,\n")
+    out = tmp_path / "argv.json"
+    z = f"kquotactl --zookeeper {tricky.connect} describe"
+    try:
+        sh.wait_for(prompt + r"?$")
+        for typed, name in [("CN=svc\\ one,O=a", "CN=svc one,O=acme"), ("it", TRICKY_USERS[3])]:
+            assert _argv_after_tab(sh, prompt, f"{z} --user {typed}", out)[-2:] == ["--user", name]
+        assert _argv_after_tab(sh, prompt, f"{z} --client-id app,", out)[-1] == "app,2"
+        assert _argv_after_tab(sh, prompt, f"{z} --ip 2001:db8::", out)[-1] == "2001:db8::7"
+        line = "kquotactl alter --user a --add-config producer_byte_rate=1,cons"
+        assert _argv_after_tab(sh, prompt, line, out, then="2")[-1] == "producer_byte_rate=1,consumer_byte_rate=2"
     finally:
         sh.close()

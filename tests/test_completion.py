@@ -853,3 +853,26 @@ def test_bash_with_commas_and_no_colons_in_comp_wordbreaks(tricky, tmp_path) -> 
         assert _argv_after_tab(sh, prompt, line, out, then="2")[-1] == "producer_byte_rate=1,consumer_byte_rate=2"
     finally:
         sh.close()
+
+
+@pytest.mark.zookeeper
+def test_a_user_named_default_needs_literal_names_where_the_command_has_it(tricky) -> None:
+    """On a command with --literal-names (which refuses --user '<default>' without it), the real user named
+    <default> is offered only once --literal-names is on the line; the default user is never a name."""
+    from click.shell_completion import ShellComplete
+
+    from kquotactl import completion as comp
+
+    @click.command()
+    @click.option("--zookeeper")
+    @click.option("--user", shell_complete=comp.complete_user)
+    @click.option("--literal-names", is_flag=True)
+    def describe(**kw: object) -> None:
+        pass
+
+    def items(*args: str) -> list[tuple[str, str | None]]:
+        got = ShellComplete(describe, {}, "k", "X").get_completions(["--zookeeper", tricky.connect, *args], "<")
+        return [(c.value, c.help) for c in got]
+
+    assert items("--user") == []
+    assert items("--literal-names", "--user") == [("<default>", "the user named <default>, not the default user")]

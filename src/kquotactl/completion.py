@@ -1,15 +1,17 @@
 """Shell completion: click's own machinery, plus what only kquotactl knows.
 
-- The bash/zsh/fish scripts are click's (``click.shell_completion``), registered here as small subclasses:
-  the line is normalised like a real invocation (group options anywhere, the flat ``--alter`` form), bash's
-  habit of splitting words at ``=`` is undone, and a key offered as ``producer_byte_rate=`` gets no
-  trailing space so the value can be typed straight after it.
+- The scripts send the line exactly as typed; :func:`lex` removes the quoting the way the shell will, so what
+  is completed is the real value, whatever was typed (a prefix, an opening quote, backslashes). bash inserts
+  replies verbatim, so :func:`bash_reply` answers the exact quoted text for readline's word (whatever
+  COMP_WORDBREAKS cut); zsh and fish get plain values and quote them themselves. The line is normalised like a
+  real invocation (group options anywhere, the flat ``--alter`` form), and a ``key=`` gets no trailing space
+  (nor closing quote) so the value can be typed straight after it.
 - ``shell_complete=`` callbacks for options: ``--add-config`` offers the keys valid for the entity type
   already on the line, ``--delete-config`` the keys set on that entity, ``--user``/``--client``/``--ip``/
   ``--entity-name`` the names in the live cluster (short timeout, silent on failure) or in the manifest
   given with ``-f``.
 
-Pure helpers (:func:`key_candidates`, :func:`split_key_list`, :func:`manifest_names`...) do no I/O; only
+Pure helpers (:func:`lex`, :func:`bash_reply`, :func:`key_candidates`, :func:`manifest_names`...) do no I/O; only
 :func:`live_names` / :func:`live_keys` talk to a cluster. Nothing heavy is imported at module level.
 """
 

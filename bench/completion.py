@@ -19,9 +19,9 @@ USERS = int(os.environ.get("BENCH_USERS", "1000"))
 
 
 def bash_env(line: str) -> dict[str, str]:
-    words = line.split()
-    cword = len(words) if line.endswith(" ") else len(words) - 1
-    proto = {"COMP_WORDS": " ".join(words), "COMP_CWORD": str(cword), "_KQUOTACTL_COMPLETE": "bash_complete"}
+    """What the bash script sends: the raw line up to the cursor and readline's word (here: after the last blank)."""
+    word = line.rsplit(" ", 1)[-1]
+    proto = {"KQUOTACTL_COMP_LINE": line, "KQUOTACTL_COMP_WORD": word, "_KQUOTACTL_COMPLETE": "bash_complete"}
     return {**os.environ, **proto}
 
 

@@ -1,29 +1,20 @@
 _kquotactl_completion() {
-    local IFS=$'\n'
-    local response
-
-    response=$(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD=$COMP_CWORD _KQUOTACTL_COMPLETE=bash_complete $1)
-
-    for completion in $response; do
-        IFS=',' read type value <<< "$completion"
-
-        if [[ $type == 'dir' ]]; then
-            COMPREPLY=()
-            compopt -o dirnames
-        elif [[ $type == 'file' ]]; then
-            COMPREPLY=()
-            compopt -o default
-        elif [[ $type == 'plain' ]]; then
-            COMPREPLY+=($value)
-            [[ $value == *= ]] && compopt -o nospace
-        fi
+    local line type value
+    local -a lines
+    COMPREPLY=()
+    mapfile -t lines < <(env _KQUOTACTL_COMPLETE=bash_complete KQUOTACTL_COMP_LINE="${COMP_LINE:0:COMP_POINT}" \
+        KQUOTACTL_COMP_WORD="$2" "$1" 2>/dev/null)
+    for line in "${lines[@]}"; do
+        type=${line%%,*}
+        value=${line#*,}
+        case $type in
+            dir) COMPREPLY=(); compopt -o dirnames; return 0 ;;
+            file) COMPREPLY=(); compopt -o default; return 0 ;;
+            nospace) COMPREPLY+=("$value"); compopt -o nospace ;;
+            plain) COMPREPLY+=("$value") ;;
+        esac
     done
-
     return 0
 }
 
-_kquotactl_completion_setup() {
-    complete -o nosort -F _kquotactl_completion kquotactl
-}
-
-_kquotactl_completion_setup;
+complete -o nosort -F _kquotactl_completion kquotactl

@@ -7,19 +7,17 @@ _kquotactl_completion() {
     local -a response
     (( ! $+commands[kquotactl] )) && return 1
 
-    response=("${(@f)$(env COMP_WORDS="${words[*]}" COMP_CWORD=$((CURRENT-1)) _KQUOTACTL_COMPLETE=zsh_complete kquotactl)}")
+    response=("${(@f)$(env KQUOTACTL_COMP_WORDS="${(pj:\n:)words[1,CURRENT]}" _KQUOTACTL_COMPLETE=zsh_complete kquotactl)}")
 
-    for type key descr in ${response}; do
+    for type key descr in "${response[@]}"; do
         if [[ "$type" == "plain" ]]; then
             if [[ "$descr" == "_" ]]; then
-                if [[ "$key" == *= ]]; then
-                    completions_nospace+=("$key")
-                else
-                    completions+=("$key")
-                fi
+                completions+=("$key")
             else
                 completions_with_descriptions+=("$key":"$descr")
             fi
+        elif [[ "$type" == "nospace" ]]; then
+            completions_nospace+=("$key")
         elif [[ "$type" == "dir" ]]; then
             _path_files -/
         elif [[ "$type" == "file" ]]; then

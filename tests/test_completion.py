@@ -15,13 +15,12 @@ from pathlib import Path
 
 import click
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kquotactl.completion import (
     key_candidates,
     manifest_names,
-    merge_bash_equals,
     normalize_completion_args,
     source,
     split_key_list,
@@ -33,29 +32,59 @@ SRC = ROOT / "src"
 # -- the protocol, as each shell's script speaks it -------------------------------------------------
 
 
+_BREAKS = " \t\n\"'><=;|&(:"
+
+
+def readline_word(line: str) -> str:
+    """bash's ``$2``: the text after the last unquoted COMP_WORDBREAKS character, or after an open quote."""
+    quote, start, i = None, 0, 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == quote:
+                quote, start = None, i + 1
+        elif ch == "\\":
+            i += 1
+        elif ch in "'\"":
+            quote, start = ch, i + 1
+        elif ch in _BREAKS:
+            start = i + 1
+        i += 1
+    return line[start:]
+
+
 def bash_env(line: str) -> dict[str, str]:
-    """What click's bash script sends: COMP_WORDS as bash splits them (``=`` is a word break)."""
-    words = [w for tok in line.split() for w in re.split(r"(=)", tok) if w != ""]
-    cword = len(words) if line.endswith((" ", "\t")) or not line else len(words) - 1
-    return {"COMP_WORDS": " ".join(words), "COMP_CWORD": str(cword), "_KQUOTACTL_COMPLETE": "bash_complete"}
+    """What our bash script sends: the raw line up to the cursor and readline's word."""
+    return {
+        "KQUOTACTL_COMP_LINE": line,
+        "KQUOTACTL_COMP_WORD": readline_word(line),
+        "_KQUOTACTL_COMPLETE": "bash_complete",
+    }
 
 
 def zsh_env(line: str) -> dict[str, str]:
-    words = line.split()
-    cword = len(words) if line.endswith(" ") else len(words) - 1
-    return {"COMP_WORDS": line, "COMP_CWORD": str(cword), "_KQUOTACTL_COMPLETE": "zsh_complete"}
+    """zsh's ``words[1,CURRENT]`` as typed, one a line (the tests' lines quote no blanks)."""
+    words = line.split(" ")
+    return {"KQUOTACTL_COMP_WORDS": "\n".join(words), "_KQUOTACTL_COMPLETE": "zsh_complete"}
 
 
 def fish_env(line: str) -> dict[str, str]:
-    current = "" if line.endswith(" ") else line.split()[-1]
-    return {"COMP_WORDS": line, "COMP_CWORD": current, "_KQUOTACTL_COMPLETE": "fish_complete"}
+    """fish's ``commandline -opc`` (tokens before the cursor's, unescaped) and ``commandline -ct`` (raw)."""
+    words = line.split(" ")
+    return {
+        "KQUOTACTL_COMP_WORDS": "\n".join(words[:-1]),
+        "KQUOTACTL_COMP_CUR": words[-1],
+        "_KQUOTACTL_COMPLETE": "fish_complete",
+    }
 
 
 def parse(shell: str, out: str) -> list[str]:
     if shell == "zsh":
         lines = out.split("\n")
-        return [lines[i + 1] for i in range(0, len(lines) - 2, 3) if lines[i] == "plain"]
-    return [line.split(",", 1)[1].split("\t")[0] for line in out.splitlines() if line.startswith("plain,")]
+        return [lines[i + 1] for i in range(0, len(lines) - 2, 3) if lines[i] in ("plain", "nospace")]
+    return [
+        line.split(",", 1)[1].split("\t")[0] for line in out.splitlines() if line.startswith(("plain,", "nospace,"))
+    ]
 
 
 def complete(shell: str, line: str, env: dict[str, str] | None = None, subprocess_: bool = False) -> list[str]:
@@ -132,7 +161,7 @@ def test_option_equals_value_form() -> None:
     assert complete("zsh", line) == ["--add-config=connection_creation_rate="]
     assert complete("fish", line) == ["--add-config=connection_creation_rate="]
     assert complete("bash", line) == ["connection_creation_rate="]
-    assert complete("bash", "kquotactl --output=") == ["=table", "=json", "=yaml", "=kafka"]  # bash's word is '='
+    assert complete("bash", "kquotactl --output=") == ["table", "json", "yaml", "kafka"]  # bash's word is ''
     assert complete("zsh", "kquotactl --output=j") == ["--output=json"]
 
 
@@ -339,17 +368,99 @@ def test_key_candidates_extend_what_was_typed(typed: str) -> None:
         assert candidate.endswith("=") and candidate.startswith(typed)
 
 
+_NAME = st.text(st.sampled_from(list("aZ9 ,=:'\"\\$*!<>~#{}()[];&|`?\tüé名-_.@%+")), min_size=1, max_size=12)
+
+
+def _typed(name: str, k: int, style: str) -> str:
+    """The first ``k`` characters of ``name`` as a user would type them: escaped, or after an opening quote."""
+    from kquotactl.completion import bash_quote_rest
+
+    head = name[:k]
+    if style == "'":
+        return "'" + head.replace("'", "'\\''")
+    if style == '"':
+        return '"' + "".join("\\" + c if c in '"$`\\' else c for c in head if c != "!")
+    return bash_quote_rest(head, None)
+
+
+_BASH_CASES = st.lists(st.tuples(_NAME, st.integers(0, 12), st.sampled_from(["", "'", '"'])), min_size=50, max_size=50)
+
+
+@given(_BASH_CASES)
+def test_bash_reply_makes_the_word_the_name_as_bash_itself_reads_it(cases: list[tuple[str, int, str]]) -> None:
+    """Differential against bash: the typed prefix, minus readline's word, plus our reply is one word that bash
+    reads back as exactly the name (50 random names, prefixes and opening quotes per example)."""
+    from kquotactl.completion import bash_reply, lex
+
+    lines, names = [], []
+    for name, k, style in cases:
+        if style == '"' and "!" in name[:k]:
+            k = name.index("!")
+        line = "kquotactl --user " + _typed(name, k, style)
+        word = readline_word(line)
+        reply = bash_reply(name, line, word)
+        assert reply is not None, (name, line)
+        full = line[: len(line) - len(word)] + reply
+        words, _, quote = lex(full)
+        assert words[-1] == name and quote is None, (name, line, reply)
+        lines.append(full)
+        names.append(name)
+    script = "".join(f"printf '%s\\0' {ln.split(' ', 2)[2]}\n" for ln in lines)
+    p = subprocess.run(["bash", "--norc", "-c", script], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\0")[:-1] == names
+
+
+def _spell(name: str, style: str, dialect: str) -> str:
+    """``name`` as one word in ``style`` (``'``, ``"`` or backslashes) of the dialect."""
+    if style == "'":
+        if dialect == "fish":
+            return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return "'" + name.replace("'", "'\\''") + "'"
+    if style == '"':
+        specials = '"$\\' if dialect == "fish" else '"$`\\'
+        return '"' + "".join("\\" + c if c in specials else c for c in name) + '"'
+    return "".join(c if c.isalnum() else "\\" + c for c in name)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@given(
+    st.lists(st.tuples(_NAME.filter(lambda n: "!" not in n), st.sampled_from(["", "'", '"'])), min_size=40, max_size=60)
+)
+@settings(max_examples=20)
+def test_lex_removes_quoting_as_the_shell_itself_does(shell: str, cases: list[tuple[str, str]]) -> None:
+    """Differential against each shell: a name spelt escaped, single- or double-quoted (and every prefix of that
+    spelling that stops inside the quote) reads back as the shell reads it (20 examples x 40+ names)."""
+    from kquotactl.completion import lex
+
+    dialect = "fish" if shell == "fish" else "posix"
+    words = [_spell(name, style, dialect) for name, style in cases]
+    for (name, style), word in zip(cases, words, strict=True):
+        assert lex(word, dialect)[0] == [name], (word, name)
+        if style:
+            assert lex(word[:-1], dialect) == ([name], 0, style), (word, name)
+    script = "".join(f"printf '%s\\0' {w}\n" for w in words)
+    args = {"bash": ["bash", "--norc", "-c"], "zsh": ["zsh", "-f", "-c"], "fish": ["fish", "--no-config", "-c"]}[shell]
+    p = subprocess.run([*args, script], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\0")[:-1] == [name for name, _ in cases]
+
+
+def test_lex_reads_words_as_the_shells_do() -> None:
+    from kquotactl.completion import lex
+
+    assert lex("k --user 'CN=svc o") == (["k", "--user", "CN=svc o"], 9, "'")
+    assert lex('k --user CN="svc o') == (["k", "--user", "CN=svc o"], 9, '"')
+    assert lex("k --user CN=svc\\ o") == (["k", "--user", "CN=svc o"], 9, None)
+    assert lex("k --user ") == (["k", "--user", ""], 9, None)
+    assert lex("'it\\'s'", "fish")[0] == ["it's"]
+    assert lex("'it'\\''s'")[0] == ["it's"]
+
+
 def test_split_key_list_respects_brackets() -> None:
     assert split_key_list("a=1,b=[x,y],con") == ("a=1,b=[x,y],", "con")
     assert split_key_list("a=[x,y") == ("", "a=[x,y")
     assert key_candidates("a=[x,", ["abc"]) == []
-
-
-def test_merge_bash_equals() -> None:
-    assert merge_bash_equals(["k", "--add-config", "a", "=", "1,b"], 4) == (["k", "--add-config", "a=1,b"], 2)
-    assert merge_bash_equals(["k", "--add-config", "a", "="], 3) == (["k", "--add-config", "a="], 2)
-    assert merge_bash_equals(["k", "--output", "=", "js"], 3) == (["k", "--output=js"], 1)
-    assert merge_bash_equals(["k", "x", ""], 2) == (["k", "x", ""], 2)
 
 
 def test_normalize_moves_group_options_and_keeps_a_pending_one() -> None:
@@ -452,10 +563,28 @@ def _tmux(*args: str, sock: str) -> str:
 class TmuxShell:
     """An interactive shell in a detached tmux session: type, press Tab, read the screen."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, cwd: Path | None = None) -> None:
         # a private socket file (removed on close), so no server or socket outlives the test
         self.sock = f"/tmp/kq-tmux-{uuid.uuid4().hex[:12]}"
-        _tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "20", command, sock=self.sock)
+        where = ("-c", str(cwd)) if cwd else ()
+        _tmux("new-session", "-d", "-s", "t", *where, "-x", "200", "-y", "20", command, sock=self.sock)
+
+    def screen(self) -> str:
+        return _tmux("capture-pane", "-p", "-t", "t", sock=self.sock)
+
+    def wait_changed(self, before: str, settle: float = 0.3) -> str:
+        """Wait until the screen differs from ``before`` and then stays the same for ``settle`` seconds."""
+        deadline = time.monotonic() + 30
+        last = before
+        stable_since = time.monotonic()
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if text != last:
+                last, stable_since = text, time.monotonic()
+            elif text != before and time.monotonic() - stable_since >= settle:
+                return text
+            time.sleep(0.05)
+        raise AssertionError(f"the screen never changed:\n{last}")
 
     def type(self, *keys: str, literal: bool = False) -> None:
         _tmux("send-keys", "-t", "t", *(("-l", "--") if literal else ()), *keys, sock=self.sock)
@@ -553,10 +682,12 @@ def test_real_fish_session_in_tmux(tmp_path) -> None:
 
 
 def test_our_additions_to_clicks_scripts_are_in_place() -> None:
-    """The scripts are click's templates plus two small edits; fail loudly if a click upgrade moved the lines."""
-    assert "[[ $value == *= ]] && compopt -o nospace" in source("bash")
+    """zsh and fish are click's templates plus small edits; fail loudly if a click upgrade moved the lines."""
+    assert 'nospace) COMPREPLY+=("$value"); compopt -o nospace' in source("bash")
+    assert 'elif [[ "$type" == "nospace" ]]; then\n            completions_nospace+=("$key")' in source("zsh")
+    assert "KQUOTACTL_COMP_WORDS=" in source("zsh") and 'in "${response[@]}"' in source("zsh")
+    assert "KQUOTACTL_COMP_CUR=(commandline -ct" in source("fish") and "string split -m1" in source("fish")
     assert "compadd -U -S '' -V unsorted -a completions_nospace" in source("zsh")
-    assert 'completions_nospace+=("$key")' in source("zsh")
     assert "_KQUOTACTL_COMPLETE=fish_complete" in source("fish")
 
 
@@ -570,3 +701,213 @@ def test_explain_completes_names_from_its_manifest(shell: str, tmp_path) -> None
     )
     assert complete(shell, f"kquotactl explain -f {manifest} --user ") == ["alice", "bob"]
     assert complete(shell, f"kquotactl explain -f {manifest} --user alice --client-id ") == ["ingest"]
+
+
+# -- any name, in real terminals: what the shell inserts is exactly one argument, the real name ------------
+
+TRICKY_USERS = [
+    "CN=svc one,O=acme",
+    "CN=svc one,O=beta",
+    "CN=svc two,O=acme",
+    'it\'s "q" \\b $HOME *:=!',
+    "ünï cödé 名前",
+    "<default>",  # a user really named so (kafka-configs writes one); the default user is set too
+]
+TRICKY_CLIENTS = ["app 1", "app,2"]
+
+# (typed after the option, the name the program must receive); each prefix names one name only
+TRICKY_CASES = [
+    ("CN=svc\\ t", "CN=svc two,O=acme"),
+    ("'CN=svc one,O=b", "CN=svc one,O=beta"),
+    ('"CN=svc one,O=a', "CN=svc one,O=acme"),
+    ("CN=svc\\ one,O=a", "CN=svc one,O=acme"),
+    ("it", TRICKY_USERS[3]),
+    ("'it", TRICKY_USERS[3]),
+    ('"it', TRICKY_USERS[3]),
+    ("ü", TRICKY_USERS[4]),
+    ("\\<", "<default>"),
+]
+
+
+@pytest.fixture
+def tricky(chroot, cli):
+    z = ("--zookeeper", chroot.connect, "alter")
+    for name in TRICKY_USERS:
+        assert cli(*z, "--user", name, "--add-config", "producer_byte_rate=1").exit_code == 0
+    for name in TRICKY_CLIENTS:
+        assert cli(*z, "--client-id", name, "--add-config", "request_percentage=1").exit_code == 0
+    assert cli(*z, "--user-defaults", "--add-config", "producer_byte_rate=2").exit_code == 0
+    assert cli(*z, "--ip", "2001:db8::7", "--add-config", "connection_creation_rate=2").exit_code == 0
+    return chroot
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("shell", SHELLS)
+def test_names_are_offered_whole_and_once_over_the_protocol(tricky, shell: str) -> None:
+    """bash gets each name quoted (it inserts replies verbatim), zsh and fish the name itself (they quote); the
+    default user is not a name (--user-defaults), the user really named <default> is, and said to be."""
+    z = f"kquotactl --zookeeper {tricky.connect}"
+    users = sorted(TRICKY_USERS)
+    assert complete(shell, f"{z} describe --user ") == (_bash_quoted(users) if shell == "bash" else users)
+    assert complete(shell, f"{z} describe --client-id ") == (
+        ["app\\ 1", "app,2"] if shell == "bash" else TRICKY_CLIENTS
+    )
+    from conftest import run_cli
+
+    fish = run_cli(env=fish_env(f"{z} describe --user <")).stdout
+    assert fish == "plain,<default>\tthe user named <default>, not the default user\n"
+
+
+def _bash_quoted(names: list[str]) -> list[str]:
+    from kquotactl.completion import bash_quote_rest
+
+    return [bash_quote_rest(n, None) for n in names]
+
+
+def _record_shim(tmp_path: Path) -> Path:
+    """The kquotactl shim, which records its argv instead of running when KQ_ARGV names a file."""
+    bindir = _shim_dir(tmp_path)
+    record = "import json, os, sys; json.dump(sys.argv[1:], open(os.environ['KQ_ARGV'], 'w'))"
+    (bindir / "kquotactl").write_text(
+        f'#!/bin/sh\nif [ -n "$KQ_ARGV" ]; then exec "{sys.executable}" -c "{record}" "$@"; fi\n'
+        f'PYTHONPATH="{SRC}" exec "{sys.executable}" -m kquotactl "$@"\n'
+    )
+    return bindir
+
+
+def _start(shell: str, tmp_path: Path, rc_extra: str = "") -> tuple[TmuxShell, str]:
+    """A real interactive ``shell`` with our script loaded (then ``rc_extra``, bash only), in ``tmp_path``;
+    returns it and its prompt."""
+    bindir = _record_shim(tmp_path)
+    env = f"KQUOTACTL_CONFIG={tmp_path / 'config.yaml'}"
+    script = tmp_path / f"kquotactl.{shell}"
+    script.write_text(source(shell))
+    if shell == "bash":
+        rc = tmp_path / "bashrc"
+        rc.write_text(f"PS1='$ '\nexport PATH={bindir}:$PATH\nsource {script}\n{rc_extra}")
+        return TmuxShell(f"env {env} bash --noprofile --rcfile {rc} -i", cwd=tmp_path), r"^\$ "
+    if shell == "zsh":
+        (tmp_path / ".zshrc").write_text(
+            f"PS1='%% '\nbindkey -e\nexport PATH={bindir}:$PATH\nautoload -U compinit && compinit -u\nsource {script}\n"
+        )
+        return TmuxShell(f"env {env} ZDOTDIR={tmp_path} zsh -i", cwd=tmp_path), r"^% "
+    conf = tmp_path / "fish"
+    conf.mkdir(exist_ok=True)
+    (conf / "config.fish").write_text(
+        f"set -gx PATH {bindir} $PATH\nsource {script}\nfunction fish_prompt; echo '> '; end\n"
+        "function fish_greeting; end\n"
+    )
+    return TmuxShell(f"env {env} XDG_CONFIG_HOME={tmp_path} fish -i", cwd=tmp_path), r"^> "
+
+
+def _argv_after_tab(
+    sh: TmuxShell, prompt: str, line: str, out: Path, then: str = "", more: tuple[str, ...] = ()
+) -> list[str]:
+    """Type ``line``, press Tab, wait for the shell to insert (again for each of ``more``: type it, Tab), type
+    ``then``, run the line and return the argv the program received."""
+    out.unlink(missing_ok=True)
+    sh.type(line, literal=True)
+    before = sh.wait_for(prompt + ".*" + re.escape(line.rstrip()[-20:]) + r"\s*$")
+    sh.type("Tab")
+    before = sh.wait_changed(before)
+    for typed in more:
+        sh.type(typed, literal=True)
+        before = sh.wait_for(".*" + re.escape(typed) + r"\s*$")
+        sh.type("Tab")
+        before = sh.wait_changed(before)
+    if then:
+        sh.type(then, literal=True)
+    sh.type("C-a")
+    sh.type(f"KQ_ARGV={out} ", literal=True)
+    sh.type("Enter")
+    deadline = time.monotonic() + 30
+    while not out.exists() or not out.read_text():
+        assert time.monotonic() < deadline, sh.screen()
+        time.sleep(0.05)
+    time.sleep(0.05)
+    import json
+
+    argv = json.loads(out.read_text())
+    sh.type("C-l")
+    return argv
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("shell", SHELLS)
+def test_real_shells_insert_exactly_the_real_name(tricky, shell: str, tmp_path) -> None:
+    _need("tmux", shell)
+    (tmp_path / "my quotas.yaml").write_text("quotas: []\n")
+    (tmp_path / "config.yaml").write_text(
+        f"contexts:\n  lab:east@eu/1:\n    zookeeper: {tricky.connect}\n  lab:west:\n    zookeeper: z:1\n"
+    )
+    sh, prompt = _start(shell, tmp_path)
+    out = tmp_path / "argv.json"
+    z = f"kquotactl --zookeeper {tricky.connect} describe"
+    try:
+        sh.wait_for(prompt + r"?$")
+        for typed, name in TRICKY_CASES:
+            argv = _argv_after_tab(sh, prompt, f"{z} --user {typed}", out)
+            assert argv[-1] == name and argv[-2] == "--user", (shell, typed, argv)
+        for typed, name in [("app\\ ", "app 1"), ("'app,", "app,2")]:
+            argv = _argv_after_tab(sh, prompt, f"{z} --client-id {typed}", out)
+            assert argv[-2:] == ["--client-id", name], (shell, typed, argv)
+        # names sharing a prefix: the first Tab stops where they part, the next one finishes the chosen name
+        argv = _argv_after_tab(sh, prompt, f"{z} --user CN=svc\\ one", out, more=("b",))
+        assert argv[-2:] == ["--user", "CN=svc one,O=beta"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, f"{z} --ip 2001:db8::", out)
+        assert argv[-2:] == ["--ip", "2001:db8::7"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, "kquotactl --context lab:e", out)  # described items (zsh: _describe)
+        assert argv[-2:] == ["--context", "lab:east@eu/1"], (shell, argv)
+        line = f"kquotactl --zookeeper {tricky.connect} alter --user 'CN=svc two,O=acme' --delete-config p"
+        argv = _argv_after_tab(sh, prompt, line, out)
+        assert argv[-4:] == ["--user", "CN=svc two,O=acme", "--delete-config", "producer_byte_rate"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, f"{z} --entity-type users --entity-name CN=svc\\ t", out)
+        assert argv[-2:] == ["--entity-name", "CN=svc two,O=acme"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, "kquotactl alter --user 'x y' --add-config cons", out, then="7")
+        assert argv[-4:] == ["--user", "x y", "--add-config", "consumer_byte_rate=7"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, "kquotactl explain -f my\\ q", out)
+        assert argv[-2:] == ["-f", "my quotas.yaml"], (shell, argv)
+    finally:
+        sh.close()
+
+
+@pytest.mark.zookeeper
+def test_bash_with_commas_and_no_colons_in_comp_wordbreaks(tricky, tmp_path) -> None:
+    """COMP_WORDBREAKS is the user's: the replies follow readline's word, whatever splits it."""
+    _need("tmux", "bash")
+    sh, prompt = _start("bash", tmp_path, rc_extra="COMP_WORDBREAKS=${COMP_WORDBREAKS//:/}\nCOMP_WORDBREAKS+=,\n")
+    out = tmp_path / "argv.json"
+    z = f"kquotactl --zookeeper {tricky.connect} describe"
+    try:
+        sh.wait_for(prompt + r"?$")
+        for typed, name in [("CN=svc\\ one,O=a", "CN=svc one,O=acme"), ("it", TRICKY_USERS[3])]:
+            assert _argv_after_tab(sh, prompt, f"{z} --user {typed}", out)[-2:] == ["--user", name]
+        assert _argv_after_tab(sh, prompt, f"{z} --client-id app,", out)[-1] == "app,2"
+        assert _argv_after_tab(sh, prompt, f"{z} --ip 2001:db8::", out)[-1] == "2001:db8::7"
+        line = "kquotactl alter --user a --add-config producer_byte_rate=1,cons"
+        assert _argv_after_tab(sh, prompt, line, out, then="2")[-1] == "producer_byte_rate=1,consumer_byte_rate=2"
+    finally:
+        sh.close()
+
+
+@pytest.mark.zookeeper
+def test_a_user_named_default_needs_literal_names_where_the_command_has_it(tricky) -> None:
+    """On a command with --literal-names (which refuses --user '<default>' without it), the real user named
+    <default> is offered only once --literal-names is on the line; the default user is never a name."""
+    from click.shell_completion import ShellComplete
+
+    from kquotactl import completion as comp
+
+    @click.command()
+    @click.option("--zookeeper")
+    @click.option("--user", shell_complete=comp.complete_user)
+    @click.option("--literal-names", is_flag=True)
+    def describe(**kw: object) -> None:
+        pass
+
+    def items(*args: str) -> list[tuple[str, str | None]]:
+        got = ShellComplete(describe, {}, "k", "X").get_completions(["--zookeeper", tricky.connect, *args], "<")
+        return [(c.value, c.help) for c in got]
+
+    assert items("--user") == []
+    assert items("--literal-names", "--user") == [("<default>", "the user named <default>, not the default user")]

@@ -1,15 +1,17 @@
 """Shell completion: click's own machinery, plus what only kquotactl knows.
 
-- The bash/zsh/fish scripts are click's (``click.shell_completion``), registered here as small subclasses:
-  the line is normalised like a real invocation (group options anywhere, the flat ``--alter`` form), bash's
-  habit of splitting words at ``=`` is undone, and a key offered as ``producer_byte_rate=`` gets no
-  trailing space so the value can be typed straight after it.
+- The scripts send the line exactly as typed; :func:`lex` removes the quoting the way the shell will, so what
+  is completed is the real value, whatever was typed (a prefix, an opening quote, backslashes). bash inserts
+  replies verbatim, so :func:`bash_reply` answers the exact quoted text for readline's word (whatever
+  COMP_WORDBREAKS cut); zsh and fish get plain values and quote them themselves. The line is normalised like a
+  real invocation (group options anywhere, the flat ``--alter`` form), and a ``key=`` gets no trailing space
+  (nor closing quote) so the value can be typed straight after it.
 - ``shell_complete=`` callbacks for options: ``--add-config`` offers the keys valid for the entity type
   already on the line, ``--delete-config`` the keys set on that entity, ``--user``/``--client``/``--ip``/
   ``--entity-name`` the names in the live cluster (short timeout, silent on failure) or in the manifest
   given with ``-f``.
 
-Pure helpers (:func:`key_candidates`, :func:`split_key_list`, :func:`manifest_names`...) do no I/O; only
+Pure helpers (:func:`lex`, :func:`bash_reply`, :func:`key_candidates`, :func:`manifest_names`...) do no I/O; only
 :func:`live_names` / :func:`live_keys` talk to a cluster. Nothing heavy is imported at module level.
 """
 
@@ -27,7 +29,6 @@ from click.shell_completion import (
     ShellComplete,
     ZshComplete,
     add_completion_class,
-    split_arg_string,
 )
 
 PROG = "kquotactl"
@@ -120,24 +121,98 @@ def manifest_names(data: Any) -> dict[str, set[str]]:
     return out
 
 
-def merge_bash_equals(words: Sequence[str], cword: int) -> tuple[list[str], int]:
-    """Undo bash's split at ``=`` (COMP_WORDBREAKS): ``a`` ``=`` ``1`` -> ``a=1``, keeping the cursor word."""
-    out: list[str] = []
-    new_cword = cword
-    glue_next = False
-    for i, w in enumerate(words):
-        if i == cword:
-            new_cword = len(out) - 1 if (w == "=" or glue_next) and out else len(out)
-        if w == "=" and out:
-            out[-1] += "="
-            glue_next = True
-            continue
-        if glue_next and out:
-            out[-1] += w
+# -- what the shell typed, and what it must insert -----------------------------------------------
+
+_FISH_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def lex(text: str, dialect: str = "posix") -> tuple[list[str], int, str | None]:
+    """The words of ``text`` with quoting removed, as the shell will pass them, tolerating an unfinished end.
+
+    Returns the words (the last one is the word under the cursor, ``""`` after a blank), where that last word
+    starts in ``text``, and the quote still open at the end (``'``, ``"`` or None). ``dialect`` is ``"posix"``
+    (bash, zsh) or ``"fish"`` (``\\'`` inside single quotes, no backquote, ``\\n``-style escapes).
+    """
+    words: list[str] = []
+    cur: list[str] = []
+    quote: str | None = None
+    in_word = False
+    start = len(text)
+    dq_escapes = '$"\\\n' if dialect == "fish" else '$"\\`\n'
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if quote == "'":
+            if ch == "'":
+                quote = None
+            elif dialect == "fish" and ch == "\\" and i + 1 < n and text[i + 1] in "'\\":
+                i += 1
+                cur.append(text[i])
+            else:
+                cur.append(ch)
+        elif quote == '"':
+            if ch == '"':
+                quote = None
+            elif ch == "\\" and i + 1 < n and text[i + 1] in dq_escapes:
+                i += 1
+                if text[i] != "\n":
+                    cur.append(text[i])
+            else:
+                cur.append(ch)
+        elif ch in " \t\n":
+            if in_word:
+                words.append("".join(cur))
+                cur, in_word = [], False
         else:
-            out.append(w)
-        glue_next = False
-    return out, new_cword
+            if not in_word:
+                in_word, start = True, i
+            if ch in "'\"":
+                quote = ch
+            elif ch == "\\":
+                if i + 1 < n:
+                    i += 1
+                    nxt = text[i]
+                    if nxt != "\n":
+                        cur.append(_FISH_ESCAPES.get(nxt, nxt) if dialect == "fish" else nxt)
+            else:
+                cur.append(ch)
+        i += 1
+    if not in_word:
+        start = n
+    words.append("".join(cur))
+    return words, start, quote
+
+
+_BARE = frozenset("_-.,/=:@%+")
+
+
+def _bare(ch: str) -> bool:
+    """Characters bash takes literally outside quotes, anywhere in a word (``~`` ``#`` ``!`` ``{`` are not)."""
+    return ch.isalnum() or ch in _BARE or (ord(ch) > 127 and ch.isprintable() and not ch.isspace())
+
+
+def bash_quote_rest(rest: str, quote: str | None, close: bool = True) -> str:
+    """``rest`` written so that, typed after text that left ``quote`` open, the word gains exactly ``rest``;
+    with ``close`` the quote is closed again (a finished value; a ``key=`` waits for its value inside it)."""
+    if quote == "'":
+        return rest.replace("'", "'\\''") + ("'" if close else "")
+    if quote == '"':
+        body = "".join("\\" + c if c in '"$`\\' else "\"'!'\"" if c == "!" else c for c in rest)
+        return body + ('"' if close else "")
+    return "".join(c if _bare(c) else "$'\\n'" if c == "\n" else "\\" + c for c in rest)
+
+
+def bash_reply(value: str, line: str, word: str, close: bool = True) -> str | None:
+    """What bash must put in place of ``word`` (its readline word, ``$2``: after the last COMP_WORDBREAKS
+    character, and after an opening quote) so that the word under the cursor of ``line`` becomes exactly
+    ``value`` once the shell removes the quoting. None if ``value`` cannot extend what is typed there."""
+    _, start, _ = lex(line)
+    raw = line[start:]
+    kept = raw[: len(raw) - len(word)] if raw.endswith(word) else raw
+    (typed,), _, quote = lex(kept) if kept else ([""], 0, None)
+    if not value.startswith(typed):
+        return None
+    return bash_quote_rest(value[len(typed) :], quote, close=close)
 
 
 # -- the line, as a real invocation would see it -------------------------------------------------
@@ -177,7 +252,8 @@ class _Normalising(ShellComplete):
             for item in completions:
                 if not str(item.value).startswith("-"):
                     item.value = f"{opt}={item.value}"
-        return "\n".join(self.format_completion(item) for item in completions)
+        lines = (self.format_completion(item) for item in completions)
+        return "\n".join(line for line in lines if line is not None)
 
     def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem[str]]:
         args = normalize_completion_args(self.cli, args) if isinstance(self.cli, click.Group) else args
@@ -187,45 +263,71 @@ class _Normalising(ShellComplete):
             return []
 
 
-class KquotactlBash(_Normalising, BashComplete):
-    """click's bash completion; ``=`` re-joined, and no space after an offered ``key=``."""
+# The scripts hand kquotactl the line exactly as typed (quotes, backslashes and all) and insert what it
+# answers untouched: all the quoting is done by :func:`lex` / :func:`bash_reply` (bash, which quotes
+# nothing itself) or by the shell's own quoting of plain values (zsh's compadd, fish).
 
-    source_template = BashComplete.source_template.replace(
-        "            COMPREPLY+=($value)\n",
-        "            COMPREPLY+=($value)\n            [[ $value == *= ]] && compopt -o nospace\n",
-    )
-    _bash_word = ""
-    _merged_word = ""
+_BASH_SCRIPT = """\
+%(complete_func)s() {
+    local line type value
+    local -a lines
+    COMPREPLY=()
+    mapfile -t lines < <(env %(complete_var)s=bash_complete KQUOTACTL_COMP_LINE="${COMP_LINE:0:COMP_POINT}" \\
+        KQUOTACTL_COMP_WORD="$2" "$1" 2>/dev/null)
+    for line in "${lines[@]}"; do
+        type=${line%%%%,*}
+        value=${line#*,}
+        case $type in
+            dir) COMPREPLY=(); compopt -o dirnames; return 0 ;;
+            file) COMPREPLY=(); compopt -o default; return 0 ;;
+            nospace) COMPREPLY+=("$value"); compopt -o nospace ;;
+            plain) COMPREPLY+=("$value") ;;
+        esac
+    done
+    return 0
+}
+
+complete -o nosort -F %(complete_func)s %(prog_name)s
+"""
+
+_ZSH_WORDS = '"${(pj:\\n:)words[1,CURRENT]}"'
+
+
+class KquotactlBash(_Normalising, BashComplete):
+    """bash: kquotactl reads the raw line and readline's word (``$2``) and answers the exact text to put in
+    place of that word, quoted (bash's completion inserts replies verbatim); ``nospace`` after a ``key=``."""
+
+    source_template = _BASH_SCRIPT
+    _line = ""
+    _word = ""
 
     def get_completion_args(self) -> tuple[list[str], str]:
-        words = split_arg_string(os.environ["COMP_WORDS"])
-        cword = int(os.environ["COMP_CWORD"])
-        self._bash_word = words[cword] if cword < len(words) else ""
-        merged, mcword = merge_bash_equals(words, cword)
-        self._merged_word = merged[mcword] if mcword < len(merged) else ""
-        return merged[1:mcword], self._merged_word
+        self._line = os.environ.get("KQUOTACTL_COMP_LINE", "")
+        self._word = os.environ.get("KQUOTACTL_COMP_WORD", "")
+        words, _, _ = lex(self._line)
+        return words[1:-1], words[-1]
 
-    def format_completion(self, item: CompletionItem[Any]) -> str:
+    def format_completion(self, item: CompletionItem[Any]) -> str | None:  # type: ignore[override]
         value = str(item.value)
-        # bash replaces only its own current word (after the last '='): send the part it will replace.
-        cut = len(self._merged_word) - len(self._bash_word)
-        prefix = self._merged_word[:cut]
-        if cut > 0 and value.startswith(prefix):
-            value = value[cut:]
-        return f"{item.type},{value}"
+        if item.type != "plain":
+            return f"{item.type},{value}"
+        open_end = bool(item._info.get("open_end"))
+        reply = bash_reply(value, self._line, self._word, close=not open_end)
+        if reply is None:
+            return None
+        return f"{'nospace' if open_end else 'plain'},{reply}"
 
 
 class KquotactlZsh(_Normalising, ZshComplete):
-    """click's zsh completion; no space after an offered ``key=``."""
+    """zsh: kquotactl reads the raw words and answers plain values, which ``compadd`` quotes for the context
+    (unquoted, or inside the quote the user opened); no space after an offered ``key=``."""
 
     source_template = (
         ZshComplete.source_template.replace(
-            '                completions+=("$key")\n',
-            '                if [[ "$key" == *= ]]; then\n'
-            '                    completions_nospace+=("$key")\n'
-            "                else\n"
-            '                    completions+=("$key")\n'
-            "                fi\n",
+            '        elif [[ "$type" == "dir" ]]; then\n',
+            '        elif [[ "$type" == "nospace" ]]; then\n'
+            '            completions_nospace+=("$key")\n'
+            '        elif [[ "$type" == "dir" ]]; then\n',
         )
         .replace(
             "    local -a completions\n",
@@ -238,11 +340,38 @@ class KquotactlZsh(_Normalising, ZshComplete):
             "    fi\n\n"
             '    if [ -n "$completions" ]; then\n',
         )
+        .replace('COMP_WORDS="${words[*]}" COMP_CWORD=$((CURRENT-1))', f"KQUOTACTL_COMP_WORDS={_ZSH_WORDS}")
+        .replace("    for type key descr in ${response}; do\n", '    for type key descr in "${response[@]}"; do\n')
     )
+
+    def format_completion(self, item: CompletionItem[Any]) -> str:
+        if item.type == "plain" and item._info.get("open_end"):
+            return f"nospace\n{item.value}\n_"
+        return super().format_completion(item)
+
+    def get_completion_args(self) -> tuple[list[str], str]:
+        raw = os.environ.get("KQUOTACTL_COMP_WORDS", "").split("\n")
+        words = ["".join(lex(w)[0]) for w in raw]
+        return words[1:-1], words[-1] if len(words) > 1 else ""
 
 
 class KquotactlFish(_Normalising, FishComplete):
-    """click's fish completion (fish adds no space after a completion ending in ``=`` by itself)."""
+    """fish: kquotactl reads fish's own tokens and the raw current token, and answers plain values, which fish
+    quotes itself (fish adds no space after a completion ending in ``=``)."""
+
+    source_template = (
+        FishComplete.source_template.replace(
+            "COMP_WORDS=(commandline -cp) COMP_CWORD=(commandline -t)",
+            "KQUOTACTL_COMP_WORDS=(commandline -opc | string collect) "
+            "KQUOTACTL_COMP_CUR=(commandline -ct | string collect)",
+        )
+        .replace('(string split "," $completion)', '(string split -m1 "," -- $completion)')
+        .replace("echo $metadata[2];", "printf '%%s\\n' $metadata[2];")
+    )
+
+    def get_completion_args(self) -> tuple[list[str], str]:
+        before = os.environ.get("KQUOTACTL_COMP_WORDS", "").split("\n")
+        return before[1:], lex(os.environ.get("KQUOTACTL_COMP_CUR", ""), "fish")[0][-1]
 
 
 for _cls in (KquotactlBash, KquotactlZsh, KquotactlFish):
@@ -408,33 +537,53 @@ def _safe(fn: Any) -> Any:
     return wrapper
 
 
+def _open_ended(keys: list[str]) -> list[CompletionItem[str]]:
+    """Items the user goes on typing after: a ``key=`` (its value next) or a key in a list; no space, no
+    closing quote after them. Names are never open-ended, even one that ends with ``=``."""
+    return [CompletionItem(k, open_end=k.endswith("=")) for k in keys]
+
+
 @_safe
-def complete_add_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+def complete_add_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
     """Keys valid for the entity type already on the line, each followed by ``=``."""
-    return key_candidates(incomplete, keys_for(entity_kind(ctx.params)))
+    return _open_ended(key_candidates(incomplete, keys_for(entity_kind(ctx.params))))
 
 
 @_safe
-def complete_delete_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+def complete_delete_config(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
     """Keys set on the entity on the line (live); nothing when the cluster cannot be asked."""
     try:
         keys: Sequence[str] = live_keys(ctx, ctx.params)
     except Exception:
         return []
-    return key_candidates(incomplete, keys, suffix="")
+    return _open_ended(key_candidates(incomplete, keys, suffix=""))
 
 
-def _names(ctx: click.Context, etype: str, incomplete: str) -> list[str]:
+def _names(ctx: click.Context, etype: str, incomplete: str) -> list[CompletionItem[str]]:
+    """Names of ``etype`` starting with ``incomplete``. The default entity is never offered as a name (its
+    spelling is ``--user-defaults``, ``--client-defaults``, ``--ip-defaults`` or ``--entity-default``); a user
+    or client-id really named ``<default>`` is offered, said to be that real name, only where the command line
+    makes it one (with ``--literal-names`` when the command has that option)."""
+    from kquotactl.entity import DEFAULT_MARKER
+
     manifest = _manifest_file(ctx)
     try:
         names = sorted(names_from_manifest(manifest)[etype]) if manifest else live_names(ctx, etype)
     except Exception:
         return []
-    from kquotactl.entity import DEFAULT_MARKER
-
-    if not ctx.params.get("literal_names"):  # a real name "<default>" typed back would mean the default entity
-        names = [n for n in names if n != DEFAULT_MARKER]
-    return [n for n in names if n.startswith(incomplete)][:MAX_NAMES]
+    literal_ok = ctx.params.get("literal_names") or not any(p.name == "literal_names" for p in ctx.command.params)
+    label = {"user": "user", "client": "client-id", "ip": "ip"}[etype]
+    out: list[CompletionItem[str]] = []
+    for n in names:
+        if not n.startswith(incomplete):
+            continue
+        if n == DEFAULT_MARKER:
+            if etype == "ip" or not literal_ok:
+                continue
+            out.append(CompletionItem(n, help=f"the {label} named <default>, not the default {label}"))
+        else:
+            out.append(CompletionItem(n))
+    return out[:MAX_NAMES]
 
 
 @_safe

@@ -4,12 +4,15 @@ markdown, against a CommonMark + GFM-table parser; offline and against a real Zo
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import xml.etree.ElementTree as ET
 from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from kquotactl.entity import Entity
@@ -21,9 +24,11 @@ from kquotactl.render_ci import (
     COLLAPSE_ROWS,
     MAX_CHARS,
     MAX_ROWS,
+    code,
     invalid_report,
     junit_xml,
     markdown,
+    md,
     plan_report,
     sarif,
     validate_report,
@@ -229,7 +234,7 @@ def md_tables(text: str) -> list[list[list[str]]]:
     """Every GFM table: rows of cell texts (as a renderer shows them), header row first."""
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(text)
     tables: list[list[list[str]]] = []
     row: list[str] = []
     cell = False
@@ -253,7 +258,7 @@ def md_tables(text: str) -> list[list[list[str]]]:
 def md_html(text: str) -> str:
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark").enable("table").render(text)
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(text)
 
 
 def test_markdown_plan_comment_structure() -> None:
@@ -279,10 +284,24 @@ def test_markdown_plan_comment_structure() -> None:
         "request_percentage",
         "remove",
     ]
+    assert rows[("users/svc-old", "request_percentage")][6] == "quotas.yaml:1 (prune)"  # the owning prune pattern
     html = md_html(text)
     assert "<b>" not in html and "<em>" not in html
-    assert "#### Lint warnings (2)" in text and html.count("<li><strong>quotas.yaml:6</strong>: clients/app|1") == 2
+    assert (
+        "#### Lint warnings (2)" in text
+        and html.count("<li><code>quotas.yaml:6</code>: clients/app|1 *x* &lt;b&gt;") == 2
+    )
     assert "<p>Target: zk:2181/kafka (zookeeper)</p>" in html
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_markdown_text_and_code_spans_render_as_themselves(text: str) -> None:
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    rendered = md_tables(f"| a | b |\n|---|---|\n| {md(text)} | {code(text)} |\n")[0][1]
+    assert rendered == [shown.strip(" "), shown]  # a table cell trims spaces around plain text, not in code
+    html = md_html(f"x {md(text)} {code(text)}")
+    assert re.findall(r"<(\w+)", html) == ["p"] + ["code"] * bool(text)  # no emphasis, link, strike, html
 
 
 def test_markdown_large_plans_collapse_and_stay_under_a_comment_limit() -> None:
@@ -307,7 +326,7 @@ def test_markdown_validate_and_errors() -> None:
     manifest = load_text(MANIFEST, "q.yaml")
     text = markdown(validate_report(manifest, lint(manifest), False, "valid: 4 entities, 2 warnings"))
     assert text.startswith("<!-- kquotactl:validate -->\n### ✅ kquotactl validate: valid: 4 entities, 2 warnings")
-    assert md_html(text).count("<li><strong>q.yaml:6</strong>: ") == 2
+    assert md_html(text).count("<li><code>q.yaml:6</code>: ") == 2
     text = markdown(invalid_report("plan", ["q.yaml:3: bad value", "q.yaml:9: entity users/<x> twice"], "2 problems"))
     assert "### ❌ kquotactl plan: 2 problems in the manifest" in text
     assert "users/&lt;x&gt;" in text and "<x>" not in md_html(text).replace("&lt;x&gt;", "")
@@ -341,7 +360,7 @@ def test_cli_validate_reports_and_exit_codes(tmp_path, monkeypatch) -> None:
         elif fmt == "junit":
             assert check_junit(r.stdout).get("failures") == "1"
         else:
-            assert "**bad\\.yaml:3**" in r.stdout
+            assert "\n- `bad.yaml:3`: invalid value" in r.stdout
     r = run_cli("plan", "-f", "bad.yaml", "--live-from", "bad.yaml", "-o", "sarif")  # plan on a bad manifest
     assert (
         r.exit_code == 1 and check_sarif(json.loads(r.stdout))["runs"][0]["results"][0]["ruleId"] == "manifest/invalid"

@@ -216,15 +216,17 @@ def plan_report(
     target: Mapping[str, str] | None = None,
 ) -> CiReport:
     rows = []
-    for d in plan.diffs:
+    changes = [change_finding(d, manifest) for d in plan.diffs]
+    for d, f in zip(plan.diffs, changes, strict=True):
         path = entity_path_text(d.entity)
-        origin = " ".join([d.source or "(not in manifest: prune)", *(f"{k}={v}" for k, v in d.meta.items())])
+        where = f.where if d.source else f"{f.where or 'not in the manifest'} (prune)"
+        origin = " ".join([where, *(f"{k}={v}" for k, v in d.meta.items())])
         for k in d.keys:
             rows.append((d.action.value, path, k.key, k.op.value, _value(k.key, k.old), _value(k.key, k.new), origin))
     return CiReport(
         "plan",
         warnings=[lint_finding(w) for w in warnings],
-        changes=[change_finding(d, manifest) for d in plan.diffs],
+        changes=changes,
         entries=_entries(manifest),
         summary=plan.summary_line(),
         counts=plan.counts(),
@@ -236,15 +238,30 @@ def plan_report(
 
 # -- markdown -----------------------------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")  # inline syntax; block syntax never starts our text
 
 
 def md(text: str) -> str:
     """Text as itself in GitHub-flavoured markdown, table cells included: ``<default>`` stays visible (not an HTML
-    tag), ``|`` does not split a cell, ``*``/``_`` do not emphasise, control characters and newlines are escaped."""
+    tag), ``|`` does not split a cell, ``*``/``_`` do not emphasise, control characters and newlines are escaped.
+    For inline use only (after a list marker, in a headline or a table cell), never at the start of a line."""
     if not text.isprintable():
         text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def code(text: str) -> str:
+    """Text as a code span, safe in a table cell: shown verbatim (``<default>``, ``*``), and GitHub turns no
+    ``@name`` into a mention, no ``#12`` into a link and no ``:rocket:`` into an emoji inside one."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if not text:
+        return ""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.strip(" ") and (text[0] in "` " or text[-1] in "` ") else ""  # CommonMark strips one
+    escaped = text.replace("|", "\\|")
+    return f"{fence}{pad}{escaped}{pad}{fence}"
 
 
 def _md_list(items: Sequence[str], limit: int = MAX_ITEMS) -> list[str]:
@@ -255,7 +272,7 @@ def _md_list(items: Sequence[str], limit: int = MAX_ITEMS) -> list[str]:
 
 
 def _md_finding(f: Finding) -> str:
-    where = f"**{md(f.where)}**: " if f.where else ""
+    where = f"{code(f.where)}: " if f.where else ""
     return where + md(f.message)
 
 
@@ -282,7 +299,7 @@ def markdown(report: CiReport) -> str:
             out += [f"Target: {md(cluster)} ({md(report.target.get('backend', '?'))})", ""]
         out += _md_changes(report)
     else:
-        out += [f"### {icon} kquotactl validate: {md(report.summary)}", ""]
+        out += [f"### {icon} kquotactl validate: {md(report.summary)}"]
     if report.warnings:
         n = len(report.warnings)
         word = "errors (--strict)" if report.strict else "warnings"
@@ -311,8 +328,8 @@ def _md_changes(report: CiReport) -> list[str]:
         first = (action, path) != last_entity
         last_entity = (action, path)
         line = (
-            f"| {action if first else ''} | {md(path) if first else ''} | {key} | {op} | {md(old)} | {md(new)} "
-            f"| {md(origin) if first else ''} |"
+            f"| {action if first else ''} | {code(path) if first else ''} | {key} | {op} | {old} | {new} "
+            f"| {code(origin) if first else ''} |"
         )
         if used + len(line) > MAX_CHARS - 4000:
             break
@@ -434,6 +451,7 @@ def sarif(report: CiReport) -> dict[str, Any]:
                 "name": "".join(p.title() for p in re.split(r"[/-]", r)),
                 "shortDescription": {"text": short},
                 "fullDescription": {"text": full},
+                "help": {"text": full},
                 "defaultConfiguration": {"level": level},
             }
         )

@@ -23,15 +23,10 @@ def files_option(required: bool = True) -> Any:
     return click.option("-f", "--file", "files", multiple=True, required=required, metavar="PATH", help=FILES_HELP)
 
 
-CI_FORMATS = CI_REPORTS  # validate and plan only (kquotactl.render_ci)
-
-
-def _fmt(state: AppState, default: str = "table", ci: bool = False) -> str:
+def _fmt(state: AppState, default: str = "table") -> str:
     fmt = state.output or default
     if fmt == "kafka":
         raise UsageError("-o kafka is for describe; manifest commands print table, json or yaml")
-    if fmt in CI_FORMATS and not ci:
-        raise UsageError(f"-o {fmt} is for validate and plan; this command prints table, json or yaml")
     return fmt
 
 
@@ -155,12 +150,12 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
     from kquotactl.lint import lint
     from kquotactl.manifest import ManifestError
 
-    fmt = _fmt(state, ci=True)
+    fmt = _fmt(state)
     try:
         manifest = _load(files)
     except ManifestError as e:
         n = len(e.problems)
-        if fmt in CI_FORMATS:
+        if fmt in CI_REPORTS:
             from kquotactl.render_ci import invalid_report
 
             _ci(invalid_report("validate", e.problems, f"{n} problem{'s' if n != 1 else ''}"), fmt)
@@ -177,7 +172,7 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
         f"valid: {len(manifest)} entities ({counts or 'none'}) in {len(manifest.files)} file(s), "
         f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
     )
-    if fmt in CI_FORMATS:
+    if fmt in CI_REPORTS:
         from kquotactl.render_ci import validate_report
 
         _ci(validate_report(manifest, warnings, strict, summary), fmt)
@@ -304,16 +299,16 @@ def plan(
     from kquotactl.outfiles import check_file, replaced_file
     from kquotactl.plan import check_deletions
 
-    fmt = _fmt(state, ci=True)
+    fmt = _fmt(state)
     if out_path is not None:
         check_file(out_path, "--out")  # before the cluster is read
-    backend, the_plan, manifest = _plan(state, ctx, files, prune, live_from, fmt if fmt in CI_FORMATS else None)
+    backend, the_plan, manifest = _plan(state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None)
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
     if out_path is not None:
         with replaced_file(out_path, "--out") as fh:
             _dump(the_plan.to_json(target), "json", fh)
-    if fmt in CI_FORMATS:
+    if fmt in CI_REPORTS:
         from kquotactl.lint import lint
         from kquotactl.render_ci import plan_report
 

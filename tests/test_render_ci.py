@@ -74,9 +74,16 @@ def junit_schema():
     return xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd"))
 
 
+URI_REFERENCE = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-F]{2}")
+
+
 def check_sarif(log: dict) -> dict:
     errors = sorted(sarif_validator().iter_errors(log), key=str)
     assert not errors, errors[0]
+    for r in log["runs"][0]["results"]:  # the schema's "uri-reference" format, which jsonschema leaves unchecked
+        for loc in r.get("locations", []):
+            uri = loc["physicalLocation"]["artifactLocation"]["uri"]
+            assert "".join(URI_REFERENCE.findall(uri)) == uri, uri
     return log
 
 
@@ -163,12 +170,12 @@ def test_sarif_plan_locates_changes_warnings_and_prunes_at_the_manifest_lines() 
 
 
 def test_sarif_validate_errors_strict_warnings_and_uris() -> None:
-    problems = ["quotas/a b.yaml:6: invalid value '1.5' for consumer_byte_rate", "quotas/c.yaml: no such file", "odd"]
+    problems = ["quotas/a bé.yaml:6: invalid value '1.5' for consumer_byte_rate", "quotas/c.yaml: no such file", "odd"]
     log = check_sarif(sarif(invalid_report("validate", problems, "3 problems")))
     results = log["runs"][0]["results"]
     assert [r["ruleId"] for r in results] == ["manifest/invalid"] * 3
     assert {r["level"] for r in results} == {"error"}
-    assert line_of(results[0]) == ("quotas/a%20b.yaml", 6)
+    assert line_of(results[0]) == ("quotas/a%20b%C3%A9.yaml", 6)
     assert results[0]["message"]["text"] == "invalid value '1.5' for consumer_byte_rate"
     assert line_of(results[1]) == ("quotas/c.yaml", None)
     assert "locations" not in results[2]

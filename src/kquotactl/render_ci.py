@@ -102,10 +102,6 @@ class CiReport:
     target: Mapping[str, str] = field(default_factory=dict)
     plan_rows: list[tuple[str, str, str, str, str, str, str]] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        return not self.errors and not self.changes and not (self.strict and self.warnings)
-
     def level(self, f: Finding) -> str:
         if f.rule.startswith("plan/"):
             return "note"

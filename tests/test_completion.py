@@ -121,7 +121,7 @@ def test_commands_and_options(shell: str) -> None:
 def test_entity_type_and_output_formats(shell: str) -> None:
     assert complete(shell, "kquotactl alter --entity-type ") == ["users", "clients", "ips"]
     assert complete(shell, "kquotactl describe --entity-type u") == ["users"]
-    assert complete(shell, "kquotactl -o ") == ["table", "json", "yaml", "kafka"]
+    assert complete(shell, "kquotactl -o ") == ["table", "json", "yaml", "kafka", "markdown", "junit", "sarif"]
     assert complete(shell, "kquotactl --output y") == ["yaml"]
 
 
@@ -161,8 +161,16 @@ def test_option_equals_value_form() -> None:
     assert complete("zsh", line) == ["--add-config=connection_creation_rate="]
     assert complete("fish", line) == ["--add-config=connection_creation_rate="]
     assert complete("bash", line) == ["connection_creation_rate="]
-    assert complete("bash", "kquotactl --output=") == ["table", "json", "yaml", "kafka"]  # bash's word is ''
-    assert complete("zsh", "kquotactl --output=j") == ["--output=json"]
+    assert complete("bash", "kquotactl --output=") == [
+        "table",
+        "json",
+        "yaml",
+        "kafka",
+        "markdown",
+        "junit",
+        "sarif",
+    ]  # bash's word is ''
+    assert complete("zsh", "kquotactl --output=js") == ["--output=json"]
 
 
 @pytest.mark.parametrize("shell", SHELLS)

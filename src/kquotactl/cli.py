@@ -320,6 +320,9 @@ def _flush_warnings(state: AppState, backend: Any) -> None:
 
 # -- the group ----------------------------------------------------------------------------------
 
+CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render_ci
+CI_REPORT_COMMANDS = ("validate", "plan")
+
 
 @click.group(
     cls=OnceGroup,
@@ -331,8 +334,9 @@ def _flush_warnings(state: AppState, backend: Any) -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Choice(["table", "json", "yaml", "kafka"]),
-    help="Output format (default: table on a terminal, json otherwise; kafka in the flat form).",
+    type=click.Choice(["table", "json", "yaml", "kafka", *CI_REPORTS]),
+    help="Output format (default: table on a terminal, json otherwise; kafka in the flat form; markdown, junit "
+    "and sarif: CI reports of validate and plan).",
 )
 @click.option(
     "--context",
@@ -392,6 +396,8 @@ def cli(
         zk_acl=conn["zk_acl"],
         allow_no_brokers=conn["allow_no_brokers"],
     )
+    if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS:  # refused before anything is done
+        raise UsageError(f"-o {output} is a CI report of validate and plan; this command prints table, json or yaml")
     state.output = output
     state.context_name = context_name
     state.config_path = config_path

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import click
 
-from kquotactl.cli import AppState, OnceCommand, pass_state
+from kquotactl.cli import CI_REPORTS, AppState, OnceCommand, pass_state
 from kquotactl.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PENDING, QuotaError, UsageError
 
 FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."
@@ -28,6 +28,12 @@ def _fmt(state: AppState, default: str = "table") -> str:
     if fmt == "kafka":
         raise UsageError("-o kafka is for describe; manifest commands print table, json or yaml")
     return fmt
+
+
+def _ci(report: Any, fmt: str) -> None:
+    from kquotactl.render_ci import render
+
+    sys.stdout.write(render(report, fmt))
 
 
 def _load(files: Sequence[str]) -> Any:
@@ -148,16 +154,29 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
     try:
         manifest = _load(files)
     except ManifestError as e:
-        if fmt in ("json", "yaml"):
+        n = len(e.problems)
+        if fmt in CI_REPORTS:
+            from kquotactl.render_ci import invalid_report
+
+            _ci(invalid_report("validate", e.problems, f"{n} problem{'s' if n != 1 else ''}"), fmt)
+        elif fmt in ("json", "yaml"):
             _dump({"valid": False, "errors": e.problems, "warnings": []}, fmt, sys.stdout)
         else:
             for p in e.problems:
                 _echo_err(p)
-        n = len(e.problems)
         raise QuotaError(f"{n} problem{'s' if n != 1 else ''} in the manifest; nothing was written") from None
     warnings = lint(manifest)
     kinds = _kinds(manifest)
-    if fmt in ("json", "yaml"):
+    counts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
+    summary = (
+        f"valid: {len(manifest)} entities ({counts or 'none'}) in {len(manifest.files)} file(s), "
+        f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
+    )
+    if fmt in CI_REPORTS:
+        from kquotactl.render_ci import validate_report
+
+        _ci(validate_report(manifest, warnings, strict, summary), fmt)
+    elif fmt in ("json", "yaml"):
         _dump(
             {
                 "valid": not (strict and warnings),
@@ -173,12 +192,7 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
     else:
         for w in warnings:
             _echo_err(str(w))
-    counts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
-    _summary(
-        f"valid: {len(manifest)} entities ({counts or 'none'}) in {len(manifest.files)} file(s), "
-        f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}",
-        fmt,
-    )
+    _summary(summary, fmt)
     if strict and warnings:
         raise QuotaError(f"{len(warnings)} lint warning(s) and --strict")
 
@@ -198,11 +212,29 @@ def _kinds(manifest: Any) -> dict[str, int]:
     return out
 
 
-def _plan(state: AppState, ctx: click.Context, files: Sequence[str], prune: bool, live_from: Sequence[str]) -> Any:
+def _plan(
+    state: AppState,
+    ctx: click.Context,
+    files: Sequence[str],
+    prune: bool,
+    live_from: Sequence[str],
+    ci_fmt: str | None = None,
+) -> Any:
+    """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
+    when it does not load)."""
     from kquotactl.manifest import ManifestError, live_problems
     from kquotactl.plan import make_plan
 
-    manifest = _load(files)  # before connecting: a bad manifest never reaches the cluster
+    try:
+        manifest = _load(files)  # before connecting: a bad manifest never reaches the cluster
+    except ManifestError as e:
+        if ci_fmt is None:
+            raise
+        from kquotactl.render_ci import invalid_report
+
+        n = len(e.problems)
+        _ci(invalid_report("plan", e.problems, f"{n} problem{'s' if n != 1 else ''}"), ci_fmt)
+        raise QuotaError(f"{n} problem{'s' if n != 1 else ''} in the manifest; nothing was planned") from None
     if not live_from and (problems := live_problems(manifest)):
         raise ManifestError(problems)
     if prune and not manifest.prune:
@@ -213,7 +245,7 @@ def _plan(state: AppState, ctx: click.Context, files: Sequence[str], prune: bool
     for note in the_plan.notes:
         if note not in shown:
             state.warn(note)
-    return backend, the_plan
+    return backend, the_plan, manifest
 
 
 prune_option = click.option(
@@ -272,13 +304,19 @@ def plan(
     fmt = _fmt(state)
     if out_path is not None:
         check_file(out_path, "--out")  # before the cluster is read
-    backend, the_plan = _plan(state, ctx, files, prune, live_from)
+    backend, the_plan, manifest = _plan(state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None)
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
     if out_path is not None:
         with replaced_file(out_path, "--out") as fh:
             _dump(the_plan.to_json(target), "json", fh)
-    render_plan(the_plan, fmt, sys.stdout, target)
+    if fmt in CI_REPORTS:
+        from kquotactl.lint import lint
+        from kquotactl.render_ci import plan_report
+
+        _ci(plan_report(the_plan, manifest, lint(manifest), target), fmt)
+    else:
+        render_plan(the_plan, fmt, sys.stdout, target)
     _summary(the_plan.summary_line() + (f" (plan saved to {out_path})" if out_path else ""), fmt)
     if the_plan.pending:
         ctx.exit(EXIT_PENDING)
@@ -359,7 +397,7 @@ def apply(
     else:
         if not dry_run:
             _check_writable(state, ctx)
-        backend, the_plan = _plan(state, ctx, files, prune, ())
+        backend, the_plan, _ = _plan(state, ctx, files, prune, ())
     check_deletions(the_plan, max_deletions)
     check_live_changes(d.change() for d in the_plan.diffs)  # a saved plan too: refused before any chunk is written
     target = _target(state, backend)

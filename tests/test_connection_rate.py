@@ -1,4 +1,4 @@
-"""``connection-rate``: broker-level max.connection.creation.rate (KIP-612) through confluent-kafka, against
+"""``connection-rate``: broker-level max.connection.creation.rate (KIP-612) through the admin client, against
 the session KRaft broker (node id 1); plus the pure parts."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from conftest import run_cli
 from kquotactl.brokerrate import (
     RateSetting,
     config_name,
-    librdkafka_config,
     parse_rate,
     settings_from_configs,
     sort_settings,
 )
-from kquotactl.clientprops import ClientSettings
+from kquotactl.clientprops import ClientSettings, kafka_python_config
 from kquotactl.errors import InvalidValue, UsageError
 
 
@@ -47,12 +46,14 @@ def test_settings_from_configs_and_sorting():
     assert [(r.broker, r.listener) for r in ordered] == [(None, None), ("1", None), ("1", "plaintext"), ("10", None)]
 
 
-def test_librdkafka_config_from_command_config():
+def test_one_settings_mapping_from_command_config():
+    """connection-rate and the quota commands connect with the same settings (one mapping, kafka-python's names)."""
     s = ClientSettings("SASL_SSL", "SCRAM-SHA-512", "u", "p", "/ca.pem", "/me.pem", "kp", False, "ops")
-    conf = librdkafka_config("b:9093", s, 5)
-    assert conf["security.protocol"] == "sasl_ssl" and conf["sasl.username"] == "u"
-    assert conf["ssl.ca.location"] == "/ca.pem" and conf["ssl.key.location"] == "/me.pem"
-    assert conf["ssl.endpoint.identification.algorithm"] == "none" and conf["client.id"] == "ops"
+    conf = kafka_python_config("b:9093", s, 5)
+    assert conf["security_protocol"] == "SASL_SSL" and conf["sasl_plain_username"] == "u"
+    assert conf["ssl_cafile"] == "/ca.pem" and conf["ssl_certfile"] == "/me.pem" and conf["ssl_password"] == "kp"
+    assert conf["ssl_check_hostname"] is False and conf["client_id"] == "ops" and conf["request_timeout_ms"] == 5000
+    assert conf["bootstrap_servers"] == "b:9093"
 
 
 def test_usage_errors_before_any_connection():
@@ -92,7 +93,7 @@ def test_set_show_delete_against_kraft(kraft):
         r = kq("--broker", "1", "--listener", "PLAINTEXT", "--delete")
         assert r.exit_code == 0 and r.stderr == "", r.stderr
         assert not any(x["listener"] == "plaintext" for x in shown())
-        # the cluster-wide default (an empty BROKER resource name: through the admin wire, not librdkafka)
+        # the cluster-wide default (an empty BROKER resource name)
         r = kq("--broker-defaults", "--set", "70")
         assert (r.exit_code, r.stdout, r.stderr) == (0, "set cluster default: max.connection.creation.rate = 70\n", "")
         r = kq("--broker-defaults", "--listener", "PLAINTEXT", "--set", "7", "--dry-run")

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import run_cli
 from kquotactl.brokerrate import (
+    KEY,
     RateSetting,
     config_name,
     parse_rate,
@@ -116,3 +117,71 @@ def test_unreachable_is_one_line():
     r = run_cli("--bootstrap-server", "127.0.0.1:1", "--timeout", "2", "connection-rate")
     assert r.exit_code == 1
     assert len(r.stderr.strip().splitlines()) == 1 and "kquotactl: error:" in r.stderr
+
+
+@pytest.mark.kafka
+def test_unknown_broker_is_one_line(kraft):
+    r = run_cli("--bootstrap-server", kraft.bootstrap, "connection-rate", "--broker", "7")
+    assert r.exit_code == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no broker 7 in the cluster" in lines[0] and "brokers: 1" in lines[0], r.stderr
+
+
+SCRAM = (
+    "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="{user}" password="{password}";\n'
+)
+
+
+@pytest.mark.kafka
+def test_same_settings_and_errors_as_quota_commands_over_sasl(kraft, tmp_path):
+    """--command-config reaches connection-rate through the quota commands' mapping: SCRAM on the SASL listener
+    (the Metadata answer names broker 1's SASL address), and a wrong password is the quota commands' one line."""
+    good, bad = tmp_path / "good.properties", tmp_path / "bad.properties"
+    good.write_text(SCRAM.format(user=kraft.scram_user, password=kraft.scram_password))
+    bad.write_text(SCRAM.format(user=kraft.scram_user, password="wrong"))
+
+    def kq(cfg, *args: str):
+        return run_cli("--bootstrap-server", kraft.sasl_bootstrap, "--command-config", str(cfg), *args)
+
+    try:
+        r = kq(good, "connection-rate", "--broker", "1", "--set", "45")
+        assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+        r = kq(good, "-o", "json", "connection-rate")
+        assert r.exit_code == 0, r.stderr
+        assert {"broker": "1", "listener": None, KEY: 45, "source": "DYNAMIC_BROKER_CONFIG"} in json.loads(r.stdout)
+    finally:
+        kq(good, "connection-rate", "--broker", "1", "--delete")
+    for args in (("connection-rate",), ("describe",)):
+        r = kq(bad, *args)
+        lines = r.stderr.strip().splitlines()
+        assert r.exit_code == 1 and len(lines) == 1, r.stderr
+        assert "authentication to Kafka broker" in lines[0] and "check sasl.jaas.config" in lines[0], r.stderr
+
+
+@pytest.mark.kafka
+def test_set_show_delete_against_zookeeper_mode(zkmode):
+    """A ZooKeeper-mode broker (Kafka 3.9, broker id 0) answers its own BROKER resource and the cluster default."""
+
+    def kq(*args: str):
+        return run_cli("--bootstrap-server", zkmode.bootstrap, "--timeout", "15", "connection-rate", *args)
+
+    try:
+        r = kq("--broker", "0", "--listener", "PLAINTEXT", "--set", "25")
+        assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+        r = kq("--broker-defaults", "--set", "60")
+        assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+        r = run_cli("--bootstrap-server", zkmode.bootstrap, "-o", "json", "connection-rate")
+        assert r.exit_code == 0, r.stderr
+        # broker 0's own resource also reports the value it inherits from the cluster default, with that source
+        assert json.loads(r.stdout) == [
+            {"broker": None, "listener": None, KEY: 60, "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"},
+            {"broker": "0", "listener": None, KEY: 60, "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"},
+            {"broker": "0", "listener": "plaintext", KEY: 25, "source": "DYNAMIC_BROKER_CONFIG"},
+        ]
+    finally:
+        kq("--broker", "0", "--listener", "PLAINTEXT", "--delete")
+        kq("--broker-defaults", "--delete")
+    r = run_cli("--bootstrap-server", zkmode.bootstrap, "-o", "json", "connection-rate")
+    assert (r.exit_code, json.loads(r.stdout)) == (0, []), r.stderr

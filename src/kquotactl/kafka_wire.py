@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import kafka.errors as Errors
 from kafka.admin.client import KafkaAdminClient
@@ -91,7 +92,7 @@ class QuotaWire:
             raise QuotaError(f"bad bootstrap address {bootstrap!r}: {e}") from None
         self._net.start()
         self._conn = None
-        self._brokers: dict[int, object] = {}  # broker id -> connection, for per-broker config resources
+        self._brokers: dict[int, Any] = {}  # broker id -> connection, for per-broker config resources
         try:
             self._conn = self._manager.run(self._connect)
         except BaseException:
@@ -122,7 +123,7 @@ class QuotaWire:
             errors.append(error)
         raise self._unreachable(self.what, errors)
 
-    async def _open(self, node) -> tuple[object | None, str]:
+    async def _open(self, node: Any) -> tuple[Any, str]:
         """A ready connection to ``node`` (a cluster metadata node), or None and why not (auth errors raise).
 
         A closed connection leaves the manager's table on close, so asking again opens a fresh one (a
@@ -243,10 +244,13 @@ class QuotaWire:
                     "use --bootstrap-server with a broker address"
                 ) from None
             api = f" (API {request.API_KEY})" if request is not None else ""
-            raise BackendUnavailable(
-                f"Kafka {who} does not support {what}{api}: client quotas through the "
-                "admin API need Kafka 2.6 or later; use --zookeeper for older ZooKeeper-mode clusters"
-            ) from None
+            why = (
+                ": client quotas through the admin API need Kafka 2.6 or later; use --zookeeper for older "
+                "ZooKeeper-mode clusters"
+                if isinstance(request, (DescribeClientQuotasRequest, AlterClientQuotasRequest))
+                else ""
+            )
+            raise BackendUnavailable(f"Kafka {who} does not support {what}{api}{why}") from None
         except Errors.KafkaTimeoutError:
             raise BackendUnavailable(
                 f"Kafka {who} did not answer {what} within {self.request_timeout:g}s (raise --timeout?)"

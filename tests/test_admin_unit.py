@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import ast
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +229,68 @@ def test_admin_backend_module_does_not_import_kafka_python():
     code = "import sys, kquotactl.backends.admin, kquotactl.clientprops; print('kafka' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- public client APIs only -------------------------------------------------------------------------
+
+CLIENT_LIBRARIES = ("kafka", "confluent_kafka")
+
+
+def _library_names(tree: ast.Module) -> tuple[bool, set[str]]:
+    """Whether a module imports a Kafka client library (anywhere, lazy imports too), and the names bound to it."""
+    uses, names = False, set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                if a.name.split(".")[0] in CLIENT_LIBRARIES:
+                    uses = True
+                    names.add(a.asname or a.name.split(".")[0])
+        elif isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in CLIENT_LIBRARIES and not n.level:
+            uses = True
+            names |= {a.asname or a.name for a in n.names}
+    return uses, names
+
+
+def private_reads(source: str) -> list[str]:
+    """Private attribute reads (``x._y``) that may reach into a Kafka client library's objects.
+
+    In a module that imports kafka-python or confluent-kafka, only ``self._y`` / ``cls._y`` are the module's own;
+    in a class deriving from a library class, ``self._y`` counts as the module's own only when the class assigns it.
+    """
+    tree = ast.parse(source)
+    uses, names = _library_names(tree)
+    if not uses:
+        return []
+    found = []
+    for n in ast.walk(tree):
+        own = isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")
+        if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.endswith("__") and not own:
+            found.append(f"{n.lineno}: {ast.unparse(n)}")
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        if not any(ast.unparse(b).split(".")[0] in names for b in cls.bases):
+            continue
+        attrs = [n for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)]
+        own = {a.attr for a in attrs if a.value.id == "self" and isinstance(a.ctx, ast.Store)}
+        for a in attrs:
+            if a.value.id == "self" and a.attr.startswith("_") and not a.attr.endswith("__") and a.attr not in own:
+                found.append(f"{a.lineno}: {ast.unparse(a)} (inherited from {cls.name}'s library base)")
+    return found
+
+
+def test_private_read_scan_catches_library_internals():
+    assert private_reads("import os\nx = os._exit") == []  # not a Kafka client module
+    wire = "import kafka.errors as E\nclass W:\n    def f(self):\n        self._m = 1\n        return self._m._conns\n"
+    assert private_reads(wire) == ["5: self._m._conns"]
+    sub = "from kafka import KafkaAdminClient as K\nclass A(K):\n    def f(self):\n        return self._manager\n"
+    assert private_reads(sub) == ["4: self._manager (inherited from A's library base)"]
+    lazy = "def f(c):\n    from confluent_kafka import KafkaException\n    return c._rk\n"
+    assert private_reads(lazy) == ["3: c._rk"]
+
+
+def test_no_module_reads_kafka_client_private_attributes():
+    """kquotactl uses kafka-python (and confluent-kafka, if ever imported) through their public APIs only, so the
+    kafka-python pin needs no upper bound for internals."""
+    src = Path(__file__).resolve().parents[1] / "src" / "kquotactl"
+    scanned = {p.relative_to(src).as_posix(): private_reads(p.read_text()) for p in src.rglob("*.py")}
+    assert "kafka_wire.py" in scanned and _library_names(ast.parse((src / "kafka_wire.py").read_text()))[0]
+    assert {m: r for m, r in scanned.items() if r} == {}

@@ -1,4 +1,4 @@
-"""``connection-rate``: broker-level max.connection.creation.rate (KIP-612) through confluent-kafka, against
+"""``connection-rate``: broker-level max.connection.creation.rate (KIP-612) through the admin client, against
 the session KRaft broker (node id 1); plus the pure parts."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import pytest
 
 from conftest import run_cli
 from kquotactl.brokerrate import (
+    KEY,
     RateSetting,
     config_name,
-    librdkafka_config,
     parse_rate,
     settings_from_configs,
     sort_settings,
 )
-from kquotactl.clientprops import ClientSettings
+from kquotactl.clientprops import ClientSettings, kafka_python_config
 from kquotactl.errors import InvalidValue, UsageError
 
 
@@ -47,12 +47,14 @@ def test_settings_from_configs_and_sorting():
     assert [(r.broker, r.listener) for r in ordered] == [(None, None), ("1", None), ("1", "plaintext"), ("10", None)]
 
 
-def test_librdkafka_config_from_command_config():
+def test_one_settings_mapping_from_command_config():
+    """connection-rate and the quota commands connect with the same settings (one mapping, kafka-python's names)."""
     s = ClientSettings("SASL_SSL", "SCRAM-SHA-512", "u", "p", "/ca.pem", "/me.pem", "kp", False, "ops")
-    conf = librdkafka_config("b:9093", s, 5)
-    assert conf["security.protocol"] == "sasl_ssl" and conf["sasl.username"] == "u"
-    assert conf["ssl.ca.location"] == "/ca.pem" and conf["ssl.key.location"] == "/me.pem"
-    assert conf["ssl.endpoint.identification.algorithm"] == "none" and conf["client.id"] == "ops"
+    conf = kafka_python_config("b:9093", s, 5)
+    assert conf["security_protocol"] == "SASL_SSL" and conf["sasl_plain_username"] == "u"
+    assert conf["ssl_cafile"] == "/ca.pem" and conf["ssl_certfile"] == "/me.pem" and conf["ssl_password"] == "kp"
+    assert conf["ssl_check_hostname"] is False and conf["client_id"] == "ops" and conf["request_timeout_ms"] == 5000
+    assert conf["bootstrap_servers"] == "b:9093"
 
 
 def test_usage_errors_before_any_connection():
@@ -92,7 +94,7 @@ def test_set_show_delete_against_kraft(kraft):
         r = kq("--broker", "1", "--listener", "PLAINTEXT", "--delete")
         assert r.exit_code == 0 and r.stderr == "", r.stderr
         assert not any(x["listener"] == "plaintext" for x in shown())
-        # the cluster-wide default (an empty BROKER resource name: through the admin wire, not librdkafka)
+        # the cluster-wide default (an empty BROKER resource name)
         r = kq("--broker-defaults", "--set", "70")
         assert (r.exit_code, r.stdout, r.stderr) == (0, "set cluster default: max.connection.creation.rate = 70\n", "")
         r = kq("--broker-defaults", "--listener", "PLAINTEXT", "--set", "7", "--dry-run")
@@ -115,3 +117,71 @@ def test_unreachable_is_one_line():
     r = run_cli("--bootstrap-server", "127.0.0.1:1", "--timeout", "2", "connection-rate")
     assert r.exit_code == 1
     assert len(r.stderr.strip().splitlines()) == 1 and "kquotactl: error:" in r.stderr
+
+
+@pytest.mark.kafka
+def test_unknown_broker_is_one_line(kraft):
+    r = run_cli("--bootstrap-server", kraft.bootstrap, "connection-rate", "--broker", "7")
+    assert r.exit_code == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no broker 7 in the cluster" in lines[0] and "brokers: 1" in lines[0], r.stderr
+
+
+SCRAM = (
+    "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="{user}" password="{password}";\n'
+)
+
+
+@pytest.mark.kafka
+def test_same_settings_and_errors_as_quota_commands_over_sasl(kraft, tmp_path):
+    """--command-config reaches connection-rate through the quota commands' mapping: SCRAM on the SASL listener
+    (the Metadata answer names broker 1's SASL address), and a wrong password is the quota commands' one line."""
+    good, bad = tmp_path / "good.properties", tmp_path / "bad.properties"
+    good.write_text(SCRAM.format(user=kraft.scram_user, password=kraft.scram_password))
+    bad.write_text(SCRAM.format(user=kraft.scram_user, password="wrong"))
+
+    def kq(cfg, *args: str):
+        return run_cli("--bootstrap-server", kraft.sasl_bootstrap, "--command-config", str(cfg), *args)
+
+    try:
+        r = kq(good, "connection-rate", "--broker", "1", "--set", "45")
+        assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+        r = kq(good, "-o", "json", "connection-rate")
+        assert r.exit_code == 0, r.stderr
+        assert {"broker": "1", "listener": None, KEY: 45, "source": "DYNAMIC_BROKER_CONFIG"} in json.loads(r.stdout)
+    finally:
+        kq(good, "connection-rate", "--broker", "1", "--delete")
+    for args in (("connection-rate",), ("describe",)):
+        r = kq(bad, *args)
+        lines = r.stderr.strip().splitlines()
+        assert r.exit_code == 1 and len(lines) == 1, r.stderr
+        assert "authentication to Kafka broker" in lines[0] and "check sasl.jaas.config" in lines[0], r.stderr
+
+
+@pytest.mark.kafka
+def test_set_show_delete_against_zookeeper_mode(zkmode):
+    """A ZooKeeper-mode broker (Kafka 3.9, broker id 0) answers its own BROKER resource and the cluster default."""
+
+    def kq(*args: str):
+        return run_cli("--bootstrap-server", zkmode.bootstrap, "--timeout", "15", "connection-rate", *args)
+
+    try:
+        r = kq("--broker", "0", "--listener", "PLAINTEXT", "--set", "25")
+        assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+        r = kq("--broker-defaults", "--set", "60")
+        assert (r.exit_code, r.stderr) == (0, ""), r.stderr
+        r = run_cli("--bootstrap-server", zkmode.bootstrap, "-o", "json", "connection-rate")
+        assert r.exit_code == 0, r.stderr
+        # broker 0's own resource also reports the value it inherits from the cluster default, with that source
+        assert json.loads(r.stdout) == [
+            {"broker": None, "listener": None, KEY: 60, "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"},
+            {"broker": "0", "listener": None, KEY: 60, "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"},
+            {"broker": "0", "listener": "plaintext", KEY: 25, "source": "DYNAMIC_BROKER_CONFIG"},
+        ]
+    finally:
+        kq("--broker", "0", "--listener", "PLAINTEXT", "--delete")
+        kq("--broker-defaults", "--delete")
+    r = run_cli("--bootstrap-server", zkmode.bootstrap, "-o", "json", "connection-rate")
+    assert (r.exit_code, json.loads(r.stdout)) == (0, []), r.stderr

@@ -1,9 +1,9 @@
 """Broker-level connection-creation rate limits (KIP-612): ``max.connection.creation.rate`` for a whole broker
 and ``listener.name.<listener>.max.connection.creation.rate`` per listener, per broker or as the cluster-wide
 default. These are dynamic broker configs, not client quotas: they are read and changed with DescribeConfigs /
-IncrementalAlterConfigs on BROKER resources, which confluent-kafka (librdkafka) does well.
+IncrementalAlterConfigs on BROKER resources, with the same client as the quota commands (kafka_wire).
 
-Pure: names, values and the librdkafka configuration; the network calls live in the command.
+Pure: names and values; the network calls live in the command.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kquotactl.clientprops import ClientSettings
 from kquotactl.errors import InvalidValue, UsageError
 from kquotactl.keys import INT_MAX
 
@@ -71,30 +70,6 @@ def settings_from_configs(broker: str | None, configs: Mapping[str, tuple[str | 
                 continue
             out.append(RateSetting(broker, m.group(1) if m else None, v, source))
     return out
-
-
-def librdkafka_config(bootstrap: str, s: ClientSettings, timeout: float) -> dict[str, object]:
-    """The same connection settings as the admin API backend, in librdkafka's names."""
-    conf: dict[str, object] = {
-        "bootstrap.servers": bootstrap,
-        "client.id": s.client_id,
-        "security.protocol": s.security_protocol.lower(),
-        "socket.timeout.ms": int(timeout * 1000),
-    }
-    if s.uses_sasl:
-        conf.update(
-            {"sasl.mechanism": s.sasl_mechanism, "sasl.username": s.sasl_username, "sasl.password": s.sasl_password}
-        )
-    if s.uses_ssl:
-        if s.ssl_cafile:
-            conf["ssl.ca.location"] = s.ssl_cafile
-        if s.ssl_certfile:  # one PEM file with the certificate and its key, as Java's PEM key stores are
-            conf["ssl.certificate.location"] = s.ssl_certfile
-            conf["ssl.key.location"] = s.ssl_certfile
-        if s.ssl_password:
-            conf["ssl.key.password"] = s.ssl_password
-        conf["ssl.endpoint.identification.algorithm"] = "https" if s.ssl_check_hostname else "none"
-    return conf
 
 
 def sort_settings(settings: Iterable[RateSetting]) -> list[RateSetting]:

@@ -86,6 +86,29 @@ class ClientSettings:
         return self.security_protocol in ("SSL", "SASL_SSL")
 
 
+def kafka_python_config(bootstrap: str, s: ClientSettings, request_timeout: float) -> dict[str, object]:
+    """The one mapping from client settings to the admin client's configuration (kafka-python's keyword names).
+
+    Every admin command (quotas, broker configs, cluster metadata) connects with exactly these settings.
+    """
+    return {
+        "bootstrap_servers": bootstrap,
+        "client_id": s.client_id,
+        "request_timeout_ms": int(request_timeout * 1000),
+        "security_protocol": s.security_protocol,
+        "sasl_mechanism": s.sasl_mechanism,
+        "sasl_plain_username": s.sasl_username,
+        "sasl_plain_password": s.sasl_password,
+        "ssl_cafile": s.ssl_cafile,
+        # one PEM file with the certificate and its key, as Java's PEM key stores are
+        "ssl_certfile": s.ssl_certfile,
+        "ssl_password": s.ssl_password,
+        "ssl_check_hostname": s.ssl_check_hostname,
+        "reconnect_backoff_ms": 50,
+        "reconnect_backoff_max_ms": 500,
+    }
+
+
 def parse_client_properties(props: Mapping[str, str], source: str = "--command-config") -> ClientSettings:
     """Read Java client properties; raise :class:`UsageError` naming the property and the fix."""
     from kquotactl.jaas import parse_module

@@ -33,7 +33,6 @@ EXTRAS = {
     "pandas": "impact",
     "matplotlib": "impact",
     "kafka": "admin",
-    "confluent_kafka": "admin",
     "puresasl": "sasl",
 }
 

@@ -1,14 +1,19 @@
-"""The only module that imports kafka-python: KIP-546 requests (and broker configs) over its wire code.
+"""The only module that imports kafka-python, and the one Kafka client of every admin command: client quotas
+(KIP-546), broker configs (DescribeConfigs / IncrementalAlterConfigs, ``connection-rate``) and cluster metadata.
 
-kafka-python ships the generated ``DescribeClientQuotasRequest`` / ``AlterClientQuotasRequest`` messages and a
-connection manager that negotiates versions, speaks SASL (PLAIN/SCRAM) and TLS. confluent-kafka (librdkafka)
-has no client-quota admin API yet; when it gains one, this file is the one to rewrite: the backend only sees
-:class:`QuotaWire` with plain tuples in and out.
+kafka-python 3.0's ``KafkaAdminClient`` has no client-quota methods and no public way to send a request, so
+this module drives kafka-python's public network layer itself: a ``NetworkSelector`` (the I/O thread) and a
+``KafkaConnectionManager`` (``get_connection`` / ``run`` / ``wait_for`` / ``reset_backoff`` / ``cluster``), the
+connection's public request future (``send_request``, ``init_future``, ``close_future``) and the generated
+request messages. Nothing here reads a private attribute of a kafka-python object
+(``tests/test_admin_unit.py`` scans ``src/`` for that). The connection settings come from one mapping,
+:func:`kquotactl.clientprops.kafka_python_config`.
 
-We talk to one bootstrap node directly (no Metadata round trip): both APIs are answered by any broker (and
-AlterClientQuotas by a KRaft controller), which also makes ``--bootstrap-controller`` work. Every wait is
-bounded by the connect or request timeout. Importing kafka-python costs ~180 ms, so this module is only
-imported when a ``--bootstrap-server`` command runs.
+Quota requests go to one bootstrap node directly (no Metadata round trip): both APIs are answered by any
+broker (and AlterClientQuotas by a KRaft controller), which also makes ``--bootstrap-controller`` work. A
+per-broker config resource is sent to that broker (Kafka answers DescribeConfigs of broker N only on broker
+N), found through one Metadata request. Every wait is bounded by the connect or request timeout. Importing
+kafka-python costs ~180 ms, so this module is only imported when a ``--bootstrap-server`` command runs.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import kafka.errors as Errors
 from kafka.admin.client import KafkaAdminClient
@@ -24,8 +30,9 @@ from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.metadata import MetadataRequest
 
-from kquotactl.clientprops import ClientSettings
+from kquotactl.clientprops import ClientSettings, kafka_python_config
 from kquotactl.errors import BackendUnavailable, QuotaError
 
 log = logging.getLogger("kquotactl.wire")
@@ -77,22 +84,7 @@ class QuotaWire:
         self.controller = controller
         self._quiet_library()
         cfg = dict(KafkaAdminClient.DEFAULT_CONFIG)
-        cfg.update(
-            bootstrap_servers=bootstrap,
-            client_id=settings.client_id,
-            metrics=None,
-            request_timeout_ms=int(request_timeout * 1000),
-            security_protocol=settings.security_protocol,
-            sasl_mechanism=settings.sasl_mechanism,
-            sasl_plain_username=settings.sasl_username,
-            sasl_plain_password=settings.sasl_password,
-            ssl_cafile=settings.ssl_cafile,
-            ssl_certfile=settings.ssl_certfile,
-            ssl_password=settings.ssl_password,
-            ssl_check_hostname=settings.ssl_check_hostname,
-            reconnect_backoff_ms=50,
-            reconnect_backoff_max_ms=500,
-        )
+        cfg.update(kafka_python_config(bootstrap, settings, request_timeout), metrics=None)
         try:
             self._net = NetworkSelector(**cfg)
             self._manager = KafkaConnectionManager(self._net, **cfg)
@@ -100,6 +92,7 @@ class QuotaWire:
             raise QuotaError(f"bad bootstrap address {bootstrap!r}: {e}") from None
         self._net.start()
         self._conn = None
+        self._brokers: dict[int, Any] = {}  # broker id -> connection, for per-broker config resources
         try:
             self._conn = self._manager.run(self._connect)
         except BaseException:
@@ -124,30 +117,71 @@ class QuotaWire:
         """Try the bootstrap addresses in turn until one completes the handshake (ApiVersions, SASL)."""
         errors: list[str] = []
         for node in self._manager.cluster.bootstrap_brokers():
-            where = f"{node.host}:{node.port}"
-            stale = self._manager._conns.get(node.node_id)
-            if stale is not None and stale.closed:  # a reconnect: drop the closed connection and its backoff
-                self._manager._conns.pop(node.node_id, None)
-                self._manager.reset_backoff(node.node_id)
-            try:
-                conn = self._manager.get_connection(
-                    node.node_id,
-                    timeout_ms=int(self.connect_timeout * 1000),
-                    pop_on_close=False,
-                    refresh_metadata_on_err=False,
-                )
-                await self._manager.wait_for(conn.init_future, int(self.connect_timeout * 1000))
-                log.debug("connected to %s (broker version %s)", where, conn.broker_version)
+            conn, error = await self._open(node)
+            if conn is not None:
                 return conn
-            except Exception as e:
-                auth = await self._auth_error(e, locals().get("conn"))
-                if auth is not None:
-                    raise auth from None
-                errors.append(f"{where}: {_short(e)}")
-        raise BackendUnavailable(
-            f"cannot connect to Kafka {self.what} within {self.connect_timeout:g}s ({'; '.join(errors)})"
+            errors.append(error)
+        raise self._unreachable(self.what, errors)
+
+    async def _open(self, node: Any) -> tuple[Any, str]:
+        """A ready connection to ``node`` (a cluster metadata node), or None and why not (auth errors raise).
+
+        A closed connection leaves the manager's table on close, so asking again opens a fresh one (a
+        reconnect after connections.max.idle.ms or a broker restart); its reconnect backoff is dropped first.
+        """
+        where = f"{node.host}:{node.port}"
+        self._manager.reset_backoff(node.node_id)
+        conn = None
+        try:
+            conn = self._manager.get_connection(
+                node.node_id, timeout_ms=int(self.connect_timeout * 1000), refresh_metadata_on_err=False
+            )
+            await self._manager.wait_for(conn.init_future, int(self.connect_timeout * 1000))
+            log.debug("connected to %s (broker version %s)", where, conn.broker_version)
+            return conn, ""
+        except Exception as e:
+            auth = await self._auth_error(e, conn)
+            if auth is not None:
+                raise auth from None
+            return None, f"{where}: {_short(e)}"
+
+    def _unreachable(self, what: str, errors: list[str]) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"cannot connect to Kafka {what} within {self.connect_timeout:g}s ({'; '.join(errors)})"
             + (" — TLS: check security.protocol and the trust store" if self.settings.uses_ssl else "")
         )
+
+    async def _broker_conn(self, broker: int):
+        """A connection to broker ``broker`` (by id), its address from the cluster metadata."""
+        conn = self._brokers.get(broker)
+        if conn is not None and not conn.closed:
+            return conn
+        node = self._manager.cluster.broker_metadata(broker)
+        if node is None:
+            await self._refresh_metadata()
+            node = self._manager.cluster.broker_metadata(broker)
+        if node is None:
+            ids = ", ".join(str(b) for b in sorted(self._broker_ids_known()))
+            raise QuotaError(f"no broker {broker} in the cluster behind {self.bootstrap} (brokers: {ids or 'none'})")
+        conn, error = await self._open(node)
+        if conn is None:
+            raise self._unreachable(f"broker {broker}", [error])
+        self._brokers[broker] = conn
+        return conn
+
+    async def _refresh_metadata(self) -> None:
+        """One Metadata request (no topics) through the bootstrap node: the brokers' ids and addresses."""
+        resp = await self._request(await self._bootstrap_conn(), MetadataRequest(topics=MetadataRequest.NO_TOPICS))
+        self._manager.cluster.update_metadata(resp)
+
+    def _broker_ids_known(self) -> list[int]:
+        return [b.node_id for b in self._manager.cluster.brokers()]
+
+    async def _bootstrap_conn(self):
+        if self._conn.closed:  # closed while idle (connections.max.idle.ms, a broker restart): reconnect first
+            log.debug("connection to %s closed; reconnecting", self.bootstrap)
+            self._conn = await self._connect()
+        return self._conn
 
     async def _auth_error(self, exc: Exception, conn) -> QuotaError | None:
         """The SASL failure may surface as 'socket disconnected' first; the connection's close reason tells."""
@@ -180,37 +214,49 @@ class QuotaWire:
 
     # -- requests --------------------------------------------------------------------------------
 
-    def _send(self, request, what: str):
-        async def go():
-            if self._conn.closed:  # closed while idle (connections.max.idle.ms, a broker restart): reconnect first
-                log.debug("connection to %s closed; reconnecting", self.bootstrap)
-                self._conn = await self._connect()
-            # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
-            # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
-            deadline = time.monotonic() + self.request_timeout
-            while self._conn.paused and "throttle" in self._conn.paused and time.monotonic() < deadline:
-                await self._net.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-            fut = self._conn.send_request(request, request_timeout_ms=int(self.request_timeout * 1000))
-            return await self._manager.wait_for(fut, int(self.request_timeout * 1000) + 1000)
+    async def _request(self, conn, request):
+        # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
+        # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
+        deadline = time.monotonic() + self.request_timeout
+        while conn.paused and "throttle" in conn.paused and time.monotonic() < deadline:
+            await self._net.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        fut = conn.send_request(request, request_timeout_ms=int(self.request_timeout * 1000))
+        return await self._manager.wait_for(fut, int(self.request_timeout * 1000) + 1000)
 
+    def _send(self, request, what: str, broker: int | None = None):
+        """Send ``request`` to the bootstrap node, or to broker ``broker``; Kafka's answer, or one-line errors."""
+
+        async def go():
+            conn = await (self._bootstrap_conn() if broker is None else self._broker_conn(broker))
+            return await self._request(conn, request)
+
+        return self._run(go, what, request, self.what if broker is None else f"broker {broker}")
+
+    def _run(self, go, what: str, request=None, who: str | None = None):
+        """Run ``go`` on the I/O thread; kafka-python's errors become one line (:class:`BackendUnavailable`)."""
+        who = who or self.what
         try:
             return self._manager.run(go)
         except Errors.IncompatibleBrokerVersion:
             if self.controller and isinstance(request, DescribeClientQuotasRequest):
                 raise BackendUnavailable(
-                    f"Kafka {self.what}: KRaft controllers do not serve DescribeClientQuotas; "
+                    f"Kafka {who}: KRaft controllers do not serve DescribeClientQuotas; "
                     "use --bootstrap-server with a broker address"
                 ) from None
-            raise BackendUnavailable(
-                f"Kafka {self.what} does not support {what} (API {request.API_KEY}): client quotas through the "
-                "admin API need Kafka 2.6 or later; use --zookeeper for older ZooKeeper-mode clusters"
-            ) from None
+            api = f" (API {request.API_KEY})" if request is not None else ""
+            why = (
+                ": client quotas through the admin API need Kafka 2.6 or later; use --zookeeper for older "
+                "ZooKeeper-mode clusters"
+                if isinstance(request, (DescribeClientQuotasRequest, AlterClientQuotasRequest))
+                else ""
+            )
+            raise BackendUnavailable(f"Kafka {who} does not support {what}{api}{why}") from None
         except Errors.KafkaTimeoutError:
             raise BackendUnavailable(
-                f"Kafka {self.what} did not answer {what} within {self.request_timeout:g}s (raise --timeout?)"
+                f"Kafka {who} did not answer {what} within {self.request_timeout:g}s (raise --timeout?)"
             ) from None
         except Errors.KafkaError as e:
-            raise BackendUnavailable(f"{what} to Kafka {self.what} failed: {_short(e)}") from None
+            raise BackendUnavailable(f"{what} to Kafka {who} failed: {_short(e)}") from None
 
     def describe(self, components: Sequence[WireComponent], strict: bool) -> list[tuple[WireEntity, dict[str, float]]]:
         C = DescribeClientQuotasRequest.ComponentData
@@ -256,7 +302,21 @@ class QuotaWire:
             )
         return out
 
-    # -- broker configs (the cluster-wide default broker resource, which librdkafka cannot address) --------
+    # -- cluster metadata and broker configs -----------------------------------------------------------
+
+    def broker_ids(self) -> list[int]:
+        """The ids of the cluster's brokers (one Metadata request), ascending."""
+
+        async def go():
+            await self._refresh_metadata()
+            return sorted(self._broker_ids_known())
+
+        return self._run(go, "Metadata")
+
+    @staticmethod
+    def _target(resource: str) -> int | None:
+        """Where a BROKER resource is answered: broker N for ``"N"``, any broker for the cluster default."""
+        return int(resource) if resource else None
 
     def broker_configs(self, resource: str) -> dict[str, tuple[str | None, str]]:
         """DescribeConfigs of one BROKER resource (``""`` = the cluster-wide default): {name: (value, source)}."""
@@ -266,7 +326,7 @@ class QuotaWire:
             include_synonyms=False,
             include_documentation=False,
         )
-        resp = self._send(req, "DescribeConfigs")
+        resp = self._send(req, "DescribeConfigs", self._target(resource))
         [result] = resp.results
         if result.error_code:
             err = Errors.for_code(result.error_code)
@@ -282,7 +342,7 @@ class QuotaWire:
             resources=[R(resource_type=BROKER_RESOURCE, resource_name=resource, configs=[op])],
             validate_only=validate_only,
         )
-        resp = self._send(req, "IncrementalAlterConfigs")
+        resp = self._send(req, "IncrementalAlterConfigs", self._target(resource))
         [result] = resp.responses
         if result.error_code:
             err = Errors.for_code(result.error_code)

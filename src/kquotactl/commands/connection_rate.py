@@ -1,7 +1,8 @@
 """``kquotactl connection-rate``: broker-level connection-creation rate limits (KIP-612), through
-confluent-kafka's DescribeConfigs / IncrementalAlterConfigs on BROKER resources.
+DescribeConfigs / IncrementalAlterConfigs on BROKER resources, with the same Kafka client, settings and errors
+as the quota commands (:mod:`kquotactl.kafka_wire`).
 
-Only click is imported at module level; confluent-kafka loads inside the command.
+Only click is imported at module level; the Kafka client loads inside the command.
 """
 
 from __future__ import annotations
@@ -86,19 +87,12 @@ def connection_rate(
 
 
 class _Brokers:
-    """BROKER config resources: one broker through confluent-kafka (librdkafka); the cluster-wide default
-    (an empty resource name, which librdkafka refuses to address) through the admin backend's wire."""
+    """BROKER config resources (one broker's, or the cluster-wide default) and the broker ids, through the
+    admin backend's connection: one client, one settings mapping, one error model for every admin command."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self._admin: Any = None
         self._backend: Any = None
-
-    @property
-    def admin(self) -> Any:
-        if self._admin is None:
-            self._admin = _admin(self.conn)
-        return self._admin
 
     @property
     def wire(self) -> Any:
@@ -114,25 +108,14 @@ class _Brokers:
             self._backend = None
 
     def broker_ids(self) -> list[str]:
-        t = self.conn.timeout
-        desc = _result(self.admin.describe_cluster(request_timeout=t), "describe cluster", t)
-        return [str(n.id) for n in sorted(desc.nodes, key=lambda n: n.id)]
+        return [str(b) for b in self.wire.broker_ids()]
 
     def describe(self, rid: str) -> dict[str, tuple[str | None, str]]:
-        if rid == "":
-            return self.wire.broker_configs("")
-        return _describe(self.admin, rid, self.conn.timeout)
+        return _prefixed(f"describe configs of {_where(rid)}", self.wire.broker_configs, rid)
 
     def alter(self, rid: str, name: str, value: int | None, dry_run: bool) -> None:
-        if rid == "":
-            from kquotactl.errors import QuotaError
-
-            try:
-                self.wire.alter_broker_config("", name, None if value is None else str(value), dry_run)
-            except QuotaError as e:
-                raise QuotaError(f"alter {name} on the cluster default: {e}") from None
-            return
-        _alter(self.admin, rid, name, value, self.conn.timeout, dry_run)
+        v = None if value is None else str(value)
+        _prefixed(f"alter {name} on {_where(rid)}", self.wire.alter_broker_config, rid, name, v, dry_run)
 
     def await_visible(self, rid: str, name: str, value: int | None, state: Any) -> None:
         """Brokers apply committed config changes asynchronously: wait (bounded) until DescribeConfigs shows
@@ -147,69 +130,25 @@ class _Brokers:
             if (value is not None and dynamic and current[0] == str(value)) or (value is None and not dynamic):
                 return
             if time.monotonic() >= deadline:
-                where = "the cluster default" if rid == "" else f"broker {rid}"
-                state.warn(f"{where} does not show the change to {name} yet; describe may lag")
+                state.warn(f"{_where(rid)} does not show the change to {name} yet; describe may lag")
                 return
             time.sleep(0.05)
 
 
-def _admin(conn: Any) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    from kquotactl.brokerrate import librdkafka_config
-    from kquotactl.clientprops import ClientSettings, load_client_settings
-
-    settings = load_client_settings(conn.command_config)[0] if conn.command_config else ClientSettings()
-    return AdminClient(librdkafka_config(conn.bootstrap_server, settings, conn.timeout))
+def _where(rid: str) -> str:
+    return "the cluster default" if rid == "" else f"broker {rid}"
 
 
-def _result(future: Any, what: str, timeout: float) -> Any:
-    import concurrent.futures
-
-    from confluent_kafka import KafkaException
-
+def _prefixed(what: str, call: Any, *args: Any) -> Any:
+    """Kafka's answer to a config request; its error (not a connection problem) prefixed with what was asked."""
     from kquotactl.errors import BackendUnavailable, QuotaError
 
     try:
-        return future.result(timeout=timeout + 1)
-    except concurrent.futures.TimeoutError:
-        raise BackendUnavailable(f"{what}: no answer within {timeout:g}s") from None
-    except KafkaException as e:
-        err = e.args[0] if e.args else None
-        name = err.name() if hasattr(err, "name") else type(e).__name__
-        text = err.str() if hasattr(err, "str") else str(e)
-        if name.startswith("_"):  # librdkafka's own: transport, timeout, authentication
-            raise BackendUnavailable(f"{what}: {text}") from None
-        raise QuotaError(f"{what}: {name}: {text}") from None
-
-
-def _describe(admin: Any, rid: str, timeout: float) -> dict[str, tuple[str | None, str]]:
-    from confluent_kafka.admin import ConfigResource, ResourceType
-
-    res = ConfigResource(ResourceType.BROKER, rid)
-    [fut] = admin.describe_configs([res], request_timeout=timeout).values()
-    entries = _result(fut, f"describe configs of broker {rid or '<default>'}", timeout)
-    return {name: (e.value, _source_name(e.source)) for name, e in entries.items()}
-
-
-def _source_name(source: Any) -> str:
-    """confluent-kafka reports a ConfigEntry's source as a plain int: name it (DYNAMIC_BROKER_CONFIG...)."""
-    from confluent_kafka.admin import ConfigSource
-
-    try:
-        return ConfigSource(int(source)).name
-    except (TypeError, ValueError):
-        return getattr(source, "name", str(source))
-
-
-def _alter(admin: Any, rid: str, name: str, value: int | None, timeout: float, dry_run: bool) -> None:
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
-    entry = ConfigEntry(name, str(value) if value is not None else None, incremental_operation=op)
-    res = ConfigResource(ResourceType.BROKER, rid, incremental_configs=[entry])
-    [fut] = admin.incremental_alter_configs([res], request_timeout=timeout, validate_only=dry_run).values()
-    _result(fut, f"alter {name} on broker {rid or '<default>'}", timeout)
+        return call(*args)
+    except BackendUnavailable:
+        raise
+    except QuotaError as e:
+        raise type(e)(f"{what}: {e}") from None
 
 
 def _render(settings: list, fmt: str) -> None:

@@ -364,3 +364,26 @@ def human(key: QuotaKey, value: Number | None) -> str:
     if key.integral:
         return f"{int(value)} {key.unit}"
     return f"{value:g} {key.unit}"
+
+
+def human_and_raw(key: QuotaKey, value: Number | None) -> str:
+    """What a person reads beside a machine: ``6 MiB/s (6291456)`` for a byte rate of 1 KiB/s or more, else the
+    plain stored number (``1000``, ``50.0``): the unit helps, the exact number stays visible."""
+    if value is None:
+        return "-"
+    plain = format_value(key, value)
+    if key.byte_rate and float(value) >= 1024:
+        return f"{human(key, value)} ({plain})"
+    return plain
+
+
+def exact_unit_text(key: QuotaKey, value: Number) -> str | None:
+    """A byte rate as the largest IEC unit that divides it exactly (``5MiB``), so that :func:`parse_value` reads
+    back the very same number; ``None`` when no unit is exact (or the key takes no units)."""
+    if not key.byte_rate or not isinstance(value, int) or value <= 0:
+        return None
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        factor = UNIT_FACTORS[unit]
+        if value % factor == 0:
+            return f"{value // factor}{unit}"
+    return None

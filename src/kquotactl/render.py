@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, EntityType, display_name
 from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
-from kquotactl.keys import KEYS, human, not_applied_reason
+from kquotactl.keys import KEYS, human, human_and_raw, not_applied_reason
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
 
 FORMATS = ("table", "json", "yaml", "kafka")
@@ -147,18 +147,18 @@ def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: in
 
 
 def change_words(result: EntityResult) -> str:
-    """``producer_byte_rate 1024 -> 2048, consumer_byte_rate +4096, request_percentage removed``."""
+    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50.0)``."""
     parts = []
     for k in sorted(set(result.before) | set(result.after), key=list(KEYS).index):
         b, a = result.before.get(k), result.after.get(k)
         if b == a:
             continue
         if b is None:
-            parts.append(f"{k} = {_plain(a)} (new)")  # type: ignore[arg-type]
+            parts.append(f"{k} = {human_and_raw(KEYS[k], a)} (new)")
         elif a is None:
-            parts.append(f"{k} removed (was {_plain(b)})")
+            parts.append(f"{k} removed (was {human_and_raw(KEYS[k], b)})")
         else:
-            parts.append(f"{k} {_plain(b)} -> {_plain(a)}")
+            parts.append(f"{k} {human_and_raw(KEYS[k], b)} -> {human_and_raw(KEYS[k], a)}")
     return ", ".join(parts) or "no change"
 
 
@@ -186,3 +186,26 @@ def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType,
     if not name:
         return f"Completed updating default config for {t.plural} in the cluster."
     return f"Completed updating config for {t.plural[:-1]} {name}."
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 entity``, ``2 entities``, ``0 warnings``: the one home of plurals in what kquotactl prints."""
+    if n == 1:
+        return f"{n} {singular}"
+    if plural is None:
+        plural = singular[:-1] + "ies" if singular.endswith("y") and singular[-2:-1] not in "aeiou" else singular + "s"
+    return f"{n} {plural}"
+
+
+def plan_summary(plan: Any) -> str:
+    """``3 entities to change: 2 to create, 1 to update, 0 to delete; 1 unchanged`` (or ``in sync: ...``)."""
+    c = plan.counts()
+    other = (
+        f"; {counted(c['unmanaged'], 'other live entity', 'other live entities')} left alone" if c["unmanaged"] else ""
+    )
+    if not plan.diffs:
+        return f"in sync: {counted(c['unchanged'], 'entity')} as declared, nothing to change{other}"
+    return (
+        f"{counted(len(plan.diffs), 'entity')} to change: {c['create']} to create, {c['update']} to update, "
+        f"{c['delete']} to delete; {c['unchanged']} unchanged{other}"
+    )

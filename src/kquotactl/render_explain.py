@@ -20,6 +20,7 @@ from kquotactl.explanation import (
     step_words,
 )
 from kquotactl.rate import ReplayStep
+from kquotactl.render import counted
 from kquotactl.resolve import QuotaIndex
 
 
@@ -167,7 +168,7 @@ def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[st
     bucket = key == "controller_mutation_rate"
     console = _console(out, color)
     how = "a token bucket (KIP-599)" if bucket else "Kafka's sampled Rate"
-    console.print(f"[bold]Replay of {len(steps)} recordings of {key} through {how}, quota {limit:g}[/bold]")
+    console.print(f"[bold]Replay of {counted(len(steps), 'recording')} of {key} through {how}, quota {limit:g}[/bold]")
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
     cols = (
         ("TIME MS", "VALUE", "TOKENS LEFT", "THROTTLE MS")

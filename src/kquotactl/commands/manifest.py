@@ -154,6 +154,10 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
     warnings name quotas that can never apply (for example a client-id quota hidden by a <default> user
     quota, with the entry that hides it) and keys stock brokers do not enforce. Nothing is contacted.
 
+    -o json/yaml prints one object, valid or not: valid, entities, kinds (users, pairs, clients, ips),
+    prune, errors and warnings. Every error and warning is an object with source (FILE:LINE, or null)
+    and message; warnings add entity, keys and code.
+
     \b
     Examples:
       kquotactl validate -f quotas.yaml
@@ -168,7 +172,18 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
         manifest = _load(files)
     except ManifestError as e:
         if fmt in ("json", "yaml"):
-            _dump({"valid": False, "errors": e.problems, "warnings": []}, fmt, sys.stdout)
+            _dump(
+                {
+                    "valid": False,
+                    "entities": 0,
+                    "kinds": {"users": 0, "pairs": 0, "clients": 0, "ips": 0},
+                    "prune": [],
+                    "errors": [problem_json(p) for p in e.problems],
+                    "warnings": [],
+                },
+                fmt,
+                sys.stdout,
+            )
         else:
             for p in e.problems:
                 _echo_err(p)
@@ -210,6 +225,14 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
     )
     if strict and warnings:
         raise QuotaError(f"{counted(len(warnings), 'lint warning')} and --strict")
+
+
+def problem_json(problem: str) -> dict[str, str | None]:
+    """A manifest problem (``FILE:LINE: MESSAGE``) as ``validate -o json`` gives it: ``{source, message}``."""
+    import re
+
+    m = re.match(r"^(.*?:\d+): (.*)$", problem, re.S)
+    return {"source": m.group(1), "message": m.group(2)} if m else {"source": None, "message": problem}
 
 
 def _kinds(manifest: Any) -> dict[str, int]:

@@ -99,6 +99,35 @@ def plan_rows(plan: Any) -> list[list[str]]:
     return rows
 
 
+def terminal_width() -> int | None:
+    """The terminal's columns when stdout is one (tables must fit it), else ``None`` (a pipe, a CI log)."""
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return shutil.get_terminal_size().columns
+
+
+def table_width(header: list[str], rows: list[list[str]]) -> int:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def write_plan_blocks(plan: Any, out: IO[str], width: int) -> None:
+    """The plan for a narrow terminal: per entity a line (action, path, and the source when it fits beside them,
+    else on a line of its own) and one indented line per key."""
+    from kquotactl.manifest import entity_path_text
+
+    for d in plan.diffs:
+        meta = " ".join(f"{k}={v}" for k, v in d.meta.items())
+        origin = " ".join(x for x in (d.source or "(not in manifest: prune)", meta) if x)
+        head = f"{d.action.value} {entity_path_text(d.entity)}"
+        out.write(f"{head}  {origin}\n" if len(head) + 2 + len(origin) <= width else f"{head}\n    ({origin})\n")
+        for k in d.keys:
+            change = _num(k.key, k.new) if k.old is None else f"{_num(k.key, k.old)} -> {_num(k.key, k.new)}"
+            out.write(f"    {k.key} {k.op.value} {change}\n")
+
+
 def write_table(header: list[str], rows: list[list[str]], out: IO[str]) -> None:
     """A plain aligned table (fast for 10,000s of rows, readable in CI logs)."""
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
@@ -120,18 +149,22 @@ def render_plan(
     if not plan.diffs:
         return
     header = ["ACTION", "ENTITY", "KEY", "OP", "OLD", "NEW", "SOURCE"]
-    if shown is None or len(plan.diffs) <= shown:
-        write_table(header, plan_rows(plan), out)
+    head = plan if shown is None or len(plan.diffs) <= shown else type(plan)(plan.diffs[:shown], plan.fingerprint)
+    rows = plan_rows(head)
+    width = terminal_width()
+    if width is not None and table_width(header, rows) > width:
+        write_plan_blocks(head, out, width)
+    else:
+        write_table(header, rows, out)
+    if head is plan:
         return
     from kquotactl.render import counted
 
-    head = type(plan)(plan.diffs[:shown], plan.fingerprint)
-    write_table(header, plan_rows(head), out)
     c = plan.counts()
     per_action = ", ".join(f"{c[a]} to {a}" for a in ("create", "update", "delete") if c[a])
     out.write(
-        f"... and {counted(len(plan.diffs) - shown, 'more entity', 'more entities')} "
-        f"(in all: {per_action}); --verbose lists them all\n"
+        f"... and {counted(len(plan.diffs) - shown, 'more entity', 'more entities')} (--verbose lists them all)\n"
+        f"in all: {per_action}\n"
     )
 
 

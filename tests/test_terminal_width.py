@@ -140,6 +140,11 @@ def test_explain_plan_apply_and_help_fit_real_terminals_with_whole_paths(termina
     assert "service-account-039" not in joined
     assert "applied 41 entities, 0 already as desired, 0 failed" in joined
 
+    rows, joined = terminal.run(f"{zk} describe")
+    _fits(terminal, joined)
+    assert LONG_CLIENT in rows and "service-account-039" in rows
+    assert "12 MiB/s (12582912)" in " ".join(joined.split())
+
     rows, joined = terminal.run("kquotactl --help")
     _fits(terminal, joined)
     assert "--bootstrap-server HOST:PORT[,...]" in rows

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, EntityType, display_name
 from kquotactl.javafmt import double_to_string, hashmap_order, properties_order
-from kquotactl.keys import KEYS, human, human_and_raw, not_applied_reason
+from kquotactl.keys import KEYS, human_and_raw, not_applied_reason
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
 
 FORMATS = ("table", "json", "yaml", "kafka")
@@ -117,20 +117,35 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
                 row.append("")
             else:
                 text = _plain(v) if not isinstance(v, float) else f"{v:g}"
-                h = human(KEYS[k], v) if KEYS[k].byte_rate and v >= 1024 else ""
-                row.append(f"{text} ({h})" if h else text)
+                row.append(human_and_raw(KEYS[k], v) if KEYS[k].byte_rate and v >= 1000 else text)
         rows.append(row)
-    _fix_widths_if_they_fit(table, rows, console.width)
+    if not _fix_widths_if_they_fit(table, rows, console.width):
+        _records_blocks(records, present_keys, rows, len(present_types), console)
+        return
     for row in rows:
         table.add_row(*row)
     console.print(table)
 
 
-def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: int) -> None:
+def _records_blocks(
+    records: Sequence[QuotaRecord], keys: Sequence[str], rows: list[list[str]], skip: int, console: Any
+) -> None:
+    """A table too wide for the terminal: per entity its whole path, then one indented line per key it sets."""
+    from kquotactl.manifest import entity_path_text
+
+    for r, row in zip(records, rows, strict=True):
+        console.print(entity_path_text(r.entity), style="bold")
+        for k, cell in zip(keys, row[skip:], strict=True):
+            if cell:
+                console.print(f"    {k}  {cell}")
+
+
+def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: int) -> bool:
     """Give each column its widest cell as a fixed width when the table fits the console as it is.
 
     rich would otherwise measure every cell (about 15% of the time of a 10,000-row table); the widths are the
-    ones it would compute, so the output is the same. Too wide a table keeps rich's own shrinking and folding.
+    ones it would compute, so the output is the same. Too wide a table is left alone and False returned: the
+    caller then lays the records out one block per entity, names whole.
     """
     from rich.cells import cell_len
 
@@ -141,9 +156,11 @@ def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: in
             if n > widths[i]:
                 widths[i] = n
     padding = 2 * (len(widths) - 1)  # one space either side of each inner column edge (pad_edge=False)
-    if sum(widths) + padding <= console_width:
-        for column, width in zip(table.columns, widths, strict=True):
-            column.width = width
+    if sum(widths) + padding > console_width:
+        return False
+    for column, width in zip(table.columns, widths, strict=True):
+        column.width = width
+    return True
 
 
 def change_words(result: EntityResult) -> str:

@@ -353,7 +353,7 @@ class AdminBackend:
             time.sleep(0.02)
         if pending:
             self.warnings.append(
-                f"{len(pending)} applied change(s) not yet visible through {self.wire.bootstrap} after "
+                f"{counted(len(pending), 'applied change')} not yet visible through {self.wire.bootstrap} after "
                 f"{VISIBLE_WAIT:g}s (the broker applies committed metadata asynchronously); describe may lag"
             )
 

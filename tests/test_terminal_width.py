@@ -145,6 +145,13 @@ def test_explain_plan_apply_and_help_fit_real_terminals_with_whole_paths(termina
     assert LONG_CLIENT in rows and "service-account-039" in rows
     assert "12 MiB/s (12582912)" in " ".join(joined.split())
 
+    conns = tmp_path / "conns.csv"
+    conns.write_text(f"user,client-id,ip\nalice,{LONG_CLIENT},\nservice-account-007,{LONG_CLIENT},\n")
+    rows, joined = terminal.run(f"{zk} explain --connections conns.csv -o table --observed producer_byte_rate=4MiB")
+    _fits(terminal, joined)
+    assert f"user service-account-007, client-id {LONG_CLIENT}" in rows
+    assert f"from users/service-account-007/clients/{LONG_CLIENT}" in " ".join(joined.split())
+
     rows, joined = terminal.run("kquotactl --help")
     _fits(terminal, joined)
     assert "--bootstrap-server HOST:PORT[,...]" in rows

@@ -62,6 +62,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequenc
     return table
 
 
+def _line(console: Any, text: str, indent: int = 0) -> None:
+    """Plain text (no markup), wrapped to the console with every line at ``indent`` (a hanging indent)."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    console.print(Padding(Text(text), (0, 0, 0, indent)))
+
+
 def throttle_words(ms: int, throttle: ThrottleModel) -> str:
     """``5.5 s delay per 11 s window``: the steady-state throttle and the window it is measured over."""
     window = throttle.window_num * throttle.window_size_seconds
@@ -123,12 +131,12 @@ def explain_table(
             if r.limit is None:
                 continue
             console.print(f"[bold]{escape(r.key)}[/bold]: {escape(row[1])}, level {row[2]}")
-            console.print(f"  from {escape(row[3])}", markup=True)
-            console.print(f"  {escape(row[4])}")
+            _line(console, f"from {row[3]}", 2)
+            _line(console, row[4], 2)
             if show_throttle and row[5]:
-                console.print(f"  throttle: {escape(row[5])}")
+                _line(console, f"throttle: {row[5]}", 2)
         if unlimited:
-            console.print(f"unlimited (no level sets them): {', '.join(unlimited)}", markup=False)
+            _line(console, f"unlimited (no level sets them): {', '.join(unlimited)}")
     ignored = False
     for kind_keys in (
         [r for r in res_list if r.quota_id is not None],
@@ -158,13 +166,19 @@ def explain_table(
                 chain.add_row(n, escape(label), *shown)
             console.print(chain)
             continue
-        for n, label, cells in chain_rows:  # narrow: one block per level, only the keys it sets
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 1))  # narrow: one block per level, only the keys it sets; wraps hang
+        grid.add_column(justify="right")
+        grid.add_column()
+        for n, label, cells in chain_rows:
             set_here = [(r.key, c) for r, c in zip(kind_keys, cells, strict=True) if c != "not set"]
-            console.print(f"{n:>2} {escape(label)}" + ("" if set_here else "  [dim](nothing set)[/dim]"))
+            grid.add_row(n, escape(label) + ("" if set_here else " [dim](nothing set)[/dim]"))
             for key, c in set_here:
-                console.print(f"     {escape(key)}: {_colored(c) if color else escape(c)}")
+                grid.add_row("", f"    {escape(key)}: {_colored(c) if color else escape(c)}")
+        console.print(grid)
     for sentence in shadow_sentences(index, conn):
-        console.print(f"shadowed: {sentence}", markup=False)
+        _line(console, f"shadowed: {sentence}")
     for note in connection_notes(index, conn):
         console.print(f"note: {note}", markup=False)
     if ignored:
@@ -227,11 +241,14 @@ def connections_table(
         for row in rows:
             if row[1] == "unlimited":
                 continue
-            line = f"  {row[0]}: {row[1]}, level {row[2]} from {row[3]}; {row[4]}"
-            console.print(line + (f"; throttle {row[5]}" if show_throttle and row[5] else ""), markup=False)
+            _line(console, f"{row[0]}: {row[1]}, level {row[2]}", 2)
+            _line(console, f"from {row[3]}", 4)
+            _line(console, row[4], 4)
+            if show_throttle and row[5]:
+                _line(console, f"throttle: {row[5]}", 4)
         unlimited = [row[0] for row in rows if row[1] == "unlimited"]
         if unlimited:
-            console.print(f"  unlimited: {', '.join(unlimited)}", markup=False)
+            _line(console, f"unlimited: {', '.join(unlimited)}", 2)
 
 
 def json_lines(objs: Iterable[dict[str, Any] | str], out: IO[str], batch: int = 512) -> int:

@@ -198,6 +198,10 @@ def test_exact_units_read_back_the_same_number(value: int) -> None:
 
 
 def test_counted_plurals() -> None:
+    assert human_and_raw(KEYS["connection_creation_rate"], 1) == "1"
+    from kquotactl.keys import human
+
+    assert [human(KEYS["connection_creation_rate"], n) for n in (1, 2)] == ["1 connection/s", "2 connections/s"]
     assert [counted(n, "entity") for n in (0, 1, 2)] == ["0 entities", "1 entity", "2 entities"]
     assert counted(1, "warning") == "1 warning" and counted(3, "file") == "3 files"
 

@@ -361,9 +361,10 @@ def human(key: QuotaKey, value: Number | None) -> str:
                 text = f"{q:.0f}" if q == int(q) else f"{q:.2f}".rstrip("0").rstrip(".")
                 return f"{text} {unit}/s"
         return f"{int(v)} B/s"
+    unit = key.unit[:-3] + "/s" if value == 1 and key.unit.endswith("s/s") else key.unit  # 1 connection/s
     if key.integral:
-        return f"{int(value)} {key.unit}"
-    return f"{value:g} {key.unit}"
+        return f"{int(value)} {unit}"
+    return f"{value:g} {unit}"
 
 
 def human_and_raw(key: QuotaKey, value: Number | None) -> str:

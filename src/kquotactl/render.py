@@ -158,9 +158,13 @@ def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: in
     padding = 2 * (len(widths) - 1)  # one space either side of each inner column edge (pad_edge=False)
     if sum(widths) + padding > console_width:
         return False
+    _fix_widths(table, widths)
+    return True
+
+
+def _fix_widths(table: Any, widths: list[int]) -> None:
     for column, width in zip(table.columns, widths, strict=True):
         column.width = width
-    return True
 
 
 def change_words(result: EntityResult) -> str:

@@ -16,6 +16,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from kquotactl.cli import cli
@@ -267,3 +269,19 @@ def test_a_bad_ts_names_its_row() -> None:
     column = pa.chunked_array([["2024-01-01T00:00:00Z"] * 5, ["2024-01-01T00:00:01Z", "yesterday", "x"]])
     with pytest.raises(UsageError, match=r"row 7 \('yesterday'\)"):
         sample_column(column, 1)
+
+
+@settings(max_examples=2000)
+@given(
+    st.integers(min_value=1, max_value=2**63 - 1)
+    | st.builds(
+        lambda a, b: a * b,
+        st.integers(1, 10**6),
+        st.sampled_from([1000, 1024, 10**6, 2**20, 10**9, 2**30, 10**12, 2**40]),
+    )
+)
+def test_every_byte_rate_reads_back_exactly_from_its_unit_text(value: int) -> None:
+    key = KEYS["consumer_byte_rate"]
+    text = exact_unit_text(key, value)
+    assert parse_value(key, text if text is not None else str(value)) == value
+    assert human_and_raw(key, value).endswith(f"({value})") or value < 1000

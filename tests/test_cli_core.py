@@ -255,7 +255,10 @@ def test_alter_updates_and_removes_keys_and_reports_the_change(chroot) -> None:
         "table",
     )
     assert r.exit_code == 0
-    assert "updated user=alice" in r.stdout and "producer_byte_rate = 10485760 (new)" in r.stdout
+    assert (
+        "updated user=alice" in r.stdout
+        and "producer_byte_rate = 10 MiB/s (10485760) (new), consumer_byte_rate = 1 MB/s (1000000) (new)" in r.stdout
+    )
     r = zk(
         chroot,
         "alter",

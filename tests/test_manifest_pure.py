@@ -14,6 +14,7 @@ from kquotactl.entity import DEFAULT, Entity, EntityType
 from kquotactl.errors import UsageError
 from kquotactl.filters import EntityFilter, FilterComponent, MatchType
 from kquotactl.manifest import ManifestError, PruneRule, Source, json_schema, load_manifests, load_text
+from kquotactl.render import plan_summary
 
 D = DEFAULT
 
@@ -298,7 +299,7 @@ def test_in_sync_is_an_empty_plan_and_doubles_compare_as_numbers() -> None:
         load_text("quotas:\n- {entity: {user: a}, config: {request_percentage: 50, producer_byte_rate: 1KiB}}"),
         recs(state),
     )
-    assert not plan.pending and plan.unchanged == 1 and plan.summary_line().startswith("in sync")
+    assert not plan.pending and plan.unchanged == 1 and plan_summary(plan).startswith("in sync")
 
 
 def test_a_limit_moving_to_a_more_specific_level_is_written_before_the_general_one_is_removed() -> None:

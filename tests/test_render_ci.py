@@ -156,7 +156,7 @@ def test_sarif_plan_locates_changes_warnings_and_prunes_at_the_manifest_lines() 
     )
     update = by["plan/update"][0]
     assert (
-        "1024 (1 KiB/s) -> 10485760 (10 MiB/s)" in update["message"]["text"]
+        "1 KiB/s (1024) -> 10 MiB/s (10485760)" in update["message"]["text"]
         and "owner=team-a" in update["message"]["text"]
     )
     assert update["level"] == "note" and update["properties"]["entity"] == "users/alice"
@@ -277,14 +277,14 @@ def test_markdown_plan_comment_structure() -> None:
     assert changes[0] == ["action", "entity", "key", "op", "old", "new", "source"]
     assert all(len(r) == 7 for r in changes)  # the | in a name does not split a cell
     rows = {(r[1], r[2]): r for r in changes[1:] if r[1]}
-    assert rows[("users/<default>", "consumer_byte_rate")][5] == "1048576 (1 MiB/s)"  # human unit and raw value
+    assert rows[("users/<default>", "consumer_byte_rate")][5] == "1 MiB/s (1048576)"  # human unit and raw value
     assert rows[("users/alice", "producer_byte_rate")][4:] == [
-        "1024 (1 KiB/s)",
-        "10485760 (10 MiB/s)",
+        "1 KiB/s (1024)",
+        "10 MiB/s (10485760)",
         "quotas.yaml:7 owner=team-a",
     ]
     assert rows[(f"clients/{NAME}", "consumer_byte_rate")][0] == "create"  # *x* not emphasis, <b> not a tag
-    assert ["", "", "request_rate", "add", "-", "5 (5 requests/s)", ""] in changes  # the same entity's next key
+    assert ["", "", "request_rate", "add", "-", "5", ""] in changes  # the same entity's next key
     assert rows[("users/svc-old", "request_percentage")][:4] == [
         "delete",
         "users/svc-old",

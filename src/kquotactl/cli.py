@@ -18,6 +18,9 @@ from kquotactl import __version__
 from kquotactl import completion as comp
 from kquotactl.connection import ConnectionOptions
 from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, one_line
+from kquotactl.helpwrap import install as _install_help_wrapping
+
+_install_help_wrapping()  # help keeps option names whole and folds long examples to the terminal's width
 
 KEYS_HELP = (
     "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
@@ -625,7 +628,9 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             e.show()
         else:  # one line that names the bad part (click adds "Did you mean ...?") and where help is
             where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-            click.echo(f"{prog_name}: error: {one_line(e.format_message())}{where}", err=True)
+            # click lays out a choice list over lines ("Choose from:\n\tbash,\n\tzsh"): one line instead
+            message = e.format_message().replace(":\n\t", ": ").replace(",\n\t", ", ")
+            click.echo(f"{prog_name}: error: {one_line(message)}{where}", err=True)
         sys.exit(EXIT_ERROR)
     except click.ClickException as e:
         e.message = one_line(e.message)

@@ -12,6 +12,7 @@ from typing import IO
 
 from kquotactl.errors import QuotaError, UsageError
 from kquotactl.explanation import Connection
+from kquotactl.render import counted
 
 USER_COLUMNS = ("user", "user-principal", "principal")
 CLIENT_COLUMNS = ("client-id", "client_id", "clientid", "client")
@@ -95,7 +96,7 @@ def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connectio
     for row in reader:
         n = len(row)
         if n > width:
-            raise InputError(f"{name}: line {reader.line_num}: {n} fields but the header has {width}")
+            raise InputError(f"{name}: line {reader.line_num}: {counted(n, 'field')} but the header has {width}")
         # An empty cell is a missing value, except that a client-id cell may be empty on purpose.
         user = row[ui] or None if ui is not None and ui < n else None
         client = row[ci] if ci is not None and ci < n else None

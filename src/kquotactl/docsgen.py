@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     changed = write(root)
     for rel in changed:
         print(f"docs: wrote {rel}")
-    print(f"docs: {len(changed)} file(s) changed")
+    print(f"docs: {len(changed)} file{'' if len(changed) == 1 else 's'} changed")
     return 0
 
 

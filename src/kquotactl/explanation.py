@@ -24,7 +24,7 @@ from typing import Any
 from kquotactl.entity import DEFAULT, Entity, canonical_ip
 from kquotactl.errors import InvalidValue, UsageError
 from kquotactl.inet import read_ip_name
-from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human, not_applied_reason
+from kquotactl.keys import KEYS, UNIT_FACTORS, Number, human, human_and_raw, not_applied_reason
 from kquotactl.resolve import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
 from kquotactl.stored import DUPLICATE_RULE
 from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, steady_state_throttle_ms
@@ -402,12 +402,12 @@ def explain_line(index: QuotaIndex, conn: Connection, throttle: ThrottleModel | 
 
 
 def limit_words(key: str, value: Number | None) -> str:
-    """``1048576 (1 MiB/s)``, or ``unlimited``."""
+    """``1 MiB/s (1048576)`` for byte rates (as plan and describe show them), ``50 %`` or ``20 connections/s``
+    for the other keys, or ``unlimited``."""
     if value is None:
         return "unlimited"
-    h = human(KEYS[key], value)
-    plain = str(value)
-    return plain if h.split(" ")[0] == plain else f"{plain} ({h})"
+    qk = KEYS[key]
+    return human_and_raw(qk, value) if qk.byte_rate and value >= 1000 else human(qk, value)
 
 
 def compact(key: str, value: Number) -> str:

@@ -378,6 +378,38 @@ def human(key: QuotaKey, value: Number | None) -> str:
                 text = f"{q:.0f}" if q == int(q) else f"{q:.2f}".rstrip("0").rstrip(".")
                 return f"{text} {unit}/s"
         return f"{int(v)} B/s"
+    unit = key.unit[:-3] + "/s" if value == 1 and key.unit.endswith("s/s") else key.unit  # 1 connection/s
     if key.integral:
-        return f"{int(value)} {key.unit}"
-    return f"{value:g} {key.unit}"
+        return f"{int(value)} {unit}"
+    return f"{value:g} {unit}"
+
+
+def human_and_raw(key: QuotaKey, value: Number | None) -> str:
+    """What a person reads beside a machine: ``6 MiB/s (6291456)``, ``1 MB/s (1000000)`` for a byte rate of 1 kB/s
+    or more (a unit that divides it exactly if there is one), else the plain stored number (``500``, ``50.0``)."""
+    if value is None:
+        return "-"
+    plain = format_value(key, value)
+    if key.byte_rate and float(value) >= 1000:
+        exact = exact_unit_text(key, value)
+        if exact is not None:
+            m = _NUMBER.match(exact)
+            assert m is not None
+            return f"{m.group(1)} {m.group(2)}/s ({plain})"
+        return f"{human(key, value)} ({plain})"
+    return plain
+
+
+_EXACT_UNITS = ("TiB", "TB", "GiB", "GB", "MiB", "MB", "KiB", "kB")  # largest factor first
+
+
+def exact_unit_text(key: QuotaKey, value: Number) -> str | None:
+    """A byte rate in the largest unit that divides it exactly (``5MiB``, ``2MB``), so that
+    :func:`parse_value` reads back the very same number; ``None`` when no unit is exact (or the key has none)."""
+    if not key.byte_rate or not isinstance(value, int) or value <= 0:
+        return None
+    for unit in _EXACT_UNITS:
+        factor = UNIT_FACTORS[unit]
+        if value % factor == 0:
+            return f"{value // factor}{unit}"
+    return None

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name, display_name
 from kquotactl.errors import InvalidValue, QuotaError
-from kquotactl.keys import KEYS, Number, check_live_key, check_number, lookup_key
+from kquotactl.keys import KEYS, Number, check_live_key, check_number, exact_unit_text, lookup_key
 from kquotactl.model import QuotaRecord
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -703,9 +703,10 @@ def _export_name(name: Name) -> Any:
     return {"name": name} if name == DEFAULT_MARKER else name
 
 
-def export_document(records: Iterable[QuotaRecord]) -> dict[str, Any]:
+def export_document(records: Iterable[QuotaRecord], units: bool = False) -> dict[str, Any]:
     """Live quotas as a manifest: lossless (defaults, real ``<default>`` names, pairs, ips), in ``describe``
-    order, keys in the core's order, integers for LONG/INT keys — so applying it to the same cluster is a no-op."""
+    order, keys in the core's order, integers for LONG/INT keys — so applying it to the same cluster is a no-op.
+    ``units``: byte rates that a unit divides exactly are written with it (``5MiB``), which reads back the same."""
     quotas = []
     for r in sorted(records, key=lambda r: r.entity.sort_key()):
         entity = {t.value: _export_name(n) for t, n in r.entity.components().items()}
@@ -713,6 +714,8 @@ def export_document(records: Iterable[QuotaRecord]) -> dict[str, Any]:
             k: (int(v) if KEYS[k].integral else float(v))
             for k, v in sorted(r.config.items(), key=lambda kv: _KEY_ORDER.get(kv[0], 99))
         }
+        if units:
+            config = {k: exact_unit_text(KEYS[k], v) or v for k, v in config.items()}
         quotas.append({"entity": entity, "config": config})
     return {"quotas": quotas}
 

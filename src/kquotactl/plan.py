@@ -29,6 +29,7 @@ from kquotactl.errors import QuotaError, UsageError
 from kquotactl.keys import KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.manifest import Manifest, entity_path_text
 from kquotactl.model import EntityChange, QuotaRecord
+from kquotactl.render import counted
 from kquotactl.resolve import LEVELS
 from kquotactl.stored import stored_findings
 
@@ -168,16 +169,6 @@ class Plan:
 
     def changes(self) -> list[EntityChange]:
         return [d.change() for d in self.diffs]
-
-    def summary_line(self) -> str:
-        c = self.counts()
-        other = f"; {c['unmanaged']} other live entities left alone" if c["unmanaged"] else ""
-        if not self.diffs:
-            return f"in sync: {c['unchanged']} entities as declared, nothing to change{other}"
-        return (
-            f"{len(self.diffs)} entities to change: {c['create']} to create, {c['update']} to update, "
-            f"{c['delete']} to delete; {c['unchanged']} unchanged{other}"
-        )
 
     def to_json(self, target: Mapping[str, str] | None = None) -> dict[str, Any]:
         return {
@@ -323,7 +314,8 @@ def check_deletions(plan: Plan, max_deletions: int) -> None:
     """Refuse (exit 1, nothing written) when pruning would strip more entities than allowed."""
     if plan.deletions > max_deletions:
         raise UsageError(
-            f"the plan removes quotas from {plan.deletions} entities, more than --max-deletions {max_deletions}; "
+            f"the plan removes quotas from {counted(plan.deletions, 'entity')}, "
+            f"more than --max-deletions {max_deletions}; "
             "check the prune scope, or raise --max-deletions if this is intended"
         )
 

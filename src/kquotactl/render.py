@@ -16,7 +16,7 @@ from kquotactl.javafmt import (
     java_hashmap_order,
     properties_order,
 )
-from kquotactl.keys import KEYS, human, not_applied_reason
+from kquotactl.keys import KEYS, human_and_raw, not_applied_reason
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
 
 FORMATS = ("table", "json", "yaml", "kafka")
@@ -148,20 +148,35 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
                 row.append("")
             else:
                 text = _plain(v) if not isinstance(v, float) else f"{v:g}"
-                h = human(KEYS[k], v) if KEYS[k].byte_rate and v >= 1024 else ""
-                row.append(f"{text} ({h})" if h else text)
+                row.append(human_and_raw(KEYS[k], v) if KEYS[k].byte_rate and v >= 1000 else text)
         rows.append(row)
-    _fix_widths_if_they_fit(table, rows, console.width)
+    if not _fix_widths_if_they_fit(table, rows, console.width):
+        _records_blocks(records, present_keys, rows, len(present_types), console)
+        return
     for row in rows:
         table.add_row(*row)
     console.print(table)
 
 
-def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: int) -> None:
+def _records_blocks(
+    records: Sequence[QuotaRecord], keys: Sequence[str], rows: list[list[str]], skip: int, console: Any
+) -> None:
+    """A table too wide for the terminal: per entity its whole path, then one indented line per key it sets."""
+    from kquotactl.manifest import entity_path_text
+
+    for r, row in zip(records, rows, strict=True):
+        console.print(entity_path_text(r.entity), style="bold")
+        for k, cell in zip(keys, row[skip:], strict=True):
+            if cell:
+                console.print(f"    {k}  {cell}")
+
+
+def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: int) -> bool:
     """Give each column its widest cell as a fixed width when the table fits the console as it is.
 
     rich would otherwise measure every cell (about 15% of the time of a 10,000-row table); the widths are the
-    ones it would compute, so the output is the same. Too wide a table keeps rich's own shrinking and folding.
+    ones it would compute, so the output is the same. Too wide a table is left alone and False returned: the
+    caller then lays the records out one block per entity, names whole.
     """
     from rich.cells import cell_len
 
@@ -172,24 +187,30 @@ def _fix_widths_if_they_fit(table: Any, rows: list[list[str]], console_width: in
             if n > widths[i]:
                 widths[i] = n
     padding = 2 * (len(widths) - 1)  # one space either side of each inner column edge (pad_edge=False)
-    if sum(widths) + padding <= console_width:
-        for column, width in zip(table.columns, widths, strict=True):
-            column.width = width
+    if sum(widths) + padding > console_width:
+        return False
+    _fix_widths(table, widths)
+    return True
+
+
+def _fix_widths(table: Any, widths: list[int]) -> None:
+    for column, width in zip(table.columns, widths, strict=True):
+        column.width = width
 
 
 def change_words(result: EntityResult) -> str:
-    """``producer_byte_rate 1024 -> 2048, consumer_byte_rate +4096, request_percentage removed``."""
+    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50.0)``."""
     parts = []
     for k in sorted(set(result.before) | set(result.after), key=list(KEYS).index):
         b, a = result.before.get(k), result.after.get(k)
         if b == a:
             continue
         if b is None:
-            parts.append(f"{k} = {_plain(a)} (new)")  # type: ignore[arg-type]
+            parts.append(f"{k} = {human_and_raw(KEYS[k], a)} (new)")
         elif a is None:
-            parts.append(f"{k} removed (was {_plain(b)})")
+            parts.append(f"{k} removed (was {human_and_raw(KEYS[k], b)})")
         else:
-            parts.append(f"{k} {_plain(b)} -> {_plain(a)}")
+            parts.append(f"{k} {human_and_raw(KEYS[k], b)} -> {human_and_raw(KEYS[k], a)}")
     return ", ".join(parts) or "no change"
 
 
@@ -217,3 +238,26 @@ def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType,
     if not name:
         return f"Completed updating default config for {t.plural} in the cluster."
     return f"Completed updating config for {t.plural[:-1]} {name}."
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 entity``, ``2 entities``, ``0 warnings``: the one home of plurals in what kquotactl prints."""
+    if n == 1:
+        return f"{n} {singular}"
+    if plural is None:
+        plural = singular[:-1] + "ies" if singular.endswith("y") and singular[-2:-1] not in "aeiou" else singular + "s"
+    return f"{n} {plural}"
+
+
+def plan_summary(plan: Any) -> str:
+    """``3 entities to change: 2 to create, 1 to update, 0 to delete; 1 unchanged`` (or ``in sync: ...``)."""
+    c = plan.counts()
+    other = (
+        f"; {counted(c['unmanaged'], 'other live entity', 'other live entities')} left alone" if c["unmanaged"] else ""
+    )
+    if not plan.diffs:
+        return f"in sync: {counted(c['unchanged'], 'entity')} as declared, nothing to change{other}"
+    return (
+        f"{counted(len(plan.diffs), 'entity')} to change: {c['create']} to create, {c['update']} to update, "
+        f"{c['delete']} to delete; {c['unchanged']} unchanged{other}"
+    )

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kquotactl import __version__
-from kquotactl.keys import KEYS, Number, human
+from kquotactl.keys import KEYS, Number, human_and_raw
 from kquotactl.lint import LintWarning
 from kquotactl.manifest import Manifest, entity_path_text
 from kquotactl.plan import EntityDiff, Plan
+from kquotactl.render import plan_summary
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 MARKER = "<!-- kquotactl:{command} -->"  # lets a CI job find and update its own earlier comment
@@ -137,13 +138,7 @@ def lint_finding(w: LintWarning) -> Finding:
 
 
 def _value(key: str, v: Number | None) -> str:
-    if v is None:
-        return "-"
-    from kquotactl.render import _plain
-
-    raw = _plain(v)
-    h = human(KEYS[key], v)
-    return f"{raw} ({h})" if h and h != raw else raw
+    return human_and_raw(KEYS[key], v)
 
 
 def change_lines(d: EntityDiff) -> tuple[str, ...]:
@@ -224,7 +219,7 @@ def plan_report(
         warnings=[lint_finding(w) for w in warnings],
         changes=changes,
         entries=_entries(manifest),
-        summary=plan.summary_line(),
+        summary=plan_summary(plan),
         counts=plan.counts(),
         notes=list(plan.notes),
         target=dict(target or {}),

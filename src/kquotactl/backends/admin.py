@@ -33,6 +33,7 @@ from kquotactl.model import (
     check_live_changes,
     check_one_change_per_entity,
 )
+from kquotactl.render import counted
 from kquotactl.stored import route_ip_changes, stored_findings
 
 if TYPE_CHECKING:
@@ -356,7 +357,7 @@ class AdminBackend:
             time.sleep(0.02)
         if pending:
             self.warnings.append(
-                f"{len(pending)} applied change(s) not yet visible through {self.wire.bootstrap} after "
+                f"{counted(len(pending), 'applied change')} not yet visible through {self.wire.bootstrap} after "
                 f"{VISIBLE_WAIT:g}s (the broker applies committed metadata asynchronously); describe may lag"
             )
 
@@ -380,7 +381,8 @@ def _partial(
     unknown_labels = [ch.entity.label() for ch in changes if ch.entity in in_flight and ch.entity not in results]
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
     return PartialFailure(
-        f"{error}; applied {len(applied)} entities ({shown}); {len(unknown_labels)} in the failed request may or "
+        f"{error}; applied {counted(len(applied), 'entity')} ({shown}); "
+        f"{len(unknown_labels)} in the failed request may or "
         f"may not have been applied; {len(not_applied)} not sent — re-run to converge",
         applied,
         not_applied,

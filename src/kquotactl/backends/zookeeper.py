@@ -49,6 +49,7 @@ from kquotactl.model import (
     check_live_changes,
     check_one_change_per_entity,
 )
+from kquotactl.render import counted
 from kquotactl.stored import route_ip_changes, stored_findings
 
 log = logging.getLogger("kquotactl.zookeeper")
@@ -673,7 +674,7 @@ class ZooKeeperBackend:
             applied, missing, unknown = _split(changes, results, in_flight if self._sent else ())
             shown = ", ".join(unknown[:3]) + (" ..." if len(unknown) > 3 else "")
             raise Interrupted(
-                f"interrupted: {len(applied)} entities applied, {len(missing)} not applied"
+                f"interrupted: {counted(len(applied), 'entity')} applied, {len(missing)} not applied"
                 + (f", outcome unknown for {len(unknown)} (one transaction, all or none: {shown})" if unknown else ""),
                 applied,
                 missing,
@@ -786,9 +787,11 @@ class ZooKeeperBackend:
                 created.add(p.path)
         log.debug("commit transaction: %d entities", len(batch))
         if not self._client.connected:  # not sent at all: a definite "not applied", not an unknown
-            raise ConnectionTrouble(f"lost the ZooKeeper connection (before the commit of {len(batch)} entities)")
+            raise ConnectionTrouble(
+                f"lost the ZooKeeper connection (before the commit of {counted(len(batch), 'entity')})"
+            )
         self._sent = True
-        results = self._wait(tx.commit_async(), f"commit of {len(batch)} entities")
+        results = self._wait(tx.commit_async(), f"commit of {counted(len(batch), 'entity')}")
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:
             self._created |= created
@@ -1036,7 +1039,7 @@ def _partial(
     if not applied and not unknown:
         return error
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
-    parts = [f"{error}; applied {len(applied)} entities" + (f" ({shown})" if applied else "")]
+    parts = [f"{error}; applied {counted(len(applied), 'entity')}" + (f" ({shown})" if applied else "")]
     if unknown:
         parts.append(
             f"outcome unknown for {len(unknown)} (one transaction, all or none of them written: "

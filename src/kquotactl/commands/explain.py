@@ -180,7 +180,13 @@ def explain(
         raise UsageError("--example uses the embedded example quotas: drop -f, or drop --example")
 
     def load() -> Any:
-        return _example_index(statics) if example else _load_index(ctx, state, files, statics)
+        if example:
+            click.echo(
+                "kquotactl: --example: these answers use kquotactl's built-in example quotas, not a cluster's",
+                err=True,
+            )
+            return _example_index(statics)
+        return _load_index(ctx, state, files, statics)
 
     if replay is not None:
         events = read_events(replay, getattr(replay, "name", "events"))

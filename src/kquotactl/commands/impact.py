@@ -286,7 +286,9 @@ def generate(
         check_file(quotas_out, "--quotas-out")
     table = gen.generate(rows, seed=seed, users=users, clients=clients, rate=rate)
     written = gen.write(table, path, files)
-    msg = f"wrote {rows:,} rows to {path}" + (f" ({len(written)} files)" if len(written) > 1 else "")
+    msg = f"wrote {rows:,} row{'' if rows == 1 else 's'} to {path}" + (
+        f" ({len(written)} files)" if len(written) > 1 else ""
+    )
     if quotas_out:
         gen.write_manifest(gen.quotas(users, clients), quotas_out)
         msg += f"; quotas to {quotas_out}"

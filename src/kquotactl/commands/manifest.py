@@ -75,12 +75,11 @@ def _target(state: AppState, backend: Any) -> dict[str, str]:
 # -- rendering ------------------------------------------------------------------------------------------
 
 
-def _num(v: Any) -> str:
-    if v is None:
-        return "-"
-    from kquotactl.render import _plain
+def _num(key: str, v: Any) -> str:
+    """``6 MiB/s (6291456)``: the unit the manifest used, and the exact number written."""
+    from kquotactl.keys import KEYS, human_and_raw
 
-    return _plain(v)
+    return human_and_raw(KEYS[key], v)
 
 
 def plan_rows(plan: Any) -> list[list[str]]:
@@ -98,12 +97,41 @@ def plan_rows(plan: Any) -> list[list[str]]:
                     path if i == 0 else "",
                     k.key,
                     k.op.value,
-                    _num(k.old),
-                    _num(k.new),
+                    _num(k.key, k.old),
+                    _num(k.key, k.new),
                     origin if i == 0 else "",
                 ]
             )
     return rows
+
+
+def terminal_width() -> int | None:
+    """The terminal's columns when stdout is one (tables must fit it), else ``None`` (a pipe, a CI log)."""
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return shutil.get_terminal_size().columns
+
+
+def table_width(header: list[str], rows: list[list[str]]) -> int:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def write_plan_blocks(plan: Any, out: IO[str], width: int) -> None:
+    """The plan for a narrow terminal: per entity a line (action, path, and the source when it fits beside them,
+    else on a line of its own) and one indented line per key."""
+    from kquotactl.manifest import entity_path_text
+
+    for d in plan.diffs:
+        meta = " ".join(f"{k}={v}" for k, v in d.meta.items())
+        origin = " ".join(x for x in (d.source or "(not in manifest: prune)", meta) if x)
+        head = f"{d.action.value} {entity_path_text(d.entity)}"
+        out.write(f"{head}  {origin}\n" if len(head) + 2 + len(origin) <= width else f"{head}\n    ({origin})\n")
+        for k in d.keys:
+            change = _num(k.key, k.new) if k.old is None else f"{_num(k.key, k.old)} -> {_num(k.key, k.new)}"
+            out.write(f"    {k.key} {k.op.value} {change}\n")
 
 
 def write_table(header: list[str], rows: list[list[str]], out: IO[str]) -> None:
@@ -114,12 +142,36 @@ def write_table(header: list[str], rows: list[list[str]], out: IO[str]) -> None:
         out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
 
 
-def render_plan(plan: Any, fmt: str, out: IO[str], target: dict[str, str] | None = None) -> None:
+PLAN_SHOWN = 20  # entities a large plan shows before apply summarises it (--verbose: all of them)
+
+
+def render_plan(
+    plan: Any, fmt: str, out: IO[str], target: dict[str, str] | None = None, shown: int | None = None
+) -> None:
+    """The plan as a table (every entity, or the first ``shown`` ones followed by counts per action)."""
     if fmt in ("json", "yaml"):
         _dump(plan.to_json(target), fmt, out)
         return
-    if plan.diffs:
-        write_table(["ACTION", "ENTITY", "KEY", "OP", "OLD", "NEW", "SOURCE"], plan_rows(plan), out)
+    if not plan.diffs:
+        return
+    header = ["ACTION", "ENTITY", "KEY", "OP", "OLD", "NEW", "SOURCE"]
+    head = plan if shown is None or len(plan.diffs) <= shown else type(plan)(plan.diffs[:shown], plan.fingerprint)
+    rows = plan_rows(head)
+    width = terminal_width()
+    if width is not None and table_width(header, rows) > width:
+        write_plan_blocks(head, out, width)
+    else:
+        write_table(header, rows, out)
+    if head is plan:
+        return
+    from kquotactl.render import counted
+
+    c = plan.counts()
+    per_action = ", ".join(f"{c[a]} to {a}" for a in ("create", "update", "delete") if c[a])
+    out.write(
+        f"... and {counted(len(plan.diffs) - shown, 'more entity', 'more entities')} (--verbose lists them all)\n"
+        f"in all: {per_action}\n"
+    )
 
 
 def _summary(line: str, fmt: str) -> None:
@@ -141,6 +193,10 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
     warnings name quotas that can never apply (for example a client-id quota hidden by a <default> user
     quota, with the entry that hides it) and keys stock brokers do not enforce. Nothing is contacted.
 
+    -o json/yaml prints one object, valid or not: valid, entities, kinds (users, pairs, clients, ips),
+    prune, errors and warnings. Every error and warning is an object with source (FILE:LINE, or null)
+    and message; warnings add entity, keys and code.
+
     \b
     Examples:
       kquotactl validate -f quotas.yaml
@@ -155,22 +211,43 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
         manifest = _load(files)
     except ManifestError as e:
         n = len(e.problems)
+        from kquotactl.render import counted
+
         if fmt in CI_REPORTS:
             from kquotactl.render_ci import invalid_report
 
-            _ci(invalid_report("validate", e.problems, f"{n} problem{'s' if n != 1 else ''}"), fmt)
+            _ci(invalid_report("validate", e.problems, counted(n, "problem")), fmt)
         elif fmt in ("json", "yaml"):
-            _dump({"valid": False, "errors": e.problems, "warnings": []}, fmt, sys.stdout)
+            _dump(
+                {
+                    "valid": False,
+                    "entities": 0,
+                    "kinds": {"users": 0, "pairs": 0, "clients": 0, "ips": 0},
+                    "prune": [],
+                    "errors": [problem_json(p) for p in e.problems],
+                    "warnings": [],
+                },
+                fmt,
+                sys.stdout,
+            )
         else:
             for p in e.problems:
                 _echo_err(p)
-        raise QuotaError(f"{n} problem{'s' if n != 1 else ''} in the manifest; nothing was written") from None
+        raise QuotaError(f"{counted(n, 'problem')} in the manifest; nothing was written") from None
     warnings = lint(manifest)
     kinds = _kinds(manifest)
-    counts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
+    from kquotactl.render import counted
+
+    words = {
+        "users": ("user", "users"),
+        "pairs": ("pair", "pairs"),
+        "clients": ("client", "clients"),
+        "ips": ("ip", "ips"),
+    }
+    counts = ", ".join(counted(v, *words[k]) for k, v in kinds.items() if v)
     summary = (
-        f"valid: {len(manifest)} entities ({counts or 'none'}) in {len(manifest.files)} file(s), "
-        f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
+        f"valid: {counted(len(manifest), 'entity')} ({counts or 'none'}) in {counted(len(manifest.files), 'file')}, "
+        f"{counted(len(warnings), 'warning')}"
     )
     if fmt in CI_REPORTS:
         from kquotactl.render_ci import validate_report
@@ -194,7 +271,15 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
             _echo_err(str(w))
     _summary(summary, fmt)
     if strict and warnings:
-        raise QuotaError(f"{len(warnings)} lint warning(s) and --strict")
+        raise QuotaError(f"{counted(len(warnings), 'lint warning')} and --strict")
+
+
+def problem_json(problem: str) -> dict[str, str | None]:
+    """A manifest problem (``FILE:LINE: MESSAGE``) as ``validate -o json`` gives it: ``{source, message}``."""
+    import re
+
+    m = re.match(r"^(.*?:\d+): (.*)$", problem, re.S)
+    return {"source": m.group(1), "message": m.group(2)} if m else {"source": None, "message": problem}
 
 
 def _kinds(manifest: Any) -> dict[str, int]:
@@ -310,6 +395,8 @@ def plan(
     if out_path is not None:
         with replaced_file(out_path, "--out") as fh:
             _dump(the_plan.to_json(target), "json", fh)
+    from kquotactl.render import plan_summary
+
     if fmt in CI_REPORTS:
         from kquotactl.lint import lint
         from kquotactl.render_ci import plan_report
@@ -317,7 +404,7 @@ def plan(
         _ci(plan_report(the_plan, manifest, lint(manifest), target), fmt)
     else:
         render_plan(the_plan, fmt, sys.stdout, target)
-    _summary(the_plan.summary_line() + (f" (plan saved to {out_path})" if out_path else ""), fmt)
+    _summary(plan_summary(the_plan) + (f" (plan saved to {out_path})" if out_path else ""), fmt)
     if the_plan.pending:
         ctx.exit(EXIT_PENDING)
 
@@ -329,6 +416,12 @@ def plan(
 @max_deletions_option
 @click.option("--dry-run", is_flag=True, help="Show and check the changes; write nothing (exit 2 if any).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (needed when not on a terminal).")
+@click.option(
+    "--verbose",
+    "verbose",
+    is_flag=True,
+    help=f"List every entity of the plan (a plan of more than {PLAN_SHOWN} entities is otherwise summarised).",
+)
 @click.option(
     "--log", "log_path", metavar="FILE", type=click.Path(dir_okay=False), help="Append one JSON line per entity."
 )
@@ -343,6 +436,7 @@ def apply(
     max_deletions: int,
     dry_run: bool,
     yes: bool,
+    verbose: bool,
     log_path: str | None,
 ) -> None:
     """Make the cluster match the manifests: show the plan, confirm, apply.
@@ -361,6 +455,7 @@ def apply(
     """
     from kquotactl.model import check_live_changes
     from kquotactl.plan import Plan, check_deletions, fingerprint
+    from kquotactl.render import counted, plan_summary
 
     fmt = _fmt(state)
     if log_path is not None:
@@ -404,14 +499,16 @@ def apply(
     if not the_plan.pending:
         if fmt in ("json", "yaml"):
             _dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
-        _summary(the_plan.summary_line(), fmt)
+        _summary(plan_summary(the_plan), fmt)
         return
     if fmt == "table":
-        render_plan(the_plan, fmt, sys.stdout, target)
+        render_plan(the_plan, fmt, sys.stdout, target, shown=None if (verbose or state.verbose) else PLAN_SHOWN)
     if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
-        if not click.confirm(f"Apply {len(the_plan.diffs)} entity changes to {target['cluster']}?", err=True):
+        if not click.confirm(
+            f"Apply changes to {counted(len(the_plan.diffs), 'entity')} on {target['cluster']}?", err=True
+        ):
             _summary("not applied: nothing was written (changes still pending)", "json")
             ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
     collector = _Collector(the_plan, fmt, log_path, dry_run)
@@ -488,8 +585,11 @@ def _partial_report(
         _echo_err(f"not applied: {label}")
     for label in unknown:
         _echo_err(f"outcome unknown: {label}")
+    from kquotactl.render import counted
+
     final = QuotaError(
-        f"{'interrupted' if exit_code == EXIT_INTERRUPTED else 'partial'} apply: {len(applied)} entities applied, "
+        f"{'interrupted' if exit_code == EXIT_INTERRUPTED else 'partial'} apply: {counted(len(applied), 'entity')} "
+        "applied, "
         f"{len(not_applied)} not applied"
         + (f", {len(unknown)} unknown (one transaction: all or none of them)" if unknown else "")
         + " (listed above); re-run apply to converge"
@@ -561,27 +661,35 @@ class _Collector:
                 meta = self.by_entity[r.entity].meta if r.entity in self.by_entity else {}
                 extra = f" [{' '.join(f'{k}={v}' for k, v in meta.items())}]" if meta else ""
                 _echo_err(result_line(r) + extra)
+        from kquotactl.render import counted
+
         c = self.counts
         word = "would apply" if self.dry_run else "applied"
         line = (
-            f"{word} {c['validated' if self.dry_run else 'applied']} entities, {c['unchanged']} already as desired, "
-            f"{len(self.failed)} failed"
+            f"{word} {counted(c['validated' if self.dry_run else 'applied'], 'entity')}, "
+            f"{c['unchanged']} already as desired, {len(self.failed)} failed"
         )
         _summary(line + (" (dry run, nothing written)" if self.dry_run else ""), self.fmt)
         if self.failed:
             done = sum(c.values()) - len(self.failed)
             labels = ", ".join(r.entity.label() for r in self.failed[:5]) + (" ..." if len(self.failed) > 5 else "")
             raise QuotaError(
-                f"{len(self.failed)} entities not applied ({labels}); {done} entities are as planned; "
+                f"{counted(len(self.failed), 'entity')} not applied ({labels}); {counted(done, 'entity')} "
+                "as planned; "
                 "fix the cause and re-run apply"
             )
 
 
 @click.command(cls=OnceCommand)
 @click.option("--out", "out_path", metavar="FILE", type=click.Path(dir_okay=False), help="Write to FILE.")
+@click.option(
+    "--units",
+    is_flag=True,
+    help="Write byte rates with the largest exact IEC unit (5242880 -> 5MiB); still lossless.",
+)
 @pass_state
 @click.pass_context
-def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
+def export(ctx: click.Context, state: AppState, out_path: str | None, units: bool) -> None:
     """Print the live quotas as a manifest (YAML by default, -o json).
 
     Lossless and deterministic: defaults, (user, client-id) pairs, ips and real (unsanitized) names, in
@@ -593,6 +701,7 @@ def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
       kquotactl --zookeeper zk:2181/kafka export > quotas.yaml
       kquotactl --zookeeper old-zk:2181/kafka export | kquotactl --bootstrap-server kraft:9092 apply -f - --yes
       kquotactl --zookeeper zk:2181/kafka export -o json --out quotas.json
+      kquotactl --zookeeper zk:2181/kafka export --units
     """
     from kquotactl.manifest import dump_manifest_yaml, export_document
     from kquotactl.outfiles import check_file, replaced_file
@@ -604,14 +713,16 @@ def export(ctx: click.Context, state: AppState, out_path: str | None) -> None:
     if out_path is not None:
         check_file(out_path, "--out")  # before the cluster is read
     _, records = _live(state, ctx, ())
-    doc = export_document(records)
+    doc = export_document(records, units=units)
     dump = dump_json if fmt == "json" else dump_manifest_yaml
     if out_path is None:
         dump(doc, sys.stdout)
     else:
         with replaced_file(out_path, "--out") as out:
             dump(doc, out)
-    click.echo(f"exported {len(records)} entities", err=True)
+    from kquotactl.render import counted
+
+    click.echo(f"exported {counted(len(records), 'entity')}", err=True)
 
 
 def register(group: click.Group) -> None:

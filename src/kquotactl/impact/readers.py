@@ -80,6 +80,31 @@ def normalize(table: Any, window: Window) -> dict[str, list]:
     return out
 
 
+def _first_bad_row(column: Any, target: Any) -> int | None:
+    """The 0-based index of the first value of ``column`` that does not cast to ``target`` (bisection: a few
+    dozen casts, however long the column), or ``None`` if they all do."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def fails(lo: int, hi: int) -> bool:
+        try:
+            pc.cast(column.slice(lo, hi - lo), target)
+        except pa.ArrowInvalid:
+            return True
+        return False
+
+    lo, hi = 0, len(column)
+    if hi == 0 or not fails(lo, hi):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(lo, mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
 def sample_column(ts: Any, size_s: int) -> Any:
     """``floor(seconds / S)`` for numeric epochs; whole microseconds // (S·10⁶) for timestamps."""
     import pyarrow as pa
@@ -90,7 +115,9 @@ def sample_column(ts: Any, size_s: int) -> Any:
         try:
             ts = pc.cast(ts, pa.timestamp("us", tz="UTC"))
         except pa.ArrowInvalid as e:
-            raise UsageError(f"'ts' is neither epoch seconds nor an ISO timestamp: {str(e).splitlines()[0]}") from None
+            row = _first_bad_row(ts, pa.timestamp("us", tz="UTC"))
+            where = f"row {row + 1} ({ts[row].as_py()!r})" if row is not None else str(e).splitlines()[0]
+            raise UsageError(f"'ts' is neither epoch seconds nor an ISO timestamp: {where}") from None
         t = ts.type
     if pa.types.is_timestamp(t):
         micros = pc.cast(pc.cast(ts, pa.timestamp("us", tz=t.tz)), pa.int64())

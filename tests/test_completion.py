@@ -739,7 +739,7 @@ TRICKY_CASES = [
 
 @pytest.fixture
 def tricky(chroot, cli):
-    z = ("--zookeeper", chroot.connect, "alter")
+    z = ("--zookeeper", chroot.connect, "alter", "--literal-names")  # a user really named <default> is among them
     for name in TRICKY_USERS:
         assert cli(*z, "--user", name, "--add-config", "producer_byte_rate=1").exit_code == 0
     for name in TRICKY_CLIENTS:
@@ -756,13 +756,17 @@ def test_names_are_offered_whole_and_once_over_the_protocol(tricky, shell: str) 
     default user is not a name (--user-defaults), the user really named <default> is, and said to be."""
     z = f"kquotactl --zookeeper {tricky.connect}"
     users = sorted(TRICKY_USERS)
-    assert complete(shell, f"{z} describe --user ") == (_bash_quoted(users) if shell == "bash" else users)
+    # describe has --literal-names: only with it on the line is the user really named <default> a name to offer
+    assert complete(shell, f"{z} describe --literal-names --user ") == (
+        _bash_quoted(users) if shell == "bash" else users
+    )
+    assert "<default>" not in complete(shell, f"{z} describe --user ")
     assert complete(shell, f"{z} describe --client-id ") == (
         ["app\\ 1", "app,2"] if shell == "bash" else TRICKY_CLIENTS
     )
     from conftest import run_cli
 
-    fish = run_cli(env=fish_env(f"{z} describe --user <")).stdout
+    fish = run_cli(env=fish_env(f"{z} describe --literal-names --user <")).stdout
     assert fish == "plain,<default>\tthe user named <default>, not the default user\n"
 
 
@@ -850,7 +854,7 @@ def test_real_shells_insert_exactly_the_real_name(tricky, shell: str, tmp_path) 
     )
     sh, prompt = _start(shell, tmp_path)
     out = tmp_path / "argv.json"
-    z = f"kquotactl --zookeeper {tricky.connect} describe"
+    z = f"kquotactl --zookeeper {tricky.connect} describe --literal-names"  # the user named <default> is a name
     try:
         sh.wait_for(prompt + r"?$")
         for typed, name in TRICKY_CASES:
@@ -885,7 +889,7 @@ def test_bash_with_commas_and_no_colons_in_comp_wordbreaks(tricky, tmp_path) -> 
     _need("tmux", "bash")
     sh, prompt = _start("bash", tmp_path, rc_extra="COMP_WORDBREAKS=${COMP_WORDBREAKS//:/}\nCOMP_WORDBREAKS+=,\n")
     out = tmp_path / "argv.json"
-    z = f"kquotactl --zookeeper {tricky.connect} describe"
+    z = f"kquotactl --zookeeper {tricky.connect} describe --literal-names"  # the user named <default> is a name
     try:
         sh.wait_for(prompt + r"?$")
         for typed, name in [("CN=svc\\ one,O=a", "CN=svc one,O=acme"), ("it", TRICKY_USERS[3])]:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, replay_hint
 from kquotactl.entity import DEFAULT, Entity, Name
 from kquotactl.keys import INT_MAX, KEYS, LONG_MAX, Number, format_value
 from kquotactl.resolve import STATIC_CONFIGS, QuotaIndex, quota_id
-from kquotactl.testing.oracle import cases_per_run, mismatches
+from kquotactl.testing.oracle import cases_per_run
 
 KAFKA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 UNLIMITED = float(LONG_MAX)  # ClientQuotaManager.quota(...) when nothing applies
@@ -179,10 +179,9 @@ def test_precedence_matches_the_brokers_quota_managers(kafka_oracle, oracle_seed
     cases = [_quota_set(rng, version) for _ in range(sets)]
     kafka = kafka_oracle(version, "PrecedenceOracle").ask_many([_request(c) for c in cases])
     errors = [a for a in kafka if "error" in a]
-    assert not errors, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {errors[:3]}"
+    assert not errors, f"{replay_hint(oracle_seed, version)}: {errors[:3]}"
     ours = [_ours(c) for c in cases]
-    bad = [_differences(c, a, b) for c, a, b in mismatches(cases, ours, kafka, limit=2)]
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    assert_no_mismatches(cases, ours, kafka, oracle_seed, version, limit=2, show=_differences)
 
 
 def test_a_known_answer_so_the_comparison_can_fail(kafka_oracle):

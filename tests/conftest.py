@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -120,6 +121,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = N
     runner = CliRunner()
     result = runner.invoke(_MainShim(main), list(args), env=env, input=input, catch_exceptions=False)
     return Result(result.exit_code, result.stdout, result.stderr)
+
+
+def zk_cli(chroot: Chroot, *args: str, input: str | None = None) -> Result:
+    """``kquotactl --zookeeper <chroot> ARGS``."""
+    return run_cli("--zookeeper", chroot.connect, *args, input=input)
+
+
+def write_manifest(tmp_path: Path, text: str, name: str = "quotas.yaml") -> str:
+    """Write ``text`` (dedented) to ``tmp_path/name``; its path."""
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return str(p)
 
 
 class _MainShim:

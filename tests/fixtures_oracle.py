@@ -6,13 +6,17 @@ Differential tests draw a fresh seed each run (printed in every failure; ``KQUOT
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import random
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 
-from kquotactl.testing.oracle import VERSIONS, JavaOracle, fresh_seed
+from kquotactl.testing.oracle import VERSIONS, JavaOracle, cases_per_run, fresh_seed, mismatches
 
 ORACLE_VERSIONS = sorted(VERSIONS)
+
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +38,31 @@ def kafka_oracle() -> Iterator[Callable[[str, str], JavaOracle]]:
 @pytest.fixture
 def oracle_seed() -> int:
     return fresh_seed()
+
+
+def replay_hint(seed: int, version: str | None = None) -> str:
+    """How every differential failure message starts: the seed, how to replay it, and the Kafka version if any."""
+    where = f", Kafka {version}" if version else ""
+    return f"seed {seed} (KQUOTACTL_ORACLE_SEED={seed}){where}"
+
+
+def assert_no_mismatches(
+    cases: Iterable[Any],
+    ours: Iterable[Any],
+    kafka: Iterable[Any],
+    seed: int,
+    version: str | None = None,
+    *,
+    limit: int = 5,
+    show: Callable[[Any, Any, Any], Any] | None = None,
+) -> None:
+    """kquotactl's answers equal Kafka's case by case; else fail with :func:`replay_hint` and the first ``limit``
+    disagreements as ``(case, ours, kafka)`` (or ``show(case, ours, kafka)``)."""
+    bad = [show(*m) if show else m for m in mismatches(cases, ours, kafka, limit=limit)]
+    assert not bad, f"{replay_hint(seed, version)}: {bad}"
+
+
+def random_cases(seed: int, make: Callable[[random.Random], T], n: int | None = None) -> list[T]:
+    """``n`` (default :func:`cases_per_run`) cases drawn by ``make`` from one generator seeded with ``seed``."""
+    rng = random.Random(seed)
+    return [make(rng) for _ in range(cases_per_run() if n is None else n)]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
+
+from fixtures_oracle import assert_no_mismatches, random_cases
 
 
 def limit(rng: random.Random) -> float:
@@ -23,3 +27,24 @@ def limit(rng: random.Random) -> float:
 def canon(x: float) -> str:
     """A double compared bit for bit (``float.hex``; every NaN alike)."""
     return float(x).hex()
+
+
+def kafka_steps(answer: dict[str, Any]) -> Any:
+    """ThrottleOracle's answer as the tests compare it: each step with its first column (the rate, or the bucket's
+    tokens) made :func:`canon`; an error answer as is."""
+    if "error" in answer:
+        return answer
+    return [(canon(float(first)), *rest) for first, *rest in answer["steps"]]
+
+
+def assert_replays_match_kafka(
+    kafka_oracle: Any,
+    seed: int,
+    version: str,
+    make_case: Callable[[random.Random], dict[str, Any]],
+    ours: Callable[[dict[str, Any]], Any],
+) -> None:
+    """Random ThrottleOracle cases replayed by kquotactl (``ours``) and by Kafka ``version``, step by step alike."""
+    cases = random_cases(seed, make_case)
+    kafka = kafka_oracle(version, "ThrottleOracle").ask_many(cases)
+    assert_no_mismatches(cases, map(ours, cases), map(kafka_steps, kafka), seed, version, limit=2)

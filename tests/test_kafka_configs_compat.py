@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import random
 import re
-import textwrap
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, write_manifest, zk_cli
 from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
 from kquotactl.entity import DEFAULT, Entity
 from kquotactl.errors import InvalidValue
@@ -30,16 +28,6 @@ from kquotactl.testing.oracle import cases_per_run, mismatches
 
 CLIENT_KEYS_SHIPPED = [k for k in CLIENT_KEYS if KEYS[k].enforced]
 REFUSED = "request_rate is not a quota key of any Apache Kafka release"
-
-
-def zk(chroot, *args: str, input: str | None = None):
-    return run_cli("--zookeeper", chroot.connect, *args, input=input)
-
-
-def write(tmp_path: Path, text: str, name: str = "quotas.yaml") -> str:
-    p = tmp_path / name
-    p.write_text(textwrap.dedent(text))
-    return str(p)
 
 
 def _one_line_refusal(r, prefix: str = "") -> None:
@@ -63,17 +51,17 @@ def _one_line_refusal(r, prefix: str = "") -> None:
     ],
 )
 def test_request_rate_is_refused_on_zookeeper_and_nothing_is_written(chroot, argv) -> None:
-    zk(chroot, "alter", "--user", "bob", "--add-config", "producer_byte_rate=5")
+    zk_cli(chroot, "alter", "--user", "bob", "--add-config", "producer_byte_rate=5")
     before = chroot.snapshot()
-    _one_line_refusal(zk(chroot, *argv))
+    _one_line_refusal(zk_cli(chroot, *argv))
     assert chroot.snapshot() == before
 
 
 @pytest.mark.zookeeper
 def test_request_rate_from_a_file_is_refused(chroot, tmp_path) -> None:
-    props = write(tmp_path, "request_rate=5\nconsumer_byte_rate=7\n", "q.properties")
+    props = write_manifest(tmp_path, "request_rate=5\nconsumer_byte_rate=7\n", "q.properties")
     before = chroot.snapshot()
-    _one_line_refusal(zk(chroot, "alter", "--user", "u", "--add-config-file", props), "user=u: ")
+    _one_line_refusal(zk_cli(chroot, "alter", "--user", "u", "--add-config-file", props), "user=u: ")
     assert chroot.snapshot() == before
 
 
@@ -94,17 +82,17 @@ def test_backend_alter_refuses_request_rate_for_the_whole_batch_before_writing(c
 @pytest.mark.zookeeper
 def test_request_rate_stored_by_another_tool_is_shown_and_can_be_deleted(chroot) -> None:
     chroot.store_foreign("/config/users/alice", {"request_rate": "100", "producer_byte_rate": "1024"})
-    r = zk(chroot, "describe", "--user", "alice", "-o", "json")
+    r = zk_cli(chroot, "describe", "--user", "alice", "-o", "json")
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout) == [
         {"entity": {"user": "alice"}, "config": {"producer_byte_rate": 1024, "request_rate": 100}}
     ]
-    r = zk(chroot, "-o", "kafka", "describe", "--user", "alice")
+    r = zk_cli(chroot, "-o", "kafka", "describe", "--user", "alice")
     assert "request_rate=100" in r.stdout
     # altering another key keeps it (kquotactl did not introduce it); deleting it works
-    assert zk(chroot, "alter", "--user", "alice", "--add-config", "consumer_byte_rate=1").exit_code == 0
+    assert zk_cli(chroot, "alter", "--user", "alice", "--add-config", "consumer_byte_rate=1").exit_code == 0
     assert json.loads(chroot.get("/config/users/alice"))["config"]["request_rate"] == "100"
-    r = zk(chroot, "alter", "--user", "alice", "--delete-config", "request_rate")
+    r = zk_cli(chroot, "alter", "--user", "alice", "--delete-config", "request_rate")
     assert r.exit_code == 0, r.stderr
     assert json.loads(chroot.get("/config/users/alice"))["config"] == {
         "producer_byte_rate": "1024",
@@ -128,27 +116,27 @@ quotas:
 def test_manifest_with_request_rate_is_refused_against_a_live_cluster_with_file_and_line(
     chroot, tmp_path, command
 ) -> None:
-    m = write(tmp_path, MANIFEST)
+    m = write_manifest(tmp_path, MANIFEST)
     before = chroot.snapshot()
-    r = zk(chroot, *command, "-f", m)
+    r = zk_cli(chroot, *command, "-f", m)
     _one_line_refusal(r, f"{m}:7: clients/app: ")
     assert chroot.snapshot() == before
 
 
 @pytest.mark.zookeeper
 def test_saved_plan_with_request_rate_is_refused_before_any_write(chroot, tmp_path) -> None:
-    live = write(tmp_path, "quotas: []\n", "live.yaml")
-    m = write(tmp_path, MANIFEST)
+    live = write_manifest(tmp_path, "quotas: []\n", "live.yaml")
+    m = write_manifest(tmp_path, MANIFEST)
     out = tmp_path / "plan.json"
     r = run_cli("plan", "-f", m, "--live-from", live, "--out", str(out))  # offline planning is fine
     assert r.exit_code == 2, r.stderr
     before = chroot.snapshot()
-    _one_line_refusal(zk(chroot, "apply", "--plan", str(out), "--yes"), "client-id=app: ")
+    _one_line_refusal(zk_cli(chroot, "apply", "--plan", str(out), "--yes"), "client-id=app: ")
     assert chroot.snapshot() == before
 
 
 def test_offline_manifest_uses_keep_request_rate_and_explain_says_it_is_not_enforced(tmp_path) -> None:
-    m = write(tmp_path, MANIFEST)
+    m = write_manifest(tmp_path, MANIFEST)
     r = run_cli("validate", "-f", m)
     assert r.exit_code == 0 and "request_rate is not enforced by any Apache Kafka broker" in r.stderr
     r = run_cli("explain", "-f", m, "--user", "u", "--client-id", "app", "-o", "json")

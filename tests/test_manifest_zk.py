@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import signal
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, write_manifest, zk_cli
 from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
 from kquotactl.entity import DEFAULT, Entity
 from kquotactl.manifest import load_text
@@ -44,16 +43,6 @@ def backend(chroot, **kw) -> ZooKeeperBackend:
     return ZooKeeperBackend(ZkSettings(connect=chroot.connect, connect_timeout=10, op_timeout=15, **kw))
 
 
-def zk(chroot, *args: str, input: str | None = None):
-    return run_cli("--zookeeper", chroot.connect, *args, input=input)
-
-
-def write(tmp_path: Path, text: str, name: str = "quotas.yaml") -> str:
-    p = tmp_path / name
-    p.write_text(textwrap.dedent(text))
-    return str(p)
-
-
 def seed(chroot, changes: dict[Entity, dict]) -> None:
     with backend(chroot) as b:
         results = b.alter([EntityChange(e, c) for e, c in changes.items()])
@@ -69,15 +58,15 @@ def live(chroot) -> dict[Entity, dict]:
 
 
 def test_plan_exit_codes_apply_converges_and_a_second_apply_writes_nothing(chroot, tmp_path) -> None:
-    m = write(tmp_path, MANIFEST)
+    m = write_manifest(tmp_path, MANIFEST)
     before = chroot.snapshot()
-    r = zk(chroot, "plan", "-f", m)
+    r = zk_cli(chroot, "plan", "-f", m)
     assert r.exit_code == 2, r.stderr
     assert "users/alice/clients/batch job" in r.stdout and "OPS-1" in r.stdout
     assert "6 entities to change: 6 to create" in r.stdout
     assert chroot.snapshot() == before  # plan writes nothing
 
-    r = zk(chroot, "apply", "-f", m, "--yes")
+    r = zk_cli(chroot, "apply", "-f", m, "--yes")
     assert r.exit_code == 0, r.stderr
     assert "applied 6 entities, 0 already as desired, 0 failed" in r.stdout
     assert live(chroot) == load_text(Path(m).read_text()).config_map()
@@ -87,17 +76,17 @@ def test_plan_exit_codes_apply_converges_and_a_second_apply_writes_nothing(chroo
     notes = chroot.notifications()
     assert len(notes) == 6
 
-    r = zk(chroot, "plan", "-f", m)
+    r = zk_cli(chroot, "plan", "-f", m)
     assert r.exit_code == 0 and "in sync: 6 entities as declared" in r.stdout
     snap = chroot.snapshot()
-    r = zk(chroot, "apply", "-f", m, "--yes")
+    r = zk_cli(chroot, "apply", "-f", m, "--yes")
     assert r.exit_code == 0 and "in sync" in r.stdout
     assert chroot.snapshot() == snap  # no writes, no notifications
 
 
 def test_plan_json_and_apply_json_carry_sources_and_metadata(chroot, tmp_path) -> None:
-    m = write(tmp_path, MANIFEST)
-    r = zk(chroot, "-o", "json", "plan", "-f", m)
+    m = write_manifest(tmp_path, MANIFEST)
+    r = zk_cli(chroot, "-o", "json", "plan", "-f", m)
     assert r.exit_code == 2
     plan = json.loads(r.stdout)
     pair = next(c for c in plan["changes"] if c["path"] == "users/alice/clients/batch job")
@@ -105,7 +94,7 @@ def test_plan_json_and_apply_json_carry_sources_and_metadata(chroot, tmp_path) -
     assert pair["keys"] == [{"key": "request_percentage", "op": "add", "old": None, "new": 50.0}]
     assert plan["summary"]["create"] == 6 and "6 entities to change" in r.stderr
     log = tmp_path / "apply.log"
-    r = zk(chroot, "apply", "-f", m, "--yes", "-o", "json", "--log", str(log))
+    r = zk_cli(chroot, "apply", "-f", m, "--yes", "-o", "json", "--log", str(log))
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["summary"]["applied"] == 6
@@ -126,13 +115,13 @@ def test_plan_json_and_apply_json_carry_sources_and_metadata(chroot, tmp_path) -
 
 def test_changes_show_old_and_new_and_apply_updates_in_place(chroot, tmp_path) -> None:
     seed(chroot, {Entity(user="alice"): {"producer_byte_rate": 1000, "request_percentage": 10.0}})
-    m = write(tmp_path, "quotas:\n- {entity: {user: alice}, config: {producer_byte_rate: 2000}}\n")
-    r = zk(chroot, "plan", "-f", m)
+    m = write_manifest(tmp_path, "quotas:\n- {entity: {user: alice}, config: {producer_byte_rate: 2000}}\n")
+    r = zk_cli(chroot, "plan", "-f", m)
     assert r.exit_code == 2
     row = next(line for line in r.stdout.splitlines() if "producer_byte_rate" in line).split()
     assert " ".join(row) == f"update users/alice producer_byte_rate change 1 kB/s (1000) 2 kB/s (2000) {m}:2"
     assert "request_percentage" not in r.stdout  # not pruned: without --prune, keys are only added/changed
-    assert zk(chroot, "apply", "-f", m, "--yes").exit_code == 0
+    assert zk_cli(chroot, "apply", "-f", m, "--yes").exit_code == 0
     assert live(chroot) == {Entity(user="alice"): {"producer_byte_rate": 2000, "request_percentage": 10.0}}
 
 
@@ -141,7 +130,7 @@ def test_changes_show_old_and_new_and_apply_updates_in_place(chroot, tmp_path) -
 
 @pytest.mark.parametrize("command", ["validate", "plan", "apply"])
 def test_bad_manifests_give_line_numbered_errors_and_write_nothing(chroot, tmp_path, command) -> None:
-    m = write(
+    m = write_manifest(
         tmp_path,
         """\
         quotas:
@@ -156,7 +145,7 @@ def test_bad_manifests_give_line_numbered_errors_and_write_nothing(chroot, tmp_p
     )
     before = chroot.snapshot()
     args = [command, "-f", m] + (["--yes"] if command == "apply" else [])
-    r = zk(chroot, *args)
+    r = zk_cli(chroot, *args)
     assert r.exit_code == 1
     assert f"{m}:6: invalid value '1.5' for consumer_byte_rate: must be a whole number" in r.stderr
     if command == "validate":
@@ -168,7 +157,7 @@ def test_bad_manifests_give_line_numbered_errors_and_write_nothing(chroot, tmp_p
 
 
 def test_validate_reports_shadowed_quotas_with_the_entry_that_hides_them(tmp_path) -> None:
-    m = write(
+    m = write_manifest(
         tmp_path,
         """\
         quotas:
@@ -207,13 +196,13 @@ def test_prune_removes_only_inside_the_scope_and_only_with_prune(chroot, tmp_pat
             Entity(user="alice"): {"request_percentage": 9.0},  # declared, out of scope: extra key kept
         },
     )
-    m = write(tmp_path, MANIFEST)
-    r = zk(chroot, "apply", "-f", m, "--yes")
+    m = write_manifest(tmp_path, MANIFEST)
+    r = zk_cli(chroot, "apply", "-f", m, "--yes")
     assert r.exit_code == 0, r.stderr
     state = live(chroot)
     assert Entity(user="svc-old") in state and state[Entity(user="svc-a")]["request_percentage"] == 5.0
 
-    r = zk(chroot, "-o", "json", "plan", "-f", m, "--prune")
+    r = zk_cli(chroot, "-o", "json", "plan", "-f", m, "--prune")
     assert r.exit_code == 2
     plan = json.loads(r.stdout)
     assert {c["path"]: c["action"] for c in plan["changes"]} == {
@@ -223,7 +212,7 @@ def test_prune_removes_only_inside_the_scope_and_only_with_prune(chroot, tmp_pat
         "clients/legacy": "delete",
     }
     assert [c["path"] for c in plan["changes"]][-1] == "clients/legacy"  # removals last, specific first
-    r = zk(chroot, "apply", "-f", m, "--prune", "--yes")
+    r = zk_cli(chroot, "apply", "-f", m, "--prune", "--yes")
     assert r.exit_code == 0, r.stderr
     state = live(chroot)
     assert state[Entity(user="svc-a")] == {"consumer_byte_rate": 10485760}
@@ -236,26 +225,28 @@ def test_prune_removes_only_inside_the_scope_and_only_with_prune(chroot, tmp_pat
         "request_percentage": 9.0,
     }
     assert not chroot.exists("/config/users/svc-old")  # pair and user nodes removed, no empty parents left
-    assert zk(chroot, "plan", "-f", m, "--prune").exit_code == 0
+    assert zk_cli(chroot, "plan", "-f", m, "--prune").exit_code == 0
 
 
 def test_the_deletion_guard_refuses_and_writes_nothing_until_raised(chroot, tmp_path) -> None:
     seed(chroot, {Entity(user=f"svc-{i}"): {"producer_byte_rate": 1} for i in range(4)})
-    m = write(tmp_path, 'prune: ["users/svc-*"]\nquotas:\n- {entity: {user: svc-0}, config: {producer_byte_rate: 1}}\n')
+    m = write_manifest(
+        tmp_path, 'prune: ["users/svc-*"]\nquotas:\n- {entity: {user: svc-0}, config: {producer_byte_rate: 1}}\n'
+    )
     before = chroot.snapshot()
     for args in (["plan"], ["apply", "--yes"]):
-        r = zk(chroot, *args, "-f", m, "--prune", "--max-deletions", "2")
+        r = zk_cli(chroot, *args, "-f", m, "--prune", "--max-deletions", "2")
         assert r.exit_code == 1
         assert "removes quotas from 3 entities, more than --max-deletions 2" in r.stderr
     assert chroot.snapshot() == before
-    r = zk(chroot, "apply", "-f", m, "--prune", "--max-deletions", "3", "--yes")
+    r = zk_cli(chroot, "apply", "-f", m, "--prune", "--max-deletions", "3", "--yes")
     assert r.exit_code == 0, r.stderr
     assert list(live(chroot)) == [Entity(user="svc-0")]
 
 
 def test_prune_without_a_scope_is_refused(chroot, tmp_path) -> None:
-    m = write(tmp_path, "quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 1}}\n")
-    r = zk(chroot, "plan", "-f", m, "--prune")
+    m = write_manifest(tmp_path, "quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 1}}\n")
+    r = zk_cli(chroot, "plan", "-f", m, "--prune")
     assert r.exit_code == 1 and "needs a prune scope" in r.stderr
 
 
@@ -284,9 +275,9 @@ def test_export_round_trips_every_entity_kind_and_is_a_no_op_to_apply(
     chroot, zk_server, zk_admin, tmp_path, fmt
 ) -> None:
     seed(chroot, EVERY_KIND)
-    r = zk(chroot, "-o", fmt, "export")
+    r = zk_cli(chroot, "-o", fmt, "export")
     assert r.exit_code == 0, r.stderr
-    assert zk(chroot, "-o", fmt, "export").stdout == r.stdout  # deterministic
+    assert zk_cli(chroot, "-o", fmt, "export").stdout == r.stdout  # deterministic
     exported = r.stdout
     if fmt == "yaml":
         assert '- entity: {user: "<default>"}\n  config: {consumer_byte_rate: 2048}\n' in exported
@@ -295,11 +286,11 @@ def test_export_round_trips_every_entity_kind_and_is_a_no_op_to_apply(
         doc = json.loads(exported)
         assert {"entity": {"user": {"name": "<default>"}}, "config": {"producer_byte_rate": 5}} in doc["quotas"]
         assert isinstance(doc["quotas"][0]["config"].get("consumer_byte_rate"), int)
-    path = write(tmp_path, exported, f"export.{fmt}")
+    path = write_manifest(tmp_path, exported, f"export.{fmt}")
     # plan of an export is a no-op, and so is export | apply -f -
-    assert zk(chroot, "plan", "-f", path).exit_code == 0
+    assert zk_cli(chroot, "plan", "-f", path).exit_code == 0
     snap = chroot.snapshot()
-    r = zk(chroot, "apply", "-f", "-", "--yes", input=exported)
+    r = zk_cli(chroot, "apply", "-f", "-", "--yes", input=exported)
     assert r.exit_code == 0 and "in sync: 14 entities" in r.stdout, r.stderr
     assert chroot.snapshot() == snap
     # apply to an empty cluster: the same quotas, byte for byte the same znodes
@@ -321,21 +312,21 @@ def test_export_round_trips_every_entity_kind_and_is_a_no_op_to_apply(
 
 def test_apply_refuses_a_plan_made_before_a_concurrent_change(chroot, tmp_path) -> None:
     seed(chroot, {Entity(user="alice"): {"producer_byte_rate": 1}})
-    m = write(tmp_path, MANIFEST)
+    m = write_manifest(tmp_path, MANIFEST)
     plan_file = tmp_path / "plan.json"
-    r = zk(chroot, "-o", "json", "plan", "-f", m, "--out", str(plan_file))
+    r = zk_cli(chroot, "-o", "json", "plan", "-f", m, "--out", str(plan_file))
     assert r.exit_code == 2 and json.loads(plan_file.read_text())["fingerprint"].startswith("sha256:")
     seed(chroot, {Entity(user="bob"): {"producer_byte_rate": 1}})  # someone else writes meanwhile
     before = chroot.snapshot()
-    r = zk(chroot, "apply", "--plan", str(plan_file), "--yes")
+    r = zk_cli(chroot, "apply", "--plan", str(plan_file), "--yes")
     assert r.exit_code == 1 and "changed since the plan" in r.stderr and "nothing was written" in r.stderr
     assert chroot.snapshot() == before
     # a fresh plan applies; the saved plan is applied as saved
-    r = zk(chroot, "plan", "-f", m, "--out", str(plan_file))
+    r = zk_cli(chroot, "plan", "-f", m, "--out", str(plan_file))
     assert r.exit_code == 2
-    r = zk(chroot, "apply", "--plan", str(plan_file), "--yes")
+    r = zk_cli(chroot, "apply", "--plan", str(plan_file), "--yes")
     assert r.exit_code == 0, r.stderr
-    assert zk(chroot, "plan", "-f", m).exit_code == 0
+    assert zk_cli(chroot, "plan", "-f", m).exit_code == 0
 
 
 def test_an_entity_changed_between_plan_and_write_is_rejected_not_overwritten(chroot) -> None:
@@ -355,19 +346,19 @@ def test_an_entity_changed_between_plan_and_write_is_rejected_not_overwritten(ch
 
 
 def test_a_rejected_entity_is_named_the_rest_applied_and_a_rerun_converges(chroot, tmp_path) -> None:
-    m = write(
+    m = write_manifest(
         tmp_path,
         "quotas:\n- {entity: {user: ok}, config: {producer_byte_rate: 1}}\n"
         "- {entity: {user: '..'}, config: {producer_byte_rate: 1}}\n",
     )
-    r = zk(chroot, "apply", "-f", m, "--yes")
+    r = zk_cli(chroot, "apply", "-f", m, "--yes")
     assert r.exit_code == 1
     assert "rejected user=..: " in r.stderr and "cannot be stored in ZooKeeper" in r.stderr
     assert "1 entity not applied (user=..); 1 entity as planned" in r.stderr
     assert "applied 1 entity," in r.stdout
     assert live(chroot) == {Entity(user="ok"): {"producer_byte_rate": 1}}
-    m = write(tmp_path, "quotas:\n- {entity: {user: ok}, config: {producer_byte_rate: 1}}\n")
-    assert zk(chroot, "apply", "-f", m, "--yes").exit_code == 0
+    m = write_manifest(tmp_path, "quotas:\n- {entity: {user: ok}, config: {producer_byte_rate: 1}}\n")
+    assert zk_cli(chroot, "apply", "-f", m, "--yes").exit_code == 0
 
 
 @pytest.mark.reliability
@@ -380,7 +371,7 @@ def test_a_connection_lost_midway_reports_exactly_what_was_applied_and_a_rerun_c
     text = "quotas:\n" + "".join(
         f"- {{entity: {{user: u{i:04d}}}, config: {{producer_byte_rate: {i + 1}}}}}\n" for i in range(n)
     )
-    m = write(tmp_path, text)
+    m = write_manifest(tmp_path, text)
     with ZooKeeperServer() as server:
         admin = KazooClient(server.connect)
         admin.start()
@@ -420,17 +411,17 @@ def test_a_connection_lost_midway_reports_exactly_what_was_applied_and_a_rerun_c
 
 
 def test_apply_without_a_terminal_needs_yes_and_dry_run_writes_nothing(chroot, tmp_path) -> None:
-    m = write(tmp_path, MANIFEST)
+    m = write_manifest(tmp_path, MANIFEST)
     before = chroot.snapshot()
-    r = zk(chroot, "apply", "-f", m)
+    r = zk_cli(chroot, "apply", "-f", m)
     assert r.exit_code == 1 and "pass --yes" in r.stderr
-    r = zk(chroot, "apply", "-f", m, "--dry-run")
+    r = zk_cli(chroot, "apply", "-f", m, "--dry-run")
     assert r.exit_code == 2, r.stderr
     assert "would apply 6 entities" in r.stdout and "dry run, nothing written" in r.stdout
     assert chroot.snapshot() == before
-    r = zk(chroot, "apply", "-f", m, "--plan", str(tmp_path / "p.json"), "--yes")
+    r = zk_cli(chroot, "apply", "-f", m, "--plan", str(tmp_path / "p.json"), "--yes")
     assert r.exit_code == 1 and "not both" in r.stderr
-    r = zk(chroot, "-o", "kafka", "plan", "-f", m)
+    r = zk_cli(chroot, "-o", "kafka", "plan", "-f", m)
     assert r.exit_code == 1 and "-o kafka is for describe" in r.stderr
     assert chroot.snapshot() == before
 
@@ -438,6 +429,6 @@ def test_apply_without_a_terminal_needs_yes_and_dry_run_writes_nothing(chroot, t
 def test_an_unreachable_cluster_is_one_line_and_exit_1(tmp_path) -> None:
     from kquotactl.testing.servers import free_port
 
-    m = write(tmp_path, MANIFEST)
+    m = write_manifest(tmp_path, MANIFEST)
     r = run_cli("--zookeeper", f"127.0.0.1:{free_port()}", "--connect-timeout", "1", "plan", "-f", m)
     assert r.exit_code == 1 and "cannot connect to ZooKeeper" in r.stderr and r.stderr.count("\n") == 1

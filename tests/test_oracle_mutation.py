@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches
 from kquotactl.rate import mutation_window_load, replay_token_bucket
-from kquotactl.testing.oracle import cases_per_run, mismatches
+from kquotactl.testing.oracle import cases_per_run
 from kquotactl.throttle import steady_state_throttle_ms
+from oracle_cases import assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit
 
@@ -58,19 +59,9 @@ def _ours(case: dict[str, Any]) -> list[tuple[str, int, bool]]:
     return [(_canon(s.rate), s.throttle_ms, s.rejected) for s in steps]
 
 
-def _kafka(answer: dict[str, Any]) -> Any:
-    if "error" in answer:
-        return answer
-    return [(_canon(float(tokens)), th, rejected) for tokens, th, rejected in answer["steps"]]
-
-
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_token_bucket_replay_matches_kafka(kafka_oracle, oracle_seed, version):
-    rng = random.Random(oracle_seed)
-    cases = [_case(rng) for _ in range(cases_per_run())]
-    kafka = kafka_oracle(version, "ThrottleOracle").ask_many(cases)
-    bad = list(mismatches(cases, map(_ours, cases), map(_kafka, kafka), limit=2))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    assert_replays_match_kafka(kafka_oracle, oracle_seed, version, _case, _ours)
 
 
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
@@ -96,5 +87,4 @@ def test_observed_mutation_figure_matches_kafka(kafka_oracle, oracle_seed, versi
     kafka = kafka_oracle(version, "ThrottleOracle").ask_many(requests)
     ours = [steady_state_throttle_ms("controller_mutation_rate", o, lim, n, s, None, m) for o, lim, n, s, m in cases]
     theirs = [a["steps"][-1][1] if "steps" in a else a for a in kafka]
-    bad = list(mismatches(cases, ours, theirs))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    assert_no_mismatches(cases, ours, theirs, oracle_seed, version)

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, replay_hint
 from kquotactl.entity import DEFAULT, Entity, Name
 from kquotactl.keys import INT_MAX, KEYS, LONG_MAX, Number, format_value
 from kquotactl.resolve import STATIC_CONFIGS, QuotaIndex, quota_id
-from kquotactl.testing.oracle import cases_per_run, mismatches
+from kquotactl.testing.oracle import SOURCES, _sources, cases_per_run
 
 KAFKA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 UNLIMITED = float(LONG_MAX)  # ClientQuotaManager.quota(...) when nothing applies
@@ -179,10 +179,9 @@ def test_precedence_matches_the_brokers_quota_managers(kafka_oracle, oracle_seed
     cases = [_quota_set(rng, version) for _ in range(sets)]
     kafka = kafka_oracle(version, "PrecedenceOracle").ask_many([_request(c) for c in cases])
     errors = [a for a in kafka if "error" in a]
-    assert not errors, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {errors[:3]}"
+    assert not errors, f"{replay_hint(oracle_seed, version)}: {errors[:3]}"
     ours = [_ours(c) for c in cases]
-    bad = [_differences(c, a, b) for c, a, b in mismatches(cases, ours, kafka, limit=2)]
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    assert_no_mismatches(cases, ours, kafka, oracle_seed, version, limit=2, show=_differences)
 
 
 def test_a_known_answer_so_the_comparison_can_fail(kafka_oracle):
@@ -200,3 +199,20 @@ def test_a_known_answer_so_the_comparison_can_fail(kafka_oracle):
     (answer,) = kafka_oracle("4.1", "PrecedenceOracle").ask_many([_request(case)])
     assert answer["connections"][0][0] == {"key": "producer_byte_rate", "limit": 20.0, "user": "", "client-id": "c"}
     assert _ours(case) == answer
+
+
+def test_each_version_compiles_the_driver_with_only_the_shared_code_its_api_has() -> None:
+    def compiled(version: str) -> list[str]:
+        return [p.relative_to(SOURCES).as_posix() for p in _sources(version, "PrecedenceOracle")]
+
+    shared = ["common/OracleLoop.java", "common/PrecedenceOracleSupport.java"]
+    assert sorted(compiled("2.8")) == sorted([*shared, "v2_8/PrecedenceOracle.java", "zk/PrecedenceOracleZk.java"])
+    assert sorted(compiled("3.9")) == sorted(
+        [*shared, "v3_9/PrecedenceOracle.java", "zk/PrecedenceOracleZk.java", "kraft/PrecedenceOracleKraft.java"]
+    )
+    assert sorted(compiled("4.1")) == sorted(
+        [*shared, "v4_1/PrecedenceOracle.java", "kraft/PrecedenceOracleKraft.java"]
+    )
+    assert [p.name for p in _sources("4.1", "SanitizerOracle")] == ["OracleLoop.java", "SanitizerOracle.java"]
+    with pytest.raises(FileNotFoundError, match=r"no oracle driver NoSuchOracle for Kafka 3\.9"):
+        _sources("3.9", "NoSuchOracle")

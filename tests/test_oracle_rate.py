@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches
 from kquotactl.keys import KEYS
 from kquotactl.rate import replay, sampled_stat_for
-from kquotactl.testing.oracle import cases_per_run, mismatches
+from kquotactl.testing.oracle import cases_per_run
 from kquotactl.throttle import steady_state_throttle_ms
+from oracle_cases import assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit
 
@@ -86,19 +87,9 @@ def _ours(case: dict[str, Any], version: str) -> list[tuple[str, int, int]]:
     return [(_canon(s.rate), s.window_ms, s.throttle_ms) for s in steps]
 
 
-def _kafka(answer: dict[str, Any]) -> Any:
-    if "error" in answer:
-        return answer
-    return [(_canon(float(r)), w, th) for r, w, th in answer["steps"]]
-
-
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_replay_matches_kafka_rate(kafka_oracle, oracle_seed, version):
-    rng = random.Random(oracle_seed)
-    cases = [_case(rng) for _ in range(cases_per_run())]
-    kafka = kafka_oracle(version, "ThrottleOracle").ask_many(cases)
-    bad = list(mismatches(cases, (_ours(c, version) for c in cases), map(_kafka, kafka), limit=2))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    assert_replays_match_kafka(kafka_oracle, oracle_seed, version, _case, lambda c: _ours(c, version))
 
 
 def _steady_case(rng: random.Random) -> tuple[str, float, float, int, int, dict[str, Any]]:
@@ -135,5 +126,4 @@ def test_steady_state_throttle_matches_a_long_steady_load_on_kafka(kafka_oracle,
     kafka = kafka_oracle(version, "ThrottleOracle").ask_many([c[-1] for c in cases])
     ours = [steady_state_throttle_ms(k, o, lim, n, s, FULL_VERSION[version]) for k, o, lim, n, s, _ in cases]
     theirs = [a["steps"][-1][2] if "steps" in a else a for a in kafka]
-    bad = list(mismatches([c[:-1] for c in cases], ours, theirs))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    assert_no_mismatches([c[:-1] for c in cases], ours, theirs, oracle_seed, version)

@@ -14,12 +14,12 @@ import struct
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches
 from kquotactl.errors import InvalidValue
 from kquotactl.inet import IpKind, read_ip_name
 from kquotactl.keys import KEYS, ValueType, parse_stored
 from kquotactl.sanitizer import sanitize
-from kquotactl.testing.oracle import cases_per_run, mismatches
+from kquotactl.testing.oracle import cases_per_run
 
 ZK_VERSIONS = [v for v in ORACLE_VERSIONS if v < "4"]
 _UNICODE_DIGITS = (
@@ -191,8 +191,7 @@ def test_ip_names_match_inetaddress(kafka_oracle, oracle_seed, version):
     assert validators <= answers[0].keys(), f"Kafka {version}: isValidIpEntity not found ({answers[0]})"
     ours = [_ours_ip(n) for n in names]
     kafka = [_kafka_ip(n, a, o) for n, a, o in zip(names, answers, ours, strict=True)]
-    bad = list(mismatches(names, ours, kafka))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    assert_no_mismatches(names, ours, kafka, oracle_seed, version)
 
 
 def test_ip_name_vectors():
@@ -257,5 +256,6 @@ def test_stored_values_match_broker_parsing(kafka_oracle, oracle_seed, version, 
     texts = [" 7", "1024.0", "0x10", "1e3", "1d", "0x1p3", "Infinity", "NaN", "07", "1_000", "-5", "0", "\uff17"]
     texts += [_value(rng) for _ in range(cases_per_run())]
     answers = kafka_oracle(version, "StoredValueOracle").ask_many([{"type": vtype.value, "s": t} for t in texts])
-    bad = list(mismatches(texts, (_ours_value(vtype, t) for t in texts), map(_kafka_value, answers)))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version} {vtype}: {bad}"
+    assert_no_mismatches(
+        texts, (_ours_value(vtype, t) for t in texts), map(_kafka_value, answers), oracle_seed, f"{version} {vtype}"
+    )

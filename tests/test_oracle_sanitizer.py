@@ -6,9 +6,8 @@ import random
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, random_cases
 from kquotactl.sanitizer import desanitize, sanitize
-from kquotactl.testing.oracle import cases_per_run, mismatches
 
 # Characters that exercise every branch: the safe set, URLEncoder's specials (* + ~ space), '%', '/', multi-byte.
 _ALPHABET = "aZ09._-*+~ %/=,@<>?&#\\\"'é€ü中😀\t\n\x7f"
@@ -55,22 +54,20 @@ def _kafka(answer: dict[str, str]) -> dict[str, str]:
     return {"error": answer["error"]} if "error" in answer else answer
 
 
+def _assert_matches_kafka(kafka_oracle, seed: int, version: str, op: str, texts: list[str]) -> None:
+    fn = sanitize if op == "sanitize" else desanitize
+    kafka = kafka_oracle(version, "SanitizerOracle").ask_many([{"op": op, "s": t} for t in texts])
+    assert_no_mismatches(texts, (_ours(fn, t) for t in texts), map(_kafka, kafka), seed, version)
+
+
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_sanitize_matches_kafka(kafka_oracle, oracle_seed, version):
-    rng = random.Random(oracle_seed)
-    names = [_name(rng) for _ in range(cases_per_run())]
-    kafka = kafka_oracle(version, "SanitizerOracle").ask_many([{"op": "sanitize", "s": n} for n in names])
-    bad = list(mismatches(names, (_ours(sanitize, n) for n in names), map(_kafka, kafka)))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    _assert_matches_kafka(kafka_oracle, oracle_seed, version, "sanitize", random_cases(oracle_seed, _name))
 
 
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_desanitize_matches_kafka(kafka_oracle, oracle_seed, version):
-    rng = random.Random(oracle_seed)
-    texts = [_escaped(rng) for _ in range(cases_per_run())]
-    kafka = kafka_oracle(version, "SanitizerOracle").ask_many([{"op": "desanitize", "s": t} for t in texts])
-    bad = list(mismatches(texts, (_ours(desanitize, t) for t in texts), map(_kafka, kafka)))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    _assert_matches_kafka(kafka_oracle, oracle_seed, version, "desanitize", random_cases(oracle_seed, _escaped))
 
 
 def _byte_run(rng: random.Random) -> bytes:
@@ -79,11 +76,12 @@ def _byte_run(rng: random.Random) -> bytes:
     return bytes(rng.choice(pool) if rng.random() < 0.8 else rng.randrange(256) for _ in range(rng.randint(1, 7)))
 
 
+def _malformed(rng: random.Random) -> str:
+    return "".join(f"%{b:02X}" for b in _byte_run(rng)) + rng.choice(["", "a", "+"])
+
+
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_malformed_utf8_is_replaced_as_java_replaces_it(kafka_oracle, oracle_seed, version):
     """A name another tool stored with invalid UTF-8 escapes reads back with Java's U+FFFD count, not Python's."""
-    rng = random.Random(oracle_seed)
-    texts = ["".join(f"%{b:02X}" for b in _byte_run(rng)) + rng.choice(["", "a", "+"]) for _ in range(cases_per_run())]
-    kafka = kafka_oracle(version, "SanitizerOracle").ask_many([{"op": "desanitize", "s": t} for t in texts])
-    bad = list(mismatches(texts, (_ours(desanitize, t) for t in texts), map(_kafka, kafka)))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
+    texts = random_cases(oracle_seed, _malformed)
+    _assert_matches_kafka(kafka_oracle, oracle_seed, version, "desanitize", texts)

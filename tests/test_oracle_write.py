@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, replay_hint
 from kquotactl.entity import Entity
 from kquotactl.errors import QuotaError
 from kquotactl.keys import KEYS, EntityKind, format_value, java_trim
 from kquotactl.model import build_change, check_live_changes
-from kquotactl.testing.oracle import cases_per_run, mismatches
+from kquotactl.testing.oracle import cases_per_run
 
 ENTITIES = {"users": Entity(user="e"), "clients": Entity(client_id="e"), "ips": Entity(ip="192.0.2.1")}
 _PLAIN = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -138,14 +138,13 @@ def test_every_value_kquotactl_writes_is_accepted_by_every_target_as_the_same_nu
     )
     accepted = [(c, o, a) for c, o, a in zip(cases, ours, answers, strict=True) if o is not None]
     assert len(accepted) > len(cases) // 5, "the generator should give kquotactl plenty of valid values"
-    bad = list(
-        mismatches(
-            [(c, o) for c, o, _ in accepted],
-            (_kafka_reading_of_what_we_write(version, a, c[0], o) for c, o, a in accepted),
-            (_expected(version, a, c[0], o) for c, o, a in accepted),
-        )
+    assert_no_mismatches(
+        [(c, o) for c, o, _ in accepted],
+        (_kafka_reading_of_what_we_write(version, a, c[0], o) for c, o, a in accepted),
+        (_expected(version, a, c[0], o) for c, o, a in accepted),
+        oracle_seed,
+        version,
     )
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: {bad}"
 
 
 def test_a_plain_number_every_target_accepts_is_accepted_by_kquotactl_with_the_same_value(
@@ -172,8 +171,7 @@ def test_a_plain_number_every_target_accepts_is_accepted_by_kquotactl_with_the_s
         got.append(None if mine is None else _bits(float(mine)))
         want.append(kraft_bits)
     assert checked > 100, "the generator should give plenty of values every target accepts"
-    bad = list(mismatches(shown, got, want))
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}): {bad}"
+    assert_no_mismatches(shown, got, want, oracle_seed)
 
 
 # -- a sample on real brokers: the ZooKeeper-mode 3.9 broker's own AlterClientQuotas, and KRaft 4.1 -------------
@@ -205,7 +203,7 @@ def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_w
     sample = _sample(oracle_seed)
     with AdminBackend.connect(zkmode.bootstrap) as admin:
         results = admin.alter([EntityChange(e, c) for e, c in sample.items()])
-    assert [r.message for r in results if r.outcome.value != "applied"] == [], f"KQUOTACTL_ORACLE_SEED={oracle_seed}"
+    assert [r.message for r in results if r.outcome.value != "applied"] == [], replay_hint(oracle_seed)
     with ZooKeeperBackend(ZkSettings(connect=zkmode.zookeeper)) as zk:
         raw = {r.entity: dict(r.raw or {}) for r in zk.describe()}
 
@@ -217,13 +215,13 @@ def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_w
             return stored == format_value(KEYS[k], float(value))
         return float(stored) == float(format_value(KEYS[k], value)) == float(value)
 
-    assert raw.keys() == sample.keys(), f"KQUOTACTL_ORACLE_SEED={oracle_seed}"
+    assert raw.keys() == sample.keys(), replay_hint(oracle_seed)
     bad = [
         (e, raw[e], c)
         for e, c in sample.items()
         if raw[e].keys() != c.keys() or not all(same(k, raw[e][k], v) for k, v in c.items())
     ]
-    assert not bad, f"KQUOTACTL_ORACLE_SEED={oracle_seed}: {bad}"
+    assert not bad, f"{replay_hint(oracle_seed)}: {bad}"
 
 
 @pytest.mark.kafka
@@ -237,11 +235,11 @@ def test_sample_written_to_kraft_is_served_back_as_the_same_number(kraft, oracle
     want = {e: {k: coerce_value(k, float(v)) for k, v in c.items()} for e, c in sample.items()}
     with AdminBackend.connect(kraft.bootstrap) as admin:
         results = admin.alter([EntityChange(e, c) for e, c in sample.items()])
-        assert [r.message for r in results if r.outcome.value != "applied"] == [], oracle_seed
+        assert [r.message for r in results if r.outcome.value != "applied"] == [], replay_hint(oracle_seed)
         deadline = time.monotonic() + 15
         while True:
             got = {r.entity: dict(r.config) for r in admin.describe()}
             if got == want or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-    assert got == want, f"KQUOTACTL_ORACLE_SEED={oracle_seed}"
+    assert got == want, replay_hint(oracle_seed)

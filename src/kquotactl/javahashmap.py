@@ -57,41 +57,29 @@ def table_size_for(n: int) -> int:
     return cap
 
 
-def _rotate_left(root: Any, p: Any) -> Any:
-    r = p.right if p is not None else None
-    if r is not None:
-        rl = p.right = r.left
-        if rl is not None:
-            rl.parent = p
-        pp = r.parent = p.parent
-        if pp is None:
-            root = r
-            r.red = False
-        elif pp.left is p:
-            pp.left = r
-        else:
-            pp.right = r
-        r.left = p
-        p.parent = r
-    return root
+_OTHER_SIDE = {"left": "right", "right": "left"}
 
 
-def _rotate_right(root: Any, p: Any) -> Any:
-    left = p.left if p is not None else None
-    if left is not None:
-        lr = p.left = left.right
-        if lr is not None:
-            lr.parent = p
-        pp = left.parent = p.parent
+def _rotate(root: Any, p: Any, toward: str) -> Any:
+    """``TreeNode.rotateLeft`` (``toward="left"``) or ``rotateRight``: ``p``'s child on the other side takes its
+    place; the new root."""
+    away = _OTHER_SIDE[toward]
+    c = getattr(p, away) if p is not None else None
+    if c is not None:
+        inner = getattr(c, toward)
+        setattr(p, away, inner)
+        if inner is not None:
+            inner.parent = p
+        pp = c.parent = p.parent
         if pp is None:
-            root = left
-            left.red = False
-        elif pp.right is p:
-            pp.right = left
+            root = c
+            c.red = False
+        elif getattr(pp, toward) is p:
+            setattr(pp, toward, c)
         else:
-            pp.left = left
-        left.right = p
-        p.parent = left
+            setattr(pp, away, c)
+        setattr(c, toward, p)
+        p.parent = c
     return root
 
 
@@ -105,42 +93,25 @@ def _balance_insertion(root: Any, x: Any) -> Any:
         xpp = xp.parent
         if not xp.red or xpp is None:
             return root
-        xppl = xpp.left
-        if xp is xppl:
-            xppr = xpp.right
-            if xppr is not None and xppr.red:
-                xppr.red = False
-                xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.right:
-                    x = xp
-                    root = _rotate_left(root, x)
-                    xp = x.parent
-                    xpp = xp.parent if xp is not None else None
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_right(root, xpp)
+        side = "left" if xp is xpp.left else "right"
+        other = _OTHER_SIDE[side]
+        uncle = getattr(xpp, other)
+        if uncle is not None and uncle.red:
+            uncle.red = False
+            xp.red = False
+            xpp.red = True
+            x = xpp
         else:
-            if xppl is not None and xppl.red:
-                xppl.red = False
+            if x is getattr(xp, other):
+                x = xp
+                root = _rotate(root, x, side)
+                xp = x.parent
+                xpp = xp.parent if xp is not None else None
+            if xp is not None:
                 xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.left:
-                    x = xp
-                    root = _rotate_right(root, x)
-                    xp = x.parent
-                    xpp = xp.parent if xp is not None else None
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_left(root, xpp)
+                if xpp is not None:
+                    xpp.red = True
+                    root = _rotate(root, xpp, other)
 
 
 class JavaHashMap(Generic[K]):

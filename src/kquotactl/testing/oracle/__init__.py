@@ -1,6 +1,7 @@
 """Kafka's own classes as the oracle of differential tests.
 
-Small Java drivers (``common/*.java``, or ``v<version>/*.java`` where a version's API differs) are compiled with
+Small Java drivers (``common/*.java``, or ``v<version>/*.java`` where a version's API differs, with support files
+shared by several versions: see :data:`SOURCE_DIRS`) are compiled with
 ``javac`` against one Kafka version's jars from Maven Central (see :mod:`kquotactl.testing.servers`) and run as one
 JVM per suite. The protocol is one JSON request per line on stdin and one JSON answer per line on stdout, in order;
 an exception thrown by Kafka's code comes back as ``{"error": "<class>", "message": "..."}``, which is an answer
@@ -30,13 +31,26 @@ SOURCES = Path(__file__).parent
 VERSIONS: dict[str, str] = {"2.8": "kafka-2.8", "3.9": "kafka-3.9", "4.1": "kafka-4"}
 
 
+#: Where a version's driver sources are looked up, in order: its own directory, then the directories of the APIs it
+#: shares with some other versions (``zk``: the ZooKeeper config handlers, up to 3.9; ``kraft``: the KRaft metadata
+#: image, from 3.x), then ``common`` (code that compiles against every version).
+SOURCE_DIRS: dict[str, tuple[str, ...]] = {
+    "2.8": ("v2_8", "zk", "common"),
+    "3.9": ("v3_9", "zk", "kraft", "common"),
+    "4.1": ("v4_1", "kraft", "common"),
+}
+
+
 def _sources(version: str, driver: str) -> list[Path]:
-    """The driver's source (the version's own if it has one) and the shared loop."""
-    own = SOURCES / f"v{version.replace('.', '_')}" / f"{driver}.java"
-    main = own if own.exists() else SOURCES / "common" / f"{driver}.java"
-    if not main.exists():
-        raise FileNotFoundError(f"no oracle driver {driver} for Kafka {version} ({main})")
-    return [SOURCES / "common" / "OracleLoop.java", main]
+    """The shared loop, then ``<driver>.java`` and its support files ``<driver><Part>.java`` along the version's
+    :data:`SOURCE_DIRS` (for each file name, the first directory that has it wins)."""
+    found: dict[str, Path] = {}
+    for d in SOURCE_DIRS[version]:
+        for path in sorted((SOURCES / d).glob(f"{driver}*.java")):
+            found.setdefault(path.name, path)
+    if f"{driver}.java" not in found:
+        raise FileNotFoundError(f"no oracle driver {driver} for Kafka {version} (in {', '.join(SOURCE_DIRS[version])})")
+    return [SOURCES / "common" / "OracleLoop.java", *(found[name] for name in sorted(found))]
 
 
 def compile_driver(version: str, driver: str) -> tuple[Path, str]:
@@ -46,7 +60,7 @@ def compile_driver(version: str, driver: str) -> tuple[Path, str]:
     sources = _sources(version, driver)
     digest = hashlib.sha256()
     for s in sources:
-        digest.update(s.read_bytes())
+        digest.update(s.relative_to(SOURCES).as_posix().encode() + b"\0" + s.read_bytes() + b"\0")
     digest.update((jars / ".complete").read_bytes())
     out = cache_dir() / "oracle" / version / f"{driver}-{digest.hexdigest()[:16]}"
     if not (out / ".complete").exists():

@@ -286,13 +286,17 @@ def _dup_add_key(line: Line) -> bool:
     return False
 
 
-@pytest.mark.parametrize("version", sorted(CONNECT))
-def test_flat_command_lines_match_kafka_configs(kafka_oracle, oracle_seed, version):
-    rng = random.Random(oracle_seed)
-    lines = [_line(rng, version) for _ in range(cases_per_run(600))]
-    oracle = kafka_oracle(version, "ConfigCommandOracle")
+@dataclass
+class Compared:
+    line: Line
+    kafka: dict[str, Any]  # Kafka's parse-level answer
+    ours: tuple[Any, ...]
+    want: tuple[Any, ...]
+
+
+def _compare(oracle: Any, version: str, lines: list[Line], seen: Counter[str]) -> list[Compared]:
+    """Ask Kafka and kquotactl about every line; ``want`` is Kafka's outcome with the documented differences applied."""
     answers = oracle.ask_many([{"args": _kafka_argv(ln, version)} for ln in lines])
-    seen: Counter[str] = Counter()
     # Kafka 4.x refuses `--ip '<default>'`: what it would do with the default ip spelled its way is what kquotactl
     # must do with `<default>` (as kafka-configs 2.8-3.9 did)
     again = [
@@ -303,7 +307,7 @@ def test_flat_command_lines_match_kafka_configs(kafka_oracle, oracle_seed, versi
         for i, answer in zip(again, fixed, strict=True):
             answers[i] = answer
         seen[f"{version}: ip <default> refused by Kafka"] += len(again)
-    ours, expected = [], []
+    out = []
     for line, kafka in zip(lines, answers, strict=True):
         assert "error" not in kafka, f"the oracle failed on {line}: {kafka}"
         got = _ours(line)
@@ -313,11 +317,90 @@ def test_flat_command_lines_match_kafka_configs(kafka_oracle, oracle_seed, versi
             want = ("refused", None)
         if want[0] == "refused" and got[0] == "refused" and (want[1] is None or got[1].startswith(want[1])):
             got = want  # kafka-configs' words, where kquotactl keeps them, may be followed by a hint
-        ours.append(got)
-        expected.append(want)
-    bad = list(mismatches((str(ln) for ln in lines), ours, expected))
+        out.append(Compared(line, kafka, got, want))
+    return out
+
+
+@pytest.mark.parametrize("version", sorted(CONNECT))
+def test_flat_command_lines_match_kafka_configs(kafka_oracle, oracle_seed, version):
+    rng = random.Random(oracle_seed)
+    lines = [_line(rng, version) for _ in range(cases_per_run(600))]
+    seen: Counter[str] = Counter()
+    results = _compare(kafka_oracle(version, "ConfigCommandOracle"), version, lines, seen)
+    bad = list(mismatches((str(r.line) for r in results), (r.ours for r in results), (r.want for r in results)))
     assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}: " + "\n".join(
         f"\n  {c}\n    kquotactl {o}\n    expected  {k}" for c, o, k in bad
     )
-    outcomes = Counter(w[0] for w in expected)
+    outcomes = Counter(r.want[0] for r in results)
     assert outcomes["alter"] and outcomes["describe"] and outcomes["refused"], outcomes
+
+
+# -- against a real cluster: what kafka-configs writes is what kquotactl writes ---------------------------------
+
+
+def _on(line: Line, version: str, connect: str) -> list[str]:
+    """The line pointed at a real cluster (the generated one names 127.0.0.1:9)."""
+    argv = [a.replace("127.0.0.1:9", connect) for a in line.argv]
+    return [CONNECT[version], connect, *argv] if "no-connect" in line.marks else argv
+
+
+def _sample(results: list[Compared], rng: random.Random, count: int) -> list[Compared]:
+    """Lines Kafka's parser accepts as alters: mostly ones kquotactl accepts, some it refuses on purpose."""
+    alters = [r for r in results if r.kafka.get("action") == "alter"]
+    accepted = [r for r in alters if r.want[0] == "alter"]
+    refused = [r for r in alters if r.want[0] == "refused"]
+    return rng.sample(accepted, min(len(accepted), count)) + rng.sample(refused, min(len(refused), count // 4))
+
+
+def _zk_quotas(chroot: Any) -> dict[str, dict[str, float]]:
+    """Every quota entity node under the chroot's /config, its keys as numbers (kquotactl writes doubles as
+    Double.toString prints them, ZooKeeper-mode kafka-configs the string as typed: docs/core.md)."""
+    import json
+
+    out: dict[str, dict[str, float]] = {}
+
+    def walk(path: str) -> None:
+        data = chroot.get(path)
+        if data:
+            out[path] = {k: float(v) for k, v in json.loads(data)["config"].items()}
+        for child in chroot.children(path):
+            walk(f"{path}/{child}")
+
+    for kind in ("users", "clients", "ips"):
+        if chroot.exists(f"/config/{kind}"):
+            walk(f"/config/{kind}")
+    return out
+
+
+def test_flat_alters_write_what_kafka_configs_writes_in_zookeeper(kafka_oracle, oracle_seed, chroot):
+    """Kafka 2.8.2's ConfigCommand.main (--zookeeper) and kquotactl, the same line on the same empty chroot."""
+    from conftest import run_cli
+
+    version = "2.8"
+    rng = random.Random(oracle_seed)
+    oracle = kafka_oracle(version, "ConfigCommandOracle")
+    lines = [_line(rng, version) for _ in range(cases_per_run(600))]
+    sample = _sample(_compare(oracle, version, lines, Counter()), rng, 30)
+    bad = []
+    written = 0
+    for r in sample:
+        argv = _on(r.line, version, chroot.connect)
+        kafka = oracle.ask({"run": True, "args": argv})
+        theirs = _zk_quotas(chroot)
+        chroot.zk.delete(chroot.root + "/config", recursive=True)
+        ours = run_cli(*argv)
+        mine = _zk_quotas(chroot)
+        if chroot.exists("/config"):
+            chroot.zk.delete(chroot.root + "/config", recursive=True)
+        written += bool(theirs and mine)
+        if r.want[0] == "refused":  # a documented difference: kquotactl refuses and writes nothing
+            ok = ours.exit_code == 1 and not mine
+        else:
+            ok = (ours.exit_code == 0) == (kafka["exit"] == 0) and mine == theirs
+        if not ok:
+            bad.append(
+                f"\n  {r.line}\n    kafka-configs exit {kafka['exit']} {theirs} {kafka['stderr'][:200]!r}"
+                f"\n    kquotactl     exit {ours.exit_code} {mine} {ours.stderr[:200]!r}"
+            )
+    assert len(sample) >= 10 and written >= 5, (len(sample), written)
+    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}:" + "".join(bad[:5])

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.common.utils.Exit;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -20,6 +22,9 @@ import java.util.Properties;
  * <p>{"args": [...]} -> {"ok": true, "action": "alter"|"describe", "zookeeper": bool, "types": [...], "names": [...],
  * "adds": [[k, v], ...], "deletes": [...]}; a refusal is {"refused": "<exception class or exit>", "message": "..."}
  * with what {@code main} prints first to stderr ({@code e.getMessage}, or the line before the usage text).
+ *
+ * <p>{"args": [...], "run": true} runs {@code ConfigCommand.main} itself (it connects to the cluster the line names)
+ * -> {"exit": status, "stdout": ..., "stderr": ...}.
  */
 public final class ConfigCommandOracle {
     static final class ExitCalled extends RuntimeException {
@@ -28,6 +33,21 @@ public final class ConfigCommandOracle {
         ExitCalled(int status) {
             super("exit " + status);
             this.status = status;
+        }
+    }
+
+    /** Scala's {@code Console.out}/{@code err} bind to System.out/err once: they get these, pointed per request. */
+    static final class Switch extends OutputStream {
+        volatile OutputStream to = OutputStream.nullOutputStream();
+
+        @Override
+        public void write(int b) throws IOException {
+            to.write(b);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            to.write(b, off, len);
         }
     }
 
@@ -43,8 +63,19 @@ public final class ConfigCommandOracle {
         Method names = optsClass.getMethod("entityNames");
         Method toAdd = command.getMethod("parseConfigsToBeAdded", optsClass);
         Method toDelete = command.getMethod("parseConfigsToBeDeleted", optsClass);
+        Method mainMethod = Class.forName("kafka.admin.ConfigCommand").getMethod("main", String[].class);
         PrintStream realErr = System.err;
         PrintStream realOut = System.out;
+        Switch outSwitch = new Switch();
+        Switch errSwitch = new Switch();
+        PrintStream outStream = new PrintStream(outSwitch, true, "UTF-8");
+        PrintStream errStream = new PrintStream(errSwitch, true, "UTF-8");
+        System.setOut(outStream);
+        System.setErr(errStream);
+        scala.Console.out();  // bound now, to the switches, for good
+        scala.Console.err();
+        System.setOut(realOut);
+        System.setErr(realErr);
 
         OracleLoop.run((req, json) -> {
             List<String> list = new ArrayList<>();
@@ -52,9 +83,25 @@ public final class ConfigCommandOracle {
             String[] args = list.toArray(new String[0]);
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             ByteArrayOutputStream out = new ByteArrayOutputStream();
-            System.setErr(new PrintStream(err, true, "UTF-8"));
-            System.setOut(new PrintStream(out, true, "UTF-8"));
+            outSwitch.to = out;
+            errSwitch.to = err;
+            System.setErr(errStream);
+            System.setOut(outStream);
             ObjectNode answer = json.createObjectNode();
+            if (req.path("run").asBoolean(false)) {  // the whole command, against the cluster the line names
+                try {
+                    mainMethod.invoke(null, (Object) args);
+                    answer.put("exit", 0);
+                } catch (InvocationTargetException e) {
+                    if (!(e.getCause() instanceof ExitCalled)) throw e;
+                    answer.put("exit", ((ExitCalled) e.getCause()).status);
+                } finally {
+                    restore(realOut, realErr, outSwitch, errSwitch);
+                }
+                answer.put("stdout", new String(out.toByteArray(), StandardCharsets.UTF_8));
+                answer.put("stderr", new String(err.toByteArray(), StandardCharsets.UTF_8));
+                return answer;
+            }
             try {
                 Object opts = optsClass.getConstructor(String[].class).newInstance((Object) args);
                 checkArgs.invoke(opts);
@@ -90,11 +137,17 @@ public final class ConfigCommandOracle {
                     answer.put("message", String.valueOf(cause.getMessage()));
                 }
             } finally {
-                System.setErr(realErr);
-                System.setOut(realOut);
+                restore(realOut, realErr, outSwitch, errSwitch);
             }
             return answer;
         });
+    }
+
+    private static void restore(PrintStream out, PrintStream err, Switch outSwitch, Switch errSwitch) {
+        System.setOut(out);
+        System.setErr(err);
+        outSwitch.to = OutputStream.nullOutputStream();
+        errSwitch.to = OutputStream.nullOutputStream();
     }
 
     /** 2.8's Scala CommandDefaultOptions has an {@code options()} accessor, 4.x's Java one a public field. */

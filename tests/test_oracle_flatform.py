@@ -290,25 +290,29 @@ def _dup_add_key(line: Line) -> bool:
 class Compared:
     line: Line
     kafka: dict[str, Any]  # Kafka's parse-level answer
+    kafka_argv: list[str]  # the line Kafka answered (see _kafka_argv and _ip_marker_as_default)
     ours: tuple[Any, ...]
     want: tuple[Any, ...]
 
 
 def _compare(oracle: Any, version: str, lines: list[Line], seen: Counter[str]) -> list[Compared]:
     """Ask Kafka and kquotactl about every line; ``want`` is Kafka's outcome with the documented differences applied."""
-    answers = oracle.ask_many([{"args": _kafka_argv(ln, version)} for ln in lines])
+    asked = [_kafka_argv(ln, version) for ln in lines]
+    answers = oracle.ask_many([{"args": a} for a in asked])
     # Kafka 4.x refuses `--ip '<default>'`: what it would do with the default ip spelled its way is what kquotactl
     # must do with `<default>` (as kafka-configs 2.8-3.9 did)
     again = [
         i for i, a in enumerate(answers) if a.get("message") == IP_MARKER_REFUSED and "stray" not in lines[i].marks
     ]
     if again:
-        fixed = oracle.ask_many([{"args": _ip_marker_as_default(_kafka_argv(lines[i], version))} for i in again])
+        for i in again:
+            asked[i] = _ip_marker_as_default(asked[i])
+        fixed = oracle.ask_many([{"args": asked[i]} for i in again])
         for i, answer in zip(again, fixed, strict=True):
             answers[i] = answer
         seen[f"{version}: ip <default> refused by Kafka"] += len(again)
     out = []
-    for line, kafka in zip(lines, answers, strict=True):
+    for line, kafka, argv in zip(lines, answers, asked, strict=True):
         assert "error" not in kafka, f"the oracle failed on {line}: {kafka}"
         got = _ours(line)
         want = _expected(version, line, kafka, seen)
@@ -317,7 +321,7 @@ def _compare(oracle: Any, version: str, lines: list[Line], seen: Counter[str]) -
             want = ("refused", None)
         if want[0] == "refused" and got[0] == "refused" and (want[1] is None or got[1].startswith(want[1])):
             got = want  # kafka-configs' words, where kquotactl keeps them, may be followed by a hint
-        out.append(Compared(line, kafka, got, want))
+        out.append(Compared(line, kafka, argv, got, want))
     return out
 
 
@@ -338,10 +342,9 @@ def test_flat_command_lines_match_kafka_configs(kafka_oracle, oracle_seed, versi
 # -- against a real cluster: what kafka-configs writes is what kquotactl writes ---------------------------------
 
 
-def _on(line: Line, version: str, connect: str) -> list[str]:
-    """The line pointed at a real cluster (the generated one names 127.0.0.1:9)."""
-    argv = [a.replace("127.0.0.1:9", connect) for a in line.argv]
-    return [CONNECT[version], connect, *argv] if "no-connect" in line.marks else argv
+def _on(argv: list[str], connect: str) -> list[str]:
+    """A line pointed at a real cluster (the generated ones name 127.0.0.1:9)."""
+    return [a.replace("127.0.0.1:9", connect) for a in argv]
 
 
 def _sample(results: list[Compared], rng: random.Random, count: int) -> list[Compared]:
@@ -396,11 +399,11 @@ def test_flat_alters_write_what_kafka_configs_writes_in_zookeeper(kafka_oracle, 
     bad = []
     written = 0
     for r in sample:
-        argv = _on(r.line, version, chroot.connect)
+        argv = _on(_kafka_argv(r.line, version), chroot.connect)
         seed = _seed_args(r)
         if seed:
             assert run_cli("--zookeeper", chroot.connect, *seed).exit_code == 0
-        kafka = oracle.ask({"run": True, "args": argv})
+        kafka = oracle.ask({"run": True, "args": _on(r.kafka_argv, chroot.connect)})
         # kafka-configs 2.8 keeps an emptied entity node ({"config":{}}); kquotactl deletes it, as 3.5+ brokers do
         theirs = {path: config for path, config in _zk_quotas(chroot).items() if config}
         chroot.zk.delete(chroot.root + "/config", recursive=True)
@@ -420,7 +423,7 @@ def test_flat_alters_write_what_kafka_configs_writes_in_zookeeper(kafka_oracle, 
                 f"\n  {r.line}\n    kafka-configs exit {kafka['exit']} {theirs} {kafka['stderr'][:200]!r}"
                 f"\n    kquotactl     exit {ours.exit_code} {mine} {ours.stderr[:200]!r}"
             )
-    assert len(sample) >= 10 and written >= 5, (len(sample), written)
+    assert len(sample) >= 10 and written >= 5, f"seed {oracle_seed}: {len(sample)} lines, {written} applied by both"
     assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}:" + "".join(bad[:5])
 
 
@@ -452,13 +455,13 @@ def test_flat_alters_do_what_kafka_configs_does_on_kraft(kafka_oracle, oracle_se
     written = 0
     with AdminBackend.connect(kraft.bootstrap) as backend:
         for r in sample:
-            argv = _on(r.line, version, kraft.bootstrap)
+            argv = _on(_kafka_argv(r.line, version), kraft.bootstrap)
             seed = _seed_args(r)
             start: dict[Any, dict[str, float]] = {}
             if seed:
                 assert run_cli("--bootstrap-server", kraft.bootstrap, *seed).exit_code == 0
                 start = _kraft_quotas(backend, {})
-            kafka = oracle.ask({"run": True, "args": argv})
+            kafka = oracle.ask({"run": True, "args": _on(r.kafka_argv, kraft.bootstrap)})
             theirs = _kraft_quotas(backend, start if kafka["exit"] == 0 else None)
             _wipe(backend)
             if seed:
@@ -481,5 +484,5 @@ def test_flat_alters_do_what_kafka_configs_does_on_kraft(kafka_oracle, oracle_se
                     f"\n  {r.line}\n    kafka-configs exit {kafka['exit']} {theirs} {kafka['stderr'][:200]!r}"
                     f"\n    kquotactl     exit {ours.exit_code} {mine} {ours.stderr[:200]!r}"
                 )
-    assert len(sample) >= 10 and written >= 5, (len(sample), written)
+    assert len(sample) >= 10 and written >= 5, f"seed {oracle_seed}: {len(sample)} lines, {written} applied by both"
     assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}:" + "".join(bad[:5])

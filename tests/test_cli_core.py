@@ -68,6 +68,10 @@ REJECTED = [
     (["alter", "--user", "alice"], "nothing to change"),
     (
         ["alter", "--user", "alice", "--entity-type", "users", "--add-config", "producer_byte_rate=1"],
+        "Duplicate entity type(s) specified: users",  # kafka-configs checks duplicates before mixed forms
+    ),
+    (
+        ["alter", "--user", "alice", "--entity-type", "clients", "--add-config", "producer_byte_rate=1"],
         "should not be used in conjunction",
     ),
     (

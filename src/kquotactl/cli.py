@@ -236,6 +236,10 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return _stacked(opts, f)
 
 
+ENTITY_TYPES = ("users", "clients", "ips")
+
+PARSE_ONLY = "kquotactl.parse_only"  # ctx.meta key: describe/alter return their request instead of running it
+
 ENTITY_DEFAULT_TOKEN = "\x00entity-default"  # kquotactl.entityargs.ENTITY_DEFAULT (not imported: start-up time)
 
 
@@ -245,7 +249,10 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--entity-type",
             "entity_types",
             multiple=True,
-            type=click.Choice(["users", "clients", "ips"]),
+            metavar="[users|clients|ips]",
+            shell_complete=lambda ctx, param, incomplete: [
+                t for t in ENTITY_TYPES if t.startswith(incomplete)
+            ],  # no click.Choice: kafka-configs refuses a duplicate type before an unknown one, and so do we
             help="Entity type; repeat to combine users and clients into a pair.",
         ),
         click.option(
@@ -426,7 +433,7 @@ def cli(
 @entity_options
 @pass_state
 @click.pass_context
-def describe(ctx: click.Context, state: AppState, **kw: Any) -> None:
+def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] | None:
     """Show quotas: every quota entity, or those matching the entity options.
 
     With no entity options, lists users, (user, client-id) pairs, client-ids and ips. An entity type
@@ -443,11 +450,19 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> None:
     from kquotactl.entityargs import filter_for_describe
     from kquotactl.render import render_records
 
-    flt = filter_for_describe(_entity_args(kw))
+    entity_args = _entity_args(kw)
+    if state.kafka_compat and not entity_args.given:  # kafka-configs refuses it; the describe command lists all
+        raise UsageError(
+            "At least one entity type must be specified (kafka-configs' --describe; 'kquotactl describe' lists all)"
+        )
+    flt = filter_for_describe(entity_args)
+    if ctx.meta.get(PARSE_ONLY):
+        return ("describe", flt)
     backend = state.backend(ctx)
     records = backend.describe(flt)
     _flush_warnings(state, backend)
     render_records(records, state.output_format(), sys.stdout, _dialect(backend), state.color)
+    return None
 
 
 @cli.command()
@@ -485,7 +500,7 @@ def alter(
     if_exists: bool,
     dry_run: bool,
     **kw: Any,
-) -> None:
+) -> tuple[str, Any] | None:
     """Set or remove quota keys on one entity, atomically.
 
     The entity's keys are read, changed and written back with compare-and-set, together with the change
@@ -515,6 +530,8 @@ def alter(
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
     check_live_changes([change])  # before connecting (every backend alter checks it again)
+    if ctx.meta.get(PARSE_ONLY):
+        return ("alter", change)
     backend = state.backend(ctx)
     # one result, or one per stored spelling when several stored ip names are this address
     results = backend.alter([change], validate_only=dry_run)
@@ -534,6 +551,7 @@ def alter(
                 click.echo(kafka_alter_line(result, _dialect(backend), alter_head(entity_args)))
             elif fmt != "kafka":
                 click.echo(result_line(result))
+    return None
 
 
 from kquotactl.commands import register_all  # noqa: E402 - commands attach to the group defined above
@@ -561,6 +579,9 @@ def _option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]
     return table(group.params), sub
 
 
+ACTION_COUNT = "Command must include exactly one action: --describe, --alter"  # kafka-configs' words, 2.x to 4.x
+
+
 def normalize_argv(argv: Sequence[str], group: click.Group = cli) -> tuple[list[str], bool]:
     """Make kafka-configs habits work with click.
 
@@ -571,7 +592,7 @@ def normalize_argv(argv: Sequence[str], group: click.Group = cli) -> tuple[list[
     Returns the new argv and whether the flat form was used.
     """
     glob, sub = _option_table(group)
-    known = {**glob, **sub}
+    known = {**glob, **sub, "--alter": False, "--describe": False}
     head: list[str] = []
     rest: list[str] = []
     actions: list[str] = []
@@ -596,12 +617,38 @@ def normalize_argv(argv: Sequence[str], group: click.Group = cli) -> tuple[list[
             i += 1
         i += 1
     flat = False
+    if not actions and argv and not rest and not _asks_help(argv):  # kquotactl --zookeeper zk:2181
+        raise UsageError(f"{ACTION_COUNT} (or a command: see 'kquotactl --help')")
     if actions:
         if len(set(actions)) != 1 or any(a in group.commands for a in rest[:1]):
-            raise UsageError("Command must include exactly one action: --describe, --alter")
+            raise UsageError(ACTION_COUNT)
         rest = [actions[0], *rest]
         flat = True
+    elif rest and rest[0].startswith("-") and rest[0] != "--" and not _asks_help(argv):
+        raise UsageError(ACTION_COUNT)  # kafka-configs' flat form without --alter/--describe (no command either)
     return head + rest, flat
+
+
+def _asks_help(argv: Sequence[str]) -> bool:
+    return any(a in ("-h", "--help", "--version") for a in argv)
+
+
+def _invoke(argv: Sequence[str], prog_name: str = "kquotactl", parse_only: bool = False) -> Any:
+    args, flat = normalize_argv(argv)
+    with cli.make_context(prog_name, args) as ctx:
+        ctx.meta["kquotactl.flat"] = flat
+        ctx.meta[PARSE_ONLY] = parse_only
+        return cli.invoke(ctx)
+
+
+def parse_request(argv: Sequence[str]) -> tuple[str, Any]:
+    """What a describe or alter command line asks for, parsed and checked exactly as :func:`main` does but without
+    connecting: ``("describe", EntityFilter)`` or ``("alter", EntityChange)``. Raises what ``main`` would report
+    (:class:`QuotaError`, click's ``UsageError``). For differential tests against kafka-configs' own parser."""
+    result = _invoke(argv, parse_only=True)
+    if not (isinstance(result, tuple) and result and result[0] in ("describe", "alter")):
+        raise UsageError("not a describe or alter command line")
+    return result
 
 
 def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> None:
@@ -613,10 +660,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             comp.install(cli)  # options of commands that did not attach completion callbacks themselves
             cli.main(args=args, prog_name=prog_name)
             return
-        args, flat = normalize_argv(args)
-        with cli.make_context(prog_name, args) as ctx:
-            ctx.meta["kquotactl.flat"] = flat
-            cli.invoke(ctx)
+        _invoke(args, prog_name)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except QuotaError as e:
         click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)

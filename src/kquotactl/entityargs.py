@@ -74,11 +74,21 @@ class EntityArgs:
             or self.client_defaults
             or self.ip_defaults
         )
+        plurals = [*self.entity_types]
+        plurals += [t.plural for v, t in self._flag_values() if v is not None]
+        plurals += [t.plural for flag, t in self._default_flags() if flag]
+        # kafka-configs' checkArgs order: duplicate types first (each later repeat listed, as Scala's diff leaves
+        # them), then unknown types
+        dups = list(plurals)
+        for t in dict.fromkeys(plurals):
+            dups.remove(t)
+        if dups:
+            raise UsageError(f"Duplicate entity type(s) specified: {','.join(dups)}")
+        types = [EntityType.from_plural(t) for t in plurals]
         if flags_used and (self.entity_types or self.entity_names):
             raise UsageError(
                 "--entity-{type,name,default} should not be used in conjunction with specific entity flags"
             )
-        types: list[EntityType] = [EntityType.from_plural(t) for t in self.entity_types]
         names: list[str] = []
         for i, n in enumerate(self.entity_names):
             if n == "":
@@ -88,11 +98,7 @@ class EntityArgs:
             if n == DEFAULT_MARKER and i < len(self.entity_types):
                 self._check_marker(EntityType.from_plural(self.entity_types[i]), "--entity-name", "--entity-default")
             names.append("" if n == ENTITY_DEFAULT else n)
-        for value, t in (
-            (self.client, EntityType.CLIENT_ID),
-            (self.user, EntityType.USER),
-            (self.ip, EntityType.IP),
-        ):
+        for value, t in self._flag_values():
             if value is not None:
                 if value == "":
                     raise UsageError(
@@ -101,19 +107,8 @@ class EntityArgs:
                     )
                 if value == DEFAULT_MARKER:
                     self._check_marker(t, _FLAG_FOR[t], _DEFAULTS_FLAG[t])
-                types.append(t)
                 names.append(value)
-        for flag, t in (
-            (self.client_defaults, EntityType.CLIENT_ID),
-            (self.user_defaults, EntityType.USER),
-            (self.ip_defaults, EntityType.IP),
-        ):
-            if flag:
-                types.append(t)
-                names.append("")
-        dups = sorted({t.plural for t in types if types.count(t) > 1})
-        if dups:
-            raise UsageError(f"Duplicate entity type(s) specified: {','.join(dups)}")
+        names += ["" for flag, _ in self._default_flags() if flag]
         if len(names) > len(types):
             raise UsageError("More entity names specified than entity types")
         if EntityType.IP in types and len(types) > 1:
@@ -121,6 +116,17 @@ class EntityArgs:
                 "Invalid quota entity combination, IP entity should not be used with user/client ID entity."
             )
         return [(t, names[i] if i < len(names) else None) for i, t in enumerate(types)]
+
+    def _flag_values(self) -> list[tuple[str | None, EntityType]]:
+        """The entity flags' values in kafka-configs' fixed order (client, user, ip), None when absent."""
+        return [(self.client, EntityType.CLIENT_ID), (self.user, EntityType.USER), (self.ip, EntityType.IP)]
+
+    def _default_flags(self) -> list[tuple[bool, EntityType]]:
+        return [
+            (self.client_defaults, EntityType.CLIENT_ID),
+            (self.user_defaults, EntityType.USER),
+            (self.ip_defaults, EntityType.IP),
+        ]
 
     def _check_marker(self, t: EntityType, option: str, default_option: str) -> None:
         if t is EntityType.IP or self.literal_names:

@@ -111,7 +111,7 @@ def main() -> None:
 
         admin = KazooClient(zk.connect)
         admin.start()
-        admin.ensure_path("/bench")
+        admin.ensure_path("/bench/brokers/ids")  # a chroot brokers use
         admin.stop()
         conn = zk.connect + "/bench"
         backend = ZooKeeperBackend(ZkSettings(connect=conn))

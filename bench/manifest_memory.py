@@ -62,7 +62,7 @@ def main() -> None:
             manifest = Path(tmp) / f"m{n}.yaml"
             write_manifest(desired(n), manifest)
             root = f"/mem{n}"
-            admin.ensure_path(root)
+            admin.ensure_path(root + "/brokers/ids")  # a chroot brokers use
             conn = ["--zookeeper", zk.connect + root, "--timeout", "120"]
             print(f"{n} entities (manifest {manifest.stat().st_size / 1048576:.1f} MiB):")
             for label, args, expect in (

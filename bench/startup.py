@@ -19,7 +19,7 @@ def main() -> None:
 
         admin = KazooClient(zk.connect)
         admin.start()
-        admin.ensure_path("/bench")
+        admin.ensure_path("/bench/brokers/ids")  # a chroot brokers use: kquotactl writes only there
         admin.stop()
         conn = zk.connect + "/bench"
         import subprocess

@@ -37,7 +37,7 @@ def fresh_root(zk: ZooKeeperServer, name: str) -> str:
 
     admin = KazooClient(zk.connect)
     admin.start()
-    admin.ensure_path("/" + name)
+    admin.ensure_path("/" + name + "/brokers/ids")  # a chroot brokers use
     admin.stop()
     admin.close()
     return f"{zk.connect}/{name}"

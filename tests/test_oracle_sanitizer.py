@@ -37,7 +37,7 @@ def _escaped(rng: random.Random) -> str:
         elif r < 0.6:
             parts.append(rng.choice(["%", "%4", "+", "%%", "%C3", "%E2%82", "%F0%9F%98", "%80", "%FF", "%ED%A0%80"]))
         elif r < 0.65:  # Integer.parseInt's view of the two characters: a sign, Unicode digits, full-width letters
-            parts.append("%" + "".join(rng.choice("+-0Fa\u0663\uff21\uff46\u0966x ") for _ in range(2)))
+            parts.append("%" + "".join(rng.choice("+-0Fa\u0663\uff21\uff46\u0966x \U0001d7d8") for _ in range(2)))
         else:
             parts.append(rng.choice(["a", "Z", "9", ".", "-", "_", "~", " ", "é"]))
     return "".join(parts)

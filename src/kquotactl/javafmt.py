@@ -19,6 +19,24 @@ K = TypeVar("K")
 _UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 
+def java_digit(ch: str, radix: int) -> int:
+    """``Character.digit(char, radix)`` for radix 10 or 16: any Unicode decimal digit of the Basic Multilingual Plane
+    (Java's parsers read UTF-16 ``char``s, so a supplementary character is two surrogates, never a digit), plus the
+    ASCII and full-width letters for radix 16; -1 otherwise."""
+    import unicodedata
+
+    if ch <= "9" and ch >= "0":
+        return ord(ch) - 48
+    if radix == 16:
+        if "a" <= ch.lower() <= "f" and ch.isascii():
+            return ord(ch.lower()) - 87
+        if "\uff21" <= ch <= "\uff26" or "\uff41" <= ch <= "\uff46":  # full-width A-F / a-f
+            return (ord(ch) & 0x1F) + 9
+    if ord(ch) > 0xFFFF:
+        return -1
+    return unicodedata.decimal(ch, -1)
+
+
 def double_to_string(x: float) -> str:
     """``Double.toString``: plain decimal for 1e-3 <= |x| < 1e7, otherwise ``d.dddE±n``.
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 
 from kquotactl.errors import InvalidValue
+from kquotactl.javafmt import java_digit
 
 Number = int | float
 
@@ -306,15 +306,6 @@ _JAVA_PARSER = {
 }
 
 
-def _java_decimal_digit(c: str) -> int:
-    """``Character.digit(c, 10)``: any decimal digit of the Basic Multilingual Plane, not only ASCII."""
-    if "0" <= c <= "9":
-        return ord(c) - 48
-    if ord(c) > 0xFFFF:
-        return -1
-    return unicodedata.decimal(c, -1)
-
-
 def java_parse_integer(text: str, vtype: ValueType = ValueType.LONG) -> int | None:
     """``Long.parseLong`` / ``Integer.parseInt`` (radix 10): an optional sign and decimal digits, in range."""
     bits = 63 if vtype is ValueType.LONG else 31
@@ -325,7 +316,7 @@ def java_parse_integer(text: str, vtype: ValueType = ValueType.LONG) -> int | No
         return None
     value = 0
     for c in body:
-        d = _java_decimal_digit(c)
+        d = java_digit(c, 10)
         if d < 0:
             return None
         value = value * 10 + d

@@ -57,23 +57,14 @@ def desanitize(sanitized: str) -> str:
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
-def _java_digit(ch: str) -> int:
-    """``Character.digit(ch, 16)``: ASCII and full-width hex letters, and any Unicode decimal digit; -1 otherwise."""
-    import unicodedata
-
-    if ch in _HEX_DIGITS:
-        return int(ch, 16)
-    if "\uff21" <= ch <= "\uff26" or "\uff41" <= ch <= "\uff46":  # full-width A-F / a-f
-        return (ord(ch) & 0x1F) + 9
-    return unicodedata.decimal(ch, -1)
-
-
 def _escape_byte(pair: str) -> int:
     """The byte ``Integer.parseInt(pair, 16)`` gives for the two characters after a ``%``."""
     if pair[0] in _HEX_DIGITS and pair[1] in _HEX_DIGITS:
         return int(pair, 16)
     sign, digits = (-1 if pair[0] == "-" else 1, pair[1:]) if pair[0] in "+-" else (1, pair)
-    values = [_java_digit(c) for c in digits]
+    from kquotactl.javafmt import java_digit
+
+    values = [java_digit(c, 16) for c in digits]
     if any(v < 0 for v in values):
         raise ValueError(f"URLDecoder: Illegal hex characters in escape (%) pattern - {pair}")
     value = 0

@@ -133,9 +133,10 @@ def test_examples_in_the_docs_parse_with_the_current_cli(where: str, args: list[
     """A renamed option or command breaks this test, not the reader."""
     import click
 
-    from kquotactl.cli import cli, normalize_argv
+    from kquotactl.argv import normalize_argv
+    from kquotactl.cli import cli
 
-    argv, _ = normalize_argv(args)
+    argv, _ = normalize_argv(args, cli)
     try:
         ctx = cli.make_context("kquotactl", list(argv))
         group: click.Command = cli

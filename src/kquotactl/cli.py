@@ -9,14 +9,23 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
 from kquotactl import __version__
 from kquotactl import completion as comp
-from kquotactl.connection import ConnectionOptions
+from kquotactl.argv import ACTION_COUNT, normalize_argv  # noqa: F401 - ACTION_COUNT re-exported
+from kquotactl.clikit import (  # noqa: F401 - re-exported: the commands' shared pieces live in kquotactl.clikit
+    CI_REPORTS,
+    AppState,
+    OnceCommand,
+    OnceGroup,
+    pass_state,
+    quota_window_options,
+    stacked,
+)
+from kquotactl.connopts import ConnectionOptions
 from kquotactl.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, one_line
 from kquotactl.helpwrap import install as _install_help_wrapping
 
@@ -35,102 +44,7 @@ EPILOG_EXIT = (
 )
 
 
-@dataclass
-class AppState:
-    """What the group options decided, shared with every command."""
-
-    conn: ConnectionOptions = field(default_factory=ConnectionOptions)
-    output: str | None = None
-    color: bool = False
-    verbose: bool = False
-    kafka_compat: bool = False  # invoked in kafka-configs' flat form (--alter/--describe)
-    context_name: str | None = None  # --context (else KQUOTACTL_CONTEXT, else the file's current-context)
-    config_path: str | None = None  # --config (else KQUOTACTL_CONFIG, else XDG)
-    explicit: frozenset[str] = frozenset()  # connection fields typed on the command line (a context never overrides)
-    _backend: Any = None
-
-    def connection(self) -> ConnectionOptions:
-        """The cluster to use: flags > environment > context (see kquotactl.contexts)."""
-        from kquotactl.contexts import resolve
-
-        return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
-
-    def backend(self, ctx: click.Context) -> Any:
-        if self._backend is None:
-            from kquotactl.connection import open_backend
-
-            self._backend = open_backend(self.connection())
-            ctx.call_on_close(self._backend.close)
-        return self._backend
-
-    def output_format(self) -> str:
-        if self.output:
-            return self.output
-        if self.kafka_compat:
-            return "kafka"
-        return "table" if sys.stdout.isatty() else "json"
-
-    def warn(self, message: str) -> None:
-        click.echo(f"kquotactl: warning: {message}", err=True)
-
-
-pass_state = click.make_pass_decorator(AppState, ensure=True)
-
-
-# -- one value per option -----------------------------------------------------------------------
-
-
-class _OnceParser:
-    """Wraps click's parser: an option that takes one value may be given once (click keeps the last silently,
-    so ``--user alice --user bob`` would change bob). Repeatable options say so (``multiple``); flags repeated
-    mean the same thing and stay accepted."""
-
-    def __init__(self, parser: Any) -> None:
-        self._parser = parser
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._parser, name)
-
-    def parse_args(self, args: list[str]) -> Any:
-        opts, rest, order = self._parser.parse_args(args=args)
-        ctx = getattr(self._parser, "ctx", None)
-        if ctx is not None and ctx.resilient_parsing:  # shell completion: offer what it can, refuse nothing
-            return opts, rest, order
-        seen: set[int] = set()
-        for p in order:
-            if isinstance(p, click.Option) and not (p.multiple or p.is_flag or p.count):
-                if id(p) in seen:
-                    names = "/".join(p.opts + p.secondary_opts)
-                    raise click.UsageError(f"{names} given more than once: give it once (no guessing which one)")
-                seen.add(id(p))
-        return opts, rest, order
-
-
-class OnceCommand(click.Command):
-    """A command whose single-value options are refused when repeated (see :class:`_OnceParser`)."""
-
-    def make_parser(self, ctx: click.Context) -> Any:
-        return _OnceParser(super().make_parser(ctx))
-
-
-class OnceGroup(click.Group):
-    command_class = OnceCommand
-
-    def make_parser(self, ctx: click.Context) -> Any:
-        return _OnceParser(super().make_parser(ctx))
-
-
-OnceGroup.group_class = OnceGroup
-
-
 # -- option groups ------------------------------------------------------------------------------
-
-
-def _stacked(options: list[Callable[..., Any]], f: Callable[..., Any]) -> Callable[..., Any]:
-    """Apply click option decorators so that they appear in ``--help`` in list order."""
-    for o in reversed(options):
-        f = o(f)
-    return f
 
 
 def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -208,32 +122,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "without it such a write is refused as a probably forgotten chroot.",
         ),
     ]
-    return _stacked(opts, f)
-
-
-def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """The brokers' quota window (``quota.window.num`` x ``quota.window.size.seconds``), for the commands that model
-    throttling (``explain``, ``impact run``): one spelling, Kafka's own lower bounds."""
-    opts = [
-        click.option(
-            "--window-num",
-            type=click.IntRange(min=1),
-            default=11,
-            show_default=True,
-            help="The brokers' quota.window.num: samples in the rate window.",
-        ),
-        click.option(
-            "--window-size-seconds",
-            "--window-size",
-            "window_size_seconds",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            metavar="SECONDS",
-            help="The brokers' quota.window.size.seconds: the length of one sample.",
-        ),
-    ]
-    return _stacked(opts, f)
+    return stacked(opts, f)
 
 
 ENTITY_TYPES = ("users", "clients", "ips")
@@ -300,23 +189,7 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "kafka-configs writes such a user, manifests mean the default).",
         ),
     ]
-    return _stacked(opts, f)
-
-
-def _entity_args(kw: dict[str, Any]) -> Any:
-    from kquotactl.entityargs import EntityArgs
-
-    return EntityArgs(
-        entity_types=kw.pop("entity_types"),
-        entity_names=kw.pop("entity_names"),
-        user=kw.pop("user"),
-        client=kw.pop("client"),
-        ip=kw.pop("ip"),
-        user_defaults=kw.pop("user_defaults"),
-        client_defaults=kw.pop("client_defaults"),
-        ip_defaults=kw.pop("ip_defaults"),
-        literal_names=kw.pop("literal_names", False),
-    )
+    return stacked(opts, f)
 
 
 def _dialect(backend: Any) -> str:
@@ -330,7 +203,6 @@ def _flush_warnings(state: AppState, backend: Any) -> None:
 
 # -- the group ----------------------------------------------------------------------------------
 
-CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render_ci
 CI_REPORT_COMMANDS = ("validate", "plan")
 
 
@@ -447,10 +319,10 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
       kquotactl --zookeeper zk:2181 describe --entity-type users --entity-type clients -o json
       kquotactl --zookeeper zk:2181 --describe --entity-type users --entity-name alice   # flat form
     """
-    from kquotactl.entityargs import filter_for_describe
+    from kquotactl.entityargs import EntityArgs, filter_for_describe
     from kquotactl.render import render_records
 
-    entity_args = _entity_args(kw)
+    entity_args = EntityArgs.pop_from(kw)
     if state.kafka_compat and not entity_args.given:  # kafka-configs refuses it; the describe command lists all
         raise UsageError(
             "At least one entity type must be specified (kafka-configs' --describe; 'kquotactl describe' lists all)"
@@ -514,12 +386,12 @@ def alter(
       kquotactl --zookeeper zk:2181 alter --user-defaults --delete-config consumer_byte_rate
       kquotactl --zookeeper zk:2181 alter --ip 192.0.2.10 --add-config connection_creation_rate=20
     """
-    from kquotactl.entityargs import alter_head, entity_for_alter
+    from kquotactl.entityargs import EntityArgs, alter_head, entity_for_alter
     from kquotactl.grammar import load_properties, parse_add_config, parse_delete_config
     from kquotactl.model import Outcome, build_change, check_live_changes
     from kquotactl.render import dump_json, dump_yaml, kafka_alter_line, result_line
 
-    entity_args = _entity_args(kw)
+    entity_args = EntityArgs.pop_from(kw)
     entity = entity_for_alter(entity_args)
     if add_config is not None and add_config_file is not None:
         raise UsageError("Only one of --add-config or --add-config-file must be specified")
@@ -562,79 +434,8 @@ register_all(cli)
 # -- entry point --------------------------------------------------------------------------------
 
 
-def _option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]:
-    """Long/short option names -> takes a value, for the group and for all subcommands."""
-
-    def table(params: Sequence[click.Parameter]) -> dict[str, bool]:
-        out: dict[str, bool] = {}
-        for p in params:
-            if isinstance(p, click.Option):
-                for name in (*p.opts, *p.secondary_opts):
-                    out[name] = not p.is_flag and not p.count
-        return out
-
-    sub: dict[str, bool] = {}
-    for cmd in group.commands.values():
-        sub.update(table(cmd.params))
-    return table(group.params), sub
-
-
-ACTION_COUNT = "Command must include exactly one action: --describe, --alter"  # kafka-configs' words, 2.x to 4.x
-
-
-def normalize_argv(argv: Sequence[str], group: click.Group = cli) -> tuple[list[str], bool]:
-    """Make kafka-configs habits work with click.
-
-    - ``-add-config`` (jopt accepts one dash on long options) becomes ``--add-config``;
-    - group options may appear anywhere (they are moved before the command);
-    - the flat form ``--alter`` / ``--describe`` becomes the ``alter`` / ``describe`` command.
-
-    Returns the new argv and whether the flat form was used.
-    """
-    glob, sub = _option_table(group)
-    known = {**glob, **sub, "--alter": False, "--describe": False}
-    head: list[str] = []
-    rest: list[str] = []
-    actions: list[str] = []
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        if tok == "--":
-            rest += args[i:]
-            break
-        if tok.startswith("-") and not tok.startswith("--") and len(tok) > 2 and "--" + tok[1:].split("=")[0] in known:
-            tok = "-" + tok
-        name = tok.split("=", 1)[0] if tok.startswith("--") else tok
-        if name in ("--alter", "--describe") and "=" not in tok:
-            actions.append(name[2:])
-            i += 1
-            continue
-        target = head if name in glob else rest
-        target.append(tok)
-        if known.get(name) and "=" not in tok and i + 1 < len(args):
-            target.append(args[i + 1])  # jopt/click: a value-taking option consumes the next token
-            i += 1
-        i += 1
-    flat = False
-    if not actions and argv and not rest and not _asks_help(argv):  # kquotactl --zookeeper zk:2181
-        raise UsageError(f"{ACTION_COUNT} (or a command: see 'kquotactl --help')")
-    if actions:
-        if len(set(actions)) != 1 or any(a in group.commands for a in rest[:1]):
-            raise UsageError(ACTION_COUNT)
-        rest = [actions[0], *rest]
-        flat = True
-    elif rest and rest[0].startswith("-") and rest[0] != "--" and not _asks_help(argv):
-        raise UsageError(ACTION_COUNT)  # kafka-configs' flat form without --alter/--describe (no command either)
-    return head + rest, flat
-
-
-def _asks_help(argv: Sequence[str]) -> bool:
-    return any(a in ("-h", "--help", "--version") for a in argv)
-
-
 def _invoke(argv: Sequence[str], prog_name: str = "kquotactl", parse_only: bool = False) -> Any:
-    args, flat = normalize_argv(argv)
+    args, flat = normalize_argv(argv, cli)
     with cli.make_context(prog_name, args) as ctx:
         ctx.meta["kquotactl.flat"] = flat
         ctx.meta[PARSE_ONLY] = parse_only

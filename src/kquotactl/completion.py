@@ -220,9 +220,9 @@ def bash_reply(value: str, line: str, word: str, close: bool = True) -> str | No
 
 def normalize_completion_args(cli: click.Group, args: list[str]) -> list[str]:
     """Apply the same argv normalisation as ``main`` (group options anywhere, flat form), best effort."""
-    from kquotactl.cli import _option_table, normalize_argv
+    from kquotactl.argv import normalize_argv, option_table
 
-    glob, _ = _option_table(cli)
+    glob, _ = option_table(cli)
     pending: list[str] = []
     if args and glob.get(args[-1]):  # a group option waiting for its value: complete it at the group
         pending = [args[-1]]
@@ -380,14 +380,13 @@ for _cls in (KquotactlBash, KquotactlZsh, KquotactlFish):
 
 def source(shell: str, prog_name: str = PROG) -> str:
     """The completion script for ``shell``, exactly what ``kquotactl completion SHELL`` prints."""
-    from kquotactl.cli import cli
-
     classes = {"bash": KquotactlBash, "zsh": KquotactlZsh, "fish": KquotactlFish}
     if shell not in classes:
         from kquotactl.errors import UsageError
 
         raise UsageError(f"unknown shell {shell!r}: choose one of {', '.join(SHELLS)}")
-    comp = classes[shell](cli, {}, prog_name, COMPLETE_VAR)
+    # The script does not depend on the command tree (each Tab asks kquotactl itself): any command will do here.
+    comp = classes[shell](click.Command(prog_name), {}, prog_name, COMPLETE_VAR)
     # Not BashComplete.source(): its bash-version probe spawns a shell and prints to stderr.
     return ShellComplete.source(comp)
 
@@ -459,11 +458,10 @@ def live_names(ctx: click.Context, etype: str) -> list[str]:
 
 def live_keys(ctx: click.Context, params: dict[str, Any]) -> list[str]:
     """Keys currently set on the entity named on the line."""
-    from kquotactl.cli import _entity_args
-    from kquotactl.entityargs import entity_for_alter
+    from kquotactl.entityargs import EntityArgs, entity_for_alter
     from kquotactl.filters import EntityFilter
 
-    entity = entity_for_alter(_entity_args({k: params.get(k) for k in _ENTITY_PARAMS}))
+    entity = entity_for_alter(EntityArgs.pop_from({k: params.get(k) for k in _ENTITY_PARAMS}))
 
     def keys(backend: Any) -> list[str]:
         return [k for r in backend.describe(EntityFilter.exact(entity)) for k in r.config]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kquotactl.entity import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.errors import InvalidRequest, UsageError
@@ -47,6 +48,21 @@ class EntityArgs:
     ip_defaults: bool = False
     literal_names: bool = False  # "<default>" is a real user/client-id name, not the default entity
     _pairs: list[tuple[EntityType, str | None]] = field(default_factory=list, init=False)
+
+    @classmethod
+    def pop_from(cls, kw: dict[str, Any]) -> EntityArgs:
+        """The entity options of a click command's keyword arguments (``cli.entity_options``), taken out of ``kw``."""
+        return cls(
+            entity_types=kw.pop("entity_types"),
+            entity_names=kw.pop("entity_names"),
+            user=kw.pop("user"),
+            client=kw.pop("client"),
+            ip=kw.pop("ip"),
+            user_defaults=kw.pop("user_defaults"),
+            client_defaults=kw.pop("client_defaults"),
+            ip_defaults=kw.pop("ip_defaults"),
+            literal_names=kw.pop("literal_names", False),
+        )
 
     @property
     def given(self) -> bool:

@@ -29,9 +29,9 @@ from kquotactl.errors import QuotaError, UsageError
 from kquotactl.keys import KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.manifest import Manifest, entity_path_text
 from kquotactl.model import EntityChange, QuotaRecord
-from kquotactl.render import counted
 from kquotactl.resolve import LEVELS
 from kquotactl.stored import stored_findings
+from kquotactl.wording import counted
 
 PLAN_FORMAT = "kquotactl-plan"
 PLAN_VERSION = 1

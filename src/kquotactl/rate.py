@@ -29,7 +29,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kquotactl.throttle import java_div, java_int, java_round, quota_throttle_ms
+from kquotactl.throttlemath import java_div, java_int, java_round, quota_throttle_ms
 
 #: The clock a replay's time 0 stands for (a broker's wall clock; only the token bucket's first refill sees it).
 DEFAULT_EPOCH_MS = 1_700_000_000_000

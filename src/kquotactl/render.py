@@ -18,6 +18,7 @@ from kquotactl.javafmt import (
 )
 from kquotactl.keys import KEYS, human_and_raw, not_applied_reason
 from kquotactl.model import EntityResult, Outcome, QuotaRecord
+from kquotactl.wording import counted
 
 FORMATS = ("table", "json", "yaml", "kafka")
 
@@ -238,15 +239,6 @@ def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType,
     if not name:
         return f"Completed updating default config for {t.plural} in the cluster."
     return f"Completed updating config for {t.plural[:-1]} {name}."
-
-
-def counted(n: int, singular: str, plural: str | None = None) -> str:
-    """``1 entity``, ``2 entities``, ``0 warnings``: the one home of plurals in what kquotactl prints."""
-    if n == 1:
-        return f"{n} {singular}"
-    if plural is None:
-        plural = singular[:-1] + "ies" if singular.endswith("y") and singular[-2:-1] not in "aeiou" else singular + "s"
-    return f"{n} {plural}"
 
 
 def plan_summary(plan: Any) -> str:

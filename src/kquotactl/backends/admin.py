@@ -33,12 +33,12 @@ from kquotactl.model import (
     check_live_changes,
     check_one_change_per_entity,
 )
-from kquotactl.render import counted
 from kquotactl.stored import route_ip_changes, stored_findings
+from kquotactl.wording import counted
 
 if TYPE_CHECKING:
     from kquotactl.clientprops import ClientSettings
-    from kquotactl.connection import ConnectionOptions
+    from kquotactl.connopts import ConnectionOptions
     from kquotactl.kafka_wire import QuotaWire
 
 log = logging.getLogger("kquotactl.admin")
@@ -191,7 +191,7 @@ class AdminBackend:
         if not bootstrap or not all(_looks_like_address(a) for a in bootstrap.split(",")):
             flag = "--bootstrap-controller" if controller else "--bootstrap-server"
             raise UsageError(f"{flag} must be HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
-        from kquotactl.connection import unreachable
+        from kquotactl.connopts import unreachable
 
         hosts = [
             (h.strip().strip("[]"), int(p)) for h, _, p in (a.strip().rpartition(":") for a in bootstrap.split(","))

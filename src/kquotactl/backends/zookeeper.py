@@ -49,8 +49,8 @@ from kquotactl.model import (
     check_live_changes,
     check_one_change_per_entity,
 )
-from kquotactl.render import counted
 from kquotactl.stored import route_ip_changes, stored_findings
+from kquotactl.wording import counted
 
 log = logging.getLogger("kquotactl.zookeeper")
 
@@ -257,7 +257,7 @@ class ZooKeeperBackend:
             raise UsageError(f"ZooKeeper SASL: {missing_extra(e) or e}") from None
         from kazoo.hosts import collect_hosts
 
-        from kquotactl.connection import unreachable
+        from kquotactl.connopts import unreachable
 
         why = unreachable(collect_hosts(s.connect)[0], s.connect_timeout)
         if why:

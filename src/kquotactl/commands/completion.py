@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kquotactl.cli import OnceCommand
+from kquotactl.clikit import OnceCommand
 
 
 @click.command(cls=OnceCommand, name="completion")

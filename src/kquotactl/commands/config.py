@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli import OnceGroup
+from kquotactl.clikit import OnceGroup
 
 
 def _config(ctx: click.Context) -> Any:

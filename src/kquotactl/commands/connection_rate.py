@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli import OnceCommand
+from kquotactl.clikit import OnceCommand
 
 
 @click.command(cls=OnceCommand, name="connection-rate")

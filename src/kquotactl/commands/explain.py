@@ -8,7 +8,7 @@ from typing import IO, Any
 
 import click
 
-from kquotactl.cli import OnceCommand, quota_window_options
+from kquotactl.clikit import OnceCommand, quota_window_options
 
 
 def register(group: click.Group) -> None:
@@ -137,7 +137,7 @@ def explain(
       kquotactl --zookeeper zk:2181 explain --connections conns.csv -o json
       kquotactl explain --replay events.txt --key producer_byte_rate --limit 500
     """
-    from kquotactl.cli import AppState
+    from kquotactl.clikit import AppState
     from kquotactl.connections import read_connections, read_events
     from kquotactl.errors import UsageError
     from kquotactl.explanation import Connection, ThrottleModel, explain_json, parse_observed

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli import OnceGroup, quota_window_options
+from kquotactl.clikit import OnceGroup, quota_window_options
 
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
@@ -131,7 +131,7 @@ def run(
     """
     from rich.console import Console
 
-    from kquotactl.cli import AppState
+    from kquotactl.clikit import AppState
     from kquotactl.errors import UsageError
     from kquotactl.impact.engine import Runner, compare, input_exists
     from kquotactl.impact.model import Window

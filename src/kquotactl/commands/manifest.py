@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import click
 
-from kquotactl.cli import CI_REPORTS, AppState, OnceCommand, pass_state
+from kquotactl.clikit import CI_REPORTS, AppState, OnceCommand, pass_state
 from kquotactl.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PENDING, QuotaError, UsageError
 
 FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."

@@ -1,0 +1,207 @@
+"""The shape of the package: no import cycles, and a pure core that never reaches the CLI, backends or renderers.
+
+The import graph is read from the sources with :mod:`ast` (nothing is imported): every ``import`` and
+``from ... import`` anywhere in a module (function bodies and ``TYPE_CHECKING`` blocks included), relative imports
+resolved, and ``from pkg import name`` counted as importing ``pkg.name`` when that is a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "kquotactl"
+
+#: Pure functional core: no I/O, no CLI wording; see docs/core.md.
+CORE = (
+    "entity",
+    "keys",
+    "sanitizer",
+    "resolve",
+    "rate",
+    "throttle",
+    "throttlemath",
+    "plan",
+    "lint",
+    "model",
+    "inet",
+    "javafmt",
+    "javahashmap",
+    "filters",
+    "grammar",
+    "explanation",
+    "wording",
+)
+
+#: What the core must never import, directly or through another module (``render`` covers ``render_*``).
+OUTER = ("cli", "commands", "backends", "contexts", "render", "completion", "connection", "kafka_wire", "testing")
+
+Graph = dict[str, dict[str, int]]  # module -> {imported module: first line}
+
+
+def modules(root: Path) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package), for every module under the package directory ``root``."""
+    out: dict[str, tuple[Path, bool]] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+def import_graph(root: Path) -> Graph:
+    mods = modules(root)
+    top = root.name
+    graph: Graph = {}
+    for name, (path, is_package) in mods.items():
+        here = name.split(".") if is_package else name.split(".")[:-1]  # the package relative imports start from
+        found: list[tuple[str, int]] = []  # (dotted name, line); names that are not our modules are dropped below
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found.append((alias.name, node.lineno))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here[: len(here) - (node.level - 1)]
+                    module = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    module = node.module or ""
+                if module.split(".")[0] != top:
+                    continue
+                found.append((module, node.lineno))
+                for alias in node.names:
+                    found.append((f"{module}.{alias.name}", node.lineno))  # counts when that is a submodule
+        edges: dict[str, int] = {}
+        for target, line in sorted(found, key=lambda f: f[1]):
+            if target in mods and target != name:
+                edges.setdefault(target, line)
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph: Graph) -> list[str] | None:
+    """One import cycle as ``[a, b, ..., a]``, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(v: str) -> list[str] | None:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph[v]):
+            if state.get(w) == 1:
+                return [*path[path.index(w) :], w]
+            if w not in state and (found := visit(w)):
+                return found
+        path.pop()
+        state[v] = 2
+        return None
+
+    for v in sorted(graph):
+        if v not in state and (found := visit(v)):
+            return found
+    return None
+
+
+def path_to(graph: Graph, start: str, wanted: Iterable[str]) -> list[str] | None:
+    """The shortest import chain from ``start`` to any module in ``wanted``, or None."""
+    goals = set(wanted)
+    previous: dict[str, str | None] = {start: None}
+    queue = [start]
+    for v in queue:
+        for w in sorted(graph[v]):
+            if w in previous:
+                continue
+            previous[w] = v
+            if w in goals:
+                chain = [w]
+                while (p := previous[chain[-1]]) is not None:
+                    chain.append(p)
+                return chain[::-1]
+            queue.append(w)
+    return None
+
+
+def describe_chain(graph: Graph, chain: list[str]) -> str:
+    return " -> ".join(f"{a} (line {graph[a][b]})" if b else a for a, b in zip(chain, [*chain[1:], None], strict=True))
+
+
+def outer(name: str) -> bool:
+    first = name.split(".")[1] if "." in name else ""
+    return first in OUTER or first.startswith("render")
+
+
+GRAPH = import_graph(SRC)
+
+
+def test_no_import_cycles() -> None:
+    cycle = find_cycle(GRAPH)
+    assert cycle is None, f"import cycle: {describe_chain(GRAPH, cycle)}"
+
+
+@pytest.mark.parametrize("core", CORE)
+def test_core_stays_pure(core: str) -> None:
+    name = f"kquotactl.{core}"
+    assert name in GRAPH, f"{name} is not a module any more: update CORE"
+    chain = path_to(GRAPH, name, [m for m in GRAPH if outer(m)])
+    assert chain is None, f"core module {name} reaches an outer layer: {describe_chain(GRAPH, chain)}"
+
+
+def test_no_dynamic_imports() -> None:
+    """importlib.import_module / __import__ would hide edges from the graph above."""
+    found = []
+    for name, (path, _) in modules(SRC).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if called in ("import_module", "__import__"):
+                    found.append(f"{name}:{node.lineno}")
+    assert not found, f"dynamic import (invisible to the import-cycle test): {', '.join(found)}"
+
+
+def test_every_command_module_is_registered() -> None:
+    from kquotactl import commands
+
+    on_disk = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+    assert commands.module_names() == on_disk, "name every module of kquotactl/commands in commands.MODULES"
+
+
+# -- the checker itself finds what it must ----------------------------------------------------------------------
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "pkg"
+    for rel, text in {"__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_checker_sees_relative_local_and_submodule_imports(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "a.py": "from . import b\n",  # from pkg import submodule
+            "b.py": "def f():\n    from .sub.c import x\n",  # function-local, relative, two levels
+            "sub/__init__.py": "",
+            "sub/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..d import y\n",
+            "d.py": "import pkg.a\n",
+            "e.py": "from pkg.sub import nothing_here\nimport os\n",
+        },
+    )
+    graph = import_graph(root)
+    assert graph["pkg.a"] == {"pkg": 1, "pkg.b": 1}
+    assert graph["pkg.b"] == {"pkg.sub.c": 2}
+    assert graph["pkg.sub.c"] == {"pkg.d": 3}
+    assert graph["pkg.e"] == {"pkg.sub": 1}
+    assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.sub.c", "pkg.d", "pkg.a"]
+    assert path_to(graph, "pkg.b", ["pkg.a"]) == ["pkg.b", "pkg.sub.c", "pkg.d", "pkg.a"]
+
+
+def test_checker_passes_an_acyclic_package(tmp_path: Path) -> None:
+    root = _package(tmp_path, {"a.py": "from pkg import b\n", "b.py": "from .c import z\n", "c.py": "z = 1\n"})
+    assert find_cycle(import_graph(root)) is None

@@ -387,6 +387,24 @@ def _zk_quotas(chroot: Any) -> dict[str, dict[str, float]]:
     return out
 
 
+def _alter_sample(oracle: Any, version: str, rng: random.Random, n: int) -> list[Any]:
+    """Up to ``n`` generated lines to run for real on a cluster, after the parse-level comparison of them all."""
+    lines = [_line(rng, version) for _ in range(cases_per_run(600))]
+    return _sample(_compare(oracle, version, lines, Counter()), rng, n)
+
+
+def _both_outcomes(line: str, kafka: dict[str, Any], theirs: Any, ours: Any, mine: Any) -> str:
+    return (
+        f"\n  {line}\n    kafka-configs exit {kafka['exit']} {theirs} {kafka['stderr'][:200]!r}"
+        f"\n    kquotactl     exit {ours.exit_code} {mine} {ours.stderr[:200]!r}"
+    )
+
+
+def _assert_sample_agrees(sample: list[Any], written: int, bad: list[str], seed: int, version: str) -> None:
+    assert len(sample) >= 10 and written >= 5, f"seed {seed}: {len(sample)} lines, {written} applied by both"
+    assert not bad, f"seed {seed} (KQUOTACTL_ORACLE_SEED={seed}), Kafka {version}:" + "".join(bad[:5])
+
+
 def test_flat_alters_write_what_kafka_configs_writes_in_zookeeper(kafka_oracle, oracle_seed, chroot):
     """Kafka 2.8.2's ConfigCommand.main (--zookeeper) and kquotactl, the same line on the same empty chroot."""
     from conftest import run_cli
@@ -394,8 +412,7 @@ def test_flat_alters_write_what_kafka_configs_writes_in_zookeeper(kafka_oracle, 
     version = "2.8"
     rng = random.Random(oracle_seed)
     oracle = kafka_oracle(version, "FlatFormOracle")
-    lines = [_line(rng, version) for _ in range(cases_per_run(600))]
-    sample = _sample(_compare(oracle, version, lines, Counter()), rng, 30)
+    sample = _alter_sample(oracle, version, rng, 30)
     bad = []
     written = 0
     for r in sample:
@@ -419,12 +436,8 @@ def test_flat_alters_write_what_kafka_configs_writes_in_zookeeper(kafka_oracle, 
         else:
             ok = (ours.exit_code == 0) == (kafka["exit"] == 0) and mine == theirs
         if not ok:
-            bad.append(
-                f"\n  {r.line}\n    kafka-configs exit {kafka['exit']} {theirs} {kafka['stderr'][:200]!r}"
-                f"\n    kquotactl     exit {ours.exit_code} {mine} {ours.stderr[:200]!r}"
-            )
-    assert len(sample) >= 10 and written >= 5, f"seed {oracle_seed}: {len(sample)} lines, {written} applied by both"
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}:" + "".join(bad[:5])
+            bad.append(_both_outcomes(r.line, kafka, theirs, ours, mine))
+    _assert_sample_agrees(sample, written, bad, oracle_seed, version)
 
 
 def _kraft_quotas(backend: Any, before: dict[Any, dict[str, float]] | None = None) -> dict[Any, dict[str, float]]:
@@ -449,8 +462,7 @@ def test_flat_alters_do_what_kafka_configs_does_on_kraft(kafka_oracle, oracle_se
     version = "4.1"
     rng = random.Random(oracle_seed)
     oracle = kafka_oracle(version, "FlatFormOracle")
-    lines = [_line(rng, version) for _ in range(cases_per_run(600))]
-    sample = _sample(_compare(oracle, version, lines, Counter()), rng, 20)
+    sample = _alter_sample(oracle, version, rng, 20)
     bad = []
     written = 0
     with AdminBackend.connect(kraft.bootstrap) as backend:
@@ -480,9 +492,5 @@ def test_flat_alters_do_what_kafka_configs_does_on_kraft(kafka_oracle, oracle_se
             else:
                 ok = (ours.exit_code == 0) == (kafka["exit"] == 0) and mine == theirs
             if not ok:
-                bad.append(
-                    f"\n  {r.line}\n    kafka-configs exit {kafka['exit']} {theirs} {kafka['stderr'][:200]!r}"
-                    f"\n    kquotactl     exit {ours.exit_code} {mine} {ours.stderr[:200]!r}"
-                )
-    assert len(sample) >= 10 and written >= 5, f"seed {oracle_seed}: {len(sample)} lines, {written} applied by both"
-    assert not bad, f"seed {oracle_seed} (KQUOTACTL_ORACLE_SEED={oracle_seed}), Kafka {version}:" + "".join(bad[:5])
+                bad.append(_both_outcomes(r.line, kafka, theirs, ours, mine))
+    _assert_sample_agrees(sample, written, bad, oracle_seed, version)

@@ -41,10 +41,10 @@ bench: setup
 
 # Generated from the click definitions: man/*.1, docs/cli.md, completions/kquotactl.{bash,zsh,fish}.
 docs: setup
-	$(BIN)/python -m kquotactl.docsgen
+	$(BIN)/python -m kquotactl.cli.docsgen
 
 docs-check: setup
-	$(BIN)/python -m kquotactl.docsgen --check
+	$(BIN)/python -m kquotactl.cli.docsgen --check
 
 impact-zip: setup  # the package as a zip for spark-submit --py-files (see docs/impact.md)
 	$(BIN)/python -m kquotactl.impact.package dist/kquotactl.zip

@@ -1,15 +1,15 @@
 """The impact model in DuckDB SQL: the single-node baseline ``bench/impact.py`` measures the engines against.
 
 Same model as :mod:`kquotactl.impact.model` (integer units, the event sweep with a RANGE window); the distinct
-(user, client-id) pairs and ips are resolved with :class:`kquotactl.resolve.QuotaIndex` (a few thousand probes)
+(user, client-id) pairs and ips are resolved with :class:`kquotactl.core.precedence.QuotaIndex` (a few thousand probes)
 and joined back, everything else is one SQL statement.
 """
 
 from __future__ import annotations
 
+from kquotactl.core.keys import KEYS
+from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, MODEL_KEYS, USAGE, QidStats, Window, qid_parts
-from kquotactl.keys import KEYS
-from kquotactl.resolve import QuotaIndex
 
 
 def run(path: str, index: QuotaIndex, window: Window, threads: int = 2) -> list[QidStats]:

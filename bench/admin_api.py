@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from kquotactl.backends.admin import AdminBackend, entity_to_wire
-from kquotactl.entity import Entity
-from kquotactl.model import EntityChange
+from kquotactl.backends.kafka.quotas import AdminBackend, entity_to_wire
+from kquotactl.core.entities import Entity
+from kquotactl.core.model import EntityChange
 from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
 
 SIZES = [int(x) for x in os.environ.get("BENCH_SIZES", "1000,10000").split(",")]

@@ -10,9 +10,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import KQUOTACTL, row, time_call, time_command
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.model import EntityChange
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.model import EntityChange
 from kquotactl.testing.servers import ZooKeeperServer
 
 N = int(os.environ.get("BENCH_ENTITIES", "10000"))

@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from bench._util import row, time_command
-from kquotactl.backends.admin import AdminBackend
-from kquotactl.entity import Entity
-from kquotactl.model import EntityChange
+from kquotactl.backends.kafka.quotas import AdminBackend
+from kquotactl.core.entities import Entity
+from kquotactl.core.model import EntityChange
 from kquotactl.testing.kafka import KRaftKafkaServer
 from kquotactl.testing.servers import classpath
 

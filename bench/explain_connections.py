@@ -18,11 +18,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import KQUOTACTL
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.explanation import Connection, LineEncoder, ThrottleModel, explain_json
-from kquotactl.model import EntityChange
-from kquotactl.render_explain import json_lines
-from kquotactl.resolve import QuotaIndex
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.explain import Connection, LineEncoder, ThrottleModel, explain_json
+from kquotactl.core.model import EntityChange
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.render.explain import json_lines
 
 N_CONN = int(os.environ.get("BENCH_CONNECTIONS", "100000"))
 N_ENT = int(os.environ.get("BENCH_ENTITIES", "10000"))
@@ -103,7 +103,7 @@ def main() -> None:
         w, cpu = time.perf_counter() - w, time.process_time() - cpu
         print(f"  {label:<56} {N_CONN / w:9,.0f} c/s {N_CONN / cpu:9,.0f} c/s")
 
-    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
     from kquotactl.testing.servers import ZooKeeperServer
 
     with ZooKeeperServer(heap="512m") as zk, tempfile.TemporaryDirectory() as tmp:

@@ -24,11 +24,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import KQUOTACTL
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend, encode_entity, encode_notification
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.manifest import dump_manifest_yaml, export_document, load_manifests
-from kquotactl.model import QuotaRecord
-from kquotactl.plan import make_plan
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend, encode_entity, encode_notification
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.model import QuotaRecord
+from kquotactl.core.plan import make_plan
+from kquotactl.manifests.export import dump_manifest_yaml, export_document
+from kquotactl.manifests.loader import load_manifests
 from kquotactl.testing.servers import ZooKeeperServer
 
 N = int(os.environ.get("BENCH_ENTITIES", "10000"))
@@ -68,7 +69,7 @@ def kazoo_floor(client, root: str, state: dict[Entity, dict[str, int]], read_all
     """Raw kazoo: read every entity path (async), then entity znodes + notifications, ~1,000 ops per multi."""
     from kazoo.exceptions import NoNodeError
 
-    from kquotactl.keys import KEYS, format_value
+    from kquotactl.core.keys import KEYS, format_value
 
     t = time.perf_counter()
     paths = [f"{root}/config/{e.path}" for e in state]
@@ -118,7 +119,7 @@ def kazoo_floor(client, root: str, state: dict[Entity, dict[str, int]], read_all
 
 def drift_floor(client, root: str, state: dict[Entity, dict[str, int]], drifted: list[Entity]) -> float:
     """Raw kazoo for the 1% drift: read all entity nodes, then write the drifted ones back in one multi."""
-    from kquotactl.keys import KEYS, format_value
+    from kquotactl.core.keys import KEYS, format_value
 
     t = time.perf_counter()
     paths = [f"{root}/config/{e.path}" for e in state]

@@ -25,7 +25,7 @@ SIZES = [int(x) for x in os.environ.get("BENCH_MEMORY_SIZES", "10000,100000").sp
 # ru_maxrss: on Linux ru_maxrss survives exec, so it would include this (forking) benchmark process.
 _PROBE = """
 import sys
-from kquotactl.cli import main
+from kquotactl.cli.app import main
 code = 0
 try:
     main(sys.argv[1:])

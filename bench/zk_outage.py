@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import row, time_call
-from kquotactl.backends import zookeeper as zkmod
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import Entity
-from kquotactl.model import EntityChange, Outcome
+from kquotactl.backends.base import zookeeper as zkmod
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import Entity
+from kquotactl.core.model import EntityChange, Outcome
 from kquotactl.testing.servers import ZooKeeperServer
 
 N = int(os.environ.get("BENCH_ENTITIES", "10000"))

@@ -11,7 +11,7 @@ and PyYAML installed where spark-submit runs.
 
 import sys
 
-from kquotactl.cli import main
+from kquotactl.cli.app import main
 
 if __name__ == "__main__":
     args = sys.argv[1:]

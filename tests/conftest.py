@@ -116,7 +116,7 @@ class Result:
 
 def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
     """Run the CLI in-process (fast) through the same ``main`` as the console script."""
-    from kquotactl.cli import main
+    from kquotactl.cli.app import main
 
     runner = CliRunner()
     result = runner.invoke(_MainShim(main), list(args), env=env, input=input, catch_exceptions=False)
@@ -136,7 +136,7 @@ def write_manifest(tmp_path: Path, text: str, name: str = "quotas.yaml") -> str:
 
 
 class _MainShim:
-    """Lets CliRunner drive ``kquotactl.cli.main`` (argv normalisation and error mapping included)."""
+    """Lets CliRunner drive ``kquotactl.cli.app.main`` (argv normalisation and error mapping included)."""
 
     def __init__(self, main):
         self._main = main

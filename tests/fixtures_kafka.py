@@ -23,7 +23,7 @@ def _wipe(backend) -> None:
     metadata asynchronously, so a describe right after an alter can briefly show the old state."""
     import time
 
-    from kquotactl.model import EntityChange
+    from kquotactl.core.model import EntityChange
 
     records = backend.describe()
     if records:
@@ -110,7 +110,7 @@ def kraft_server(kafka_tls: Tls) -> Iterator[KRaftKafkaServer]:
 
 @pytest.fixture
 def kraft(kraft_server: KRaftKafkaServer) -> Iterator[KRaftKafkaServer]:
-    from kquotactl.backends.admin import AdminBackend
+    from kquotactl.backends.kafka.quotas import AdminBackend
 
     yield kraft_server
     with AdminBackend.connect(kraft_server.bootstrap) as b:
@@ -140,7 +140,7 @@ def zk_kafka(zk_server) -> Iterator[ZkModeKafka]:
 
 @pytest.fixture
 def zkmode(zk_kafka: ZkModeKafka) -> Iterator[ZkModeKafka]:
-    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
 
     yield zk_kafka
     with ZooKeeperBackend(ZkSettings(connect=zk_kafka.zookeeper)) as b:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import local, model, readers
-from kquotactl.resolve import QuotaIndex
 
 
 def write_traffic(rows: list[dict[str, Any]], path: Path) -> str:

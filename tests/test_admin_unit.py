@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kquotactl.backends.admin import (
+from kquotactl.backends.kafka.quotas import (
     chunks,
     coerce_value,
     entity_from_wire,
@@ -19,12 +19,12 @@ from kquotactl.backends.admin import (
     typed_values,
     wire_key,
 )
-from kquotactl.clientprops import load_client_settings, parse_client_properties, unknown_properties
-from kquotactl.entity import DEFAULT, Entity, EntityType
-from kquotactl.errors import InvalidConfigs, UsageError
-from kquotactl.filters import EntityFilter, FilterComponent, MatchType
-from kquotactl.keys import INT_MAX, LONG_MAX
-from kquotactl.model import EntityChange
+from kquotactl.config.clientprops import load_client_settings, parse_client_properties, unknown_properties
+from kquotactl.core.entities import DEFAULT, Entity, EntityType
+from kquotactl.core.errors import InvalidConfigs, UsageError
+from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
+from kquotactl.core.keys import INT_MAX, LONG_MAX
+from kquotactl.core.model import EntityChange
 
 # -- filters and entities ----------------------------------------------------------------------------
 
@@ -217,7 +217,7 @@ def test_load_file_and_unknown_property_warning(tmp_path):
 
 
 def test_bad_bootstrap_address_is_usage_error_without_network():
-    from kquotactl.backends.admin import AdminBackend
+    from kquotactl.backends.kafka.quotas import AdminBackend
 
     with pytest.raises(UsageError, match="HOST:PORT"):
         AdminBackend.connect("localhost")
@@ -226,7 +226,7 @@ def test_bad_bootstrap_address_is_usage_error_without_network():
 def test_admin_backend_module_does_not_import_kafka_python():
     import subprocess
 
-    code = "import sys, kquotactl.backends.admin, kquotactl.clientprops; print('kafka' in sys.modules)"
+    code = "import sys, kquotactl.backends.kafka.quotas, kquotactl.config.clientprops; print('kafka' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -292,5 +292,8 @@ def test_no_module_reads_kafka_client_private_attributes():
     kafka-python pin needs no upper bound for internals."""
     src = Path(__file__).resolve().parents[1] / "src" / "kquotactl"
     scanned = {p.relative_to(src).as_posix(): private_reads(p.read_text()) for p in src.rglob("*.py")}
-    assert "kafka_wire.py" in scanned and _library_names(ast.parse((src / "kafka_wire.py").read_text()))[0]
+    assert (
+        "backends/kafka/client.py" in scanned
+        and _library_names(ast.parse((src / "backends/kafka/client.py").read_text()))[0]
+    )
     assert {m: r for m, r in scanned.items() if r} == {}

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_cli, run_subprocess
-from kquotactl.entityargs import ENTITY_DEFAULT, EntityArgs
+from kquotactl.cli.entityargs import ENTITY_DEFAULT, EntityArgs
 
 pytestmark = pytest.mark.zookeeper
 
@@ -414,9 +414,9 @@ def test_entity_default_interleaves_with_entity_name_in_command_line_order(chroo
 WORKER = textwrap.dedent(
     """
     import sys
-    from kquotactl.backends.zookeeper import ZooKeeperBackend, ZkSettings
-    from kquotactl.entity import Entity
-    from kquotactl.model import EntityChange, Outcome
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend, ZkSettings
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.model import EntityChange, Outcome
     connect, key, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     b = ZooKeeperBackend(ZkSettings(connect=connect))
     for i in range(1, rounds + 1):
@@ -447,7 +447,7 @@ def test_concurrent_processes_never_lose_an_update(chroot) -> None:
 PROBE = textwrap.dedent(
     """
     import sys
-    from kquotactl.cli import main
+    from kquotactl.cli.app import main
     try:
         main(sys.argv[1:])
     except SystemExit:

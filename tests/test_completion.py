@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kquotactl.completion import (
+from kquotactl.cli.completion import (
     key_candidates,
     manifest_names,
     normalize_completion_args,
@@ -282,7 +282,7 @@ def test_names_and_keys_through_the_admin_api(kraft) -> None:
 def test_names_come_from_the_manifest_given_with_f(tmp_path) -> None:
     from click.shell_completion import ShellComplete
 
-    from kquotactl import completion as comp
+    from kquotactl.cli import completion as comp
 
     manifest = tmp_path / "quotas.yaml"
     manifest.write_text(
@@ -323,7 +323,7 @@ def test_commands_added_later_get_name_and_key_completion(tmp_path) -> None:
     """install() attaches our callbacks to same-named options of commands that brought none."""
     from click.shell_completion import ShellComplete
 
-    from kquotactl.completion import install
+    from kquotactl.cli.completion import install
 
     manifest = tmp_path / "m.yaml"
     manifest.write_text("- {entity: {user: zoe, client-id: c9}}\n")
@@ -369,7 +369,7 @@ def test_manifest_names_whatever_the_layout() -> None:
 
 @given(st.text(alphabet="abcdeprot_=,[]01", max_size=40))
 def test_key_candidates_extend_what_was_typed(typed: str) -> None:
-    from kquotactl.keys import KEYS
+    from kquotactl.core.keys import KEYS
 
     for candidate in key_candidates(typed, list(KEYS)):
         assert candidate.startswith(split_key_list(typed)[0])
@@ -381,7 +381,7 @@ _NAME = st.text(st.sampled_from(list("aZ9 ,=:'\"\\$*!<>~#{}()[];&|`?\tüé名-_.
 
 def _typed(name: str, k: int, style: str) -> str:
     """The first ``k`` characters of ``name`` as a user would type them: escaped, or after an opening quote."""
-    from kquotactl.completion import bash_quote_rest
+    from kquotactl.cli.completion import bash_quote_rest
 
     head = name[:k]
     if style == "'":
@@ -398,7 +398,7 @@ _BASH_CASES = st.lists(st.tuples(_NAME, st.integers(0, 12), st.sampled_from(["",
 def test_bash_reply_makes_the_word_the_name_as_bash_itself_reads_it(cases: list[tuple[str, int, str]]) -> None:
     """Differential against bash: the typed prefix, minus readline's word, plus our reply is one word that bash
     reads back as exactly the name (50 random names, prefixes and opening quotes per example)."""
-    from kquotactl.completion import bash_reply, lex
+    from kquotactl.cli.completion import bash_reply, lex
 
     lines, names = [], []
     for name, k, style in cases:
@@ -439,7 +439,7 @@ def _spell(name: str, style: str, dialect: str) -> str:
 def test_lex_removes_quoting_as_the_shell_itself_does(shell: str, cases: list[tuple[str, str]]) -> None:
     """Differential against each shell: a name spelt escaped, single- or double-quoted (and every prefix of that
     spelling that stops inside the quote) reads back as the shell reads it (20 examples x 40+ names)."""
-    from kquotactl.completion import lex
+    from kquotactl.cli.completion import lex
 
     dialect = "fish" if shell == "fish" else "posix"
     words = [_spell(name, style, dialect) for name, style in cases]
@@ -455,7 +455,7 @@ def test_lex_removes_quoting_as_the_shell_itself_does(shell: str, cases: list[tu
 
 
 def test_lex_reads_words_as_the_shells_do() -> None:
-    from kquotactl.completion import lex
+    from kquotactl.cli.completion import lex
 
     assert lex("k --user 'CN=svc o") == (["k", "--user", "CN=svc o"], 9, "'")
     assert lex('k --user CN="svc o') == (["k", "--user", "CN=svc o"], 9, '"')
@@ -472,7 +472,7 @@ def test_split_key_list_respects_brackets() -> None:
 
 
 def test_normalize_moves_group_options_and_keeps_a_pending_one() -> None:
-    from kquotactl.cli import cli
+    from kquotactl.cli.app import cli
 
     assert normalize_completion_args(cli, ["alter", "--zookeeper", "z:1", "--user", "a"]) == [
         "--zookeeper",
@@ -771,7 +771,7 @@ def test_names_are_offered_whole_and_once_over_the_protocol(tricky, shell: str) 
 
 
 def _bash_quoted(names: list[str]) -> list[str]:
-    from kquotactl.completion import bash_quote_rest
+    from kquotactl.cli.completion import bash_quote_rest
 
     return [bash_quote_rest(n, None) for n in names]
 
@@ -908,7 +908,7 @@ def test_a_user_named_default_needs_literal_names_where_the_command_has_it(trick
     <default> is offered only once --literal-names is on the line; the default user is never a name."""
     from click.shell_completion import ShellComplete
 
-    from kquotactl import completion as comp
+    from kquotactl.cli import completion as comp
 
     @click.command()
     @click.option("--zookeeper")

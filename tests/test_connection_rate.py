@@ -8,7 +8,8 @@ import json
 import pytest
 
 from conftest import run_cli
-from kquotactl.brokerrate import (
+from kquotactl.config.clientprops import ClientSettings, kafka_python_config
+from kquotactl.core.broker_connection_rate import (
     KEY,
     RateSetting,
     config_name,
@@ -16,8 +17,7 @@ from kquotactl.brokerrate import (
     settings_from_configs,
     sort_settings,
 )
-from kquotactl.clientprops import ClientSettings, kafka_python_config
-from kquotactl.errors import InvalidValue, UsageError
+from kquotactl.core.errors import InvalidValue, UsageError
 
 
 def test_config_names_and_values():

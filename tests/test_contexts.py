@@ -9,9 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from kquotactl.connection import ConnectionOptions
-from kquotactl.contexts import apply_context, default_path, load_config, parse_config, redact_auth, resolve, set_current
-from kquotactl.errors import UsageError
+from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.config.contexts import (
+    apply_context,
+    default_path,
+    load_config,
+    parse_config,
+    redact_auth,
+    resolve,
+    set_current,
+)
+from kquotactl.core.errors import UsageError
 
 CONFIG = """\
 # my clusters
@@ -399,7 +407,7 @@ def test_set_context_does_not_store_the_environment(cli, cfg: Path) -> None:
 
 
 def test_set_context_keeps_the_list_form_and_aliases_do_not_duplicate(tmp_path: Path) -> None:
-    from kquotactl.contexts import set_context_doc
+    from kquotactl.config.contexts import set_context_doc
 
     data = {"contexts": [{"name": "a", "zookeeper": "z:1", "zk_auth": "digest:u:p"}]}
     doc, created = set_context_doc(data, "a", {"zk-auth": "digest:v:q"})

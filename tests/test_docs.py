@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kquotactl import docsgen
+from kquotactl.cli import docsgen
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = docsgen.pages()
@@ -133,8 +133,8 @@ def test_examples_in_the_docs_parse_with_the_current_cli(where: str, args: list[
     """A renamed option or command breaks this test, not the reader."""
     import click
 
-    from kquotactl.argv import normalize_argv
-    from kquotactl.cli import cli
+    from kquotactl.cli.app import cli
+    from kquotactl.cli.argv import normalize_argv
 
     argv, _ = normalize_argv(args, cli)
     try:

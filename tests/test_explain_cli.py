@@ -8,10 +8,10 @@ import json
 import pytest
 
 from conftest import run_cli
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.explanation import Connection, ThrottleModel, explain_json
-from kquotactl.keys import CLIENT_KEYS
-from kquotactl.resolve import QuotaIndex
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.explain import Connection, ThrottleModel, explain_json
+from kquotactl.core.keys import CLIENT_KEYS
+from kquotactl.core.precedence import QuotaIndex
 
 pytestmark = pytest.mark.zookeeper
 
@@ -391,8 +391,8 @@ def test_random_quota_sets_live_and_offline_agree(chroot, tmp_path, seed: int) -
 
     import yaml
 
-    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-    from kquotactl.model import EntityChange
+    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.core.model import EntityChange
 
     rnd = random.Random(seed)
     users, clients = ["u1", "u2", "CN=x y", DEFAULT], ["c1", "c 2", "<default>", DEFAULT]

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conftest import run_cli
-from kquotactl.explanation import explain_json
-from kquotactl.resolve import QuotaIndex
+from kquotactl.core.explain import explain_json
+from kquotactl.core.precedence import QuotaIndex
 from test_explain_cli import CONNECTIONS, SETUP, conn_args
 
 pytestmark = pytest.mark.kafka

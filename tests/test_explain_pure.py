@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kquotactl.connections import InputError, read_connections, read_events
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.explanation import (
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.explain import (
     ANONYMOUS,
     Connection,
     LineEncoder,
@@ -22,10 +21,12 @@ from kquotactl.explanation import (
     explain_line,
     parse_observed,
 )
-from kquotactl.keys import CLIENT_KEYS
-from kquotactl.rate import SampledRate, replay, replay_token_bucket
-from kquotactl.resolve import ChainStatus, QuotaIndex, Sharing
-from kquotactl.throttle import java_int, java_round, steady_state_throttle_ms
+from kquotactl.core.keys import CLIENT_KEYS
+from kquotactl.core.precedence import ChainStatus, QuotaIndex, Sharing
+from kquotactl.core.rate import SampledRate, replay, replay_token_bucket
+from kquotactl.core.throttle import steady_state_throttle_ms
+from kquotactl.core.throttlemath import java_int, java_round
+from kquotactl.inputs import InputError, read_connections, read_events
 
 P = "producer_byte_rate"
 
@@ -534,7 +535,7 @@ def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
 
 
 def test_notes_on_stored_state_in_json_and_lines_alike() -> None:
-    from kquotactl.model import QuotaRecord
+    from kquotactl.core.model import QuotaRecord
 
     idx = QuotaIndex(
         [

@@ -57,7 +57,7 @@ def test_engines_agree_on_empty_user_and_client_id_names(spark, tmp_path):
     """Empty names are where the broker's two-phase lookup differs from the plain 8-level rule; whichever
     the resolver implements, the Spark engine must give the same answer."""
     from impact_cases import write_traffic
-    from kquotactl.entity import DEFAULT, Entity
+    from kquotactl.core.entities import DEFAULT, Entity
 
     names = [("", ""), ("", "app"), ("alice", ""), ("alice", "app"), ("bob", ""), ("", "other")]
     rows = [
@@ -94,10 +94,10 @@ def test_engines_agree_on_empty_user_and_client_id_names(spark, tmp_path):
 
 def test_engines_agree_on_the_throttle_timeline_of_the_top_quota_ids(spark, traffic):
     """The picture's data: the Spark engine finds its top quota-ids by number and names them back."""
+    from kquotactl.core.precedence import QuotaIndex
     from kquotactl.impact import local, readers
     from kquotactl.impact import spark as spark_engine
     from kquotactl.impact.model import quota_table
-    from kquotactl.resolve import QuotaIndex
 
     window = Window()
     index = QuotaIndex(generate.quotas(200, 800))

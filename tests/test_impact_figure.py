@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from kquotactl.core.keys import KEYS
+from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import generate
 from kquotactl.impact.engine import Analysis, Runner
 from kquotactl.impact.model import Window
 from kquotactl.impact.output import MAX_PANELS, figure, rate_scale, rate_text, usage_text, who, wrap
-from kquotactl.keys import KEYS
-from kquotactl.resolve import QuotaIndex
 
 TOP = 6
 REPLAYED = {"input": "traffic.parquet", "quotas": "quotas.yaml"}
@@ -169,7 +169,7 @@ def test_units_and_words():
 
 def _synthetic() -> tuple[dict, dict, dict, int]:
     """Three throttled quota-ids with long names, an IPv6 quota and a GiB/s limit, as an engine would hand them."""
-    from kquotactl.sanitizer import sanitize
+    from kquotactl.core.sanitizer import sanitize
 
     first = 1_767_225_600
     cases = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from impact_cases import by_qid, run_engine, write_traffic
-from kquotactl.entity import DEFAULT, Entity
+from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.impact.model import Window
 
 ENGINES = ["local", pytest.param("spark", marks=pytest.mark.spark)]

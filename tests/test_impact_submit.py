@@ -100,7 +100,7 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_engines_report(sta
 
     package = write_zip(tmp_path / "kquotactl.zip")  # what `make impact-zip` builds
     where = subprocess.run(
-        [sys.executable, "-c", "import kquotactl.cli; print(kquotactl.__file__)"],
+        [sys.executable, "-c", "import kquotactl.cli.app; print(kquotactl.__file__)"],
         capture_output=True, text=True, env={**env, "PYTHONPATH": str(package)}, check=True,
     )  # fmt: skip
     assert where.stdout.startswith(str(package))  # the driver imports the package from the zip, ahead of any install

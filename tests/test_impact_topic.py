@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kquotactl.errors import UsageError
+from kquotactl.core.errors import UsageError
 from kquotactl.impact.model import Window
 from kquotactl.impact.topic import TopicConfig, replay
 

@@ -17,13 +17,13 @@ from collections.abc import Callable
 import pytest
 
 from conftest import run_cli, write_manifest, zk_cli
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.errors import InvalidValue
-from kquotactl.javafmt import client_quota_entity_hash, java_string_hash
-from kquotactl.javahashmap import java_hashmap_layout, java_string_compare
-from kquotactl.keys import CLIENT_KEYS, IP_KEYS, KEYS, format_value
-from kquotactl.model import EntityChange
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.errors import InvalidValue
+from kquotactl.core.javafmt import client_quota_entity_hash, java_string_hash
+from kquotactl.core.javahashmap import java_hashmap_layout, java_string_compare
+from kquotactl.core.keys import CLIENT_KEYS, IP_KEYS, KEYS, format_value
+from kquotactl.core.model import EntityChange
 from kquotactl.testing.oracle import cases_per_run, mismatches
 
 CLIENT_KEYS_SHIPPED = [k for k in CLIENT_KEYS if KEYS[k].enforced]
@@ -376,7 +376,7 @@ def _kafka_lines(text: str) -> str:
 @pytest.mark.kafka
 @pytest.mark.parametrize("broker", ["kraft", "zkmode"])
 def test_describe_o_kafka_is_byte_identical_to_kafka_configs(request, broker, kafka_oracle, oracle_seed) -> None:
-    from kquotactl.backends.admin import AdminBackend
+    from kquotactl.backends.kafka.quotas import AdminBackend
 
     server = request.getfixturevalue(broker)
     rng = random.Random(oracle_seed)

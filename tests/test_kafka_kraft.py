@@ -7,10 +7,10 @@ import json
 import pytest
 
 from conftest import run_cli
-from kquotactl.backends.admin import AdminBackend
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.filters import EntityFilter
-from kquotactl.model import EntityChange, Outcome
+from kquotactl.backends.kafka.quotas import AdminBackend
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.filters import EntityFilter
+from kquotactl.core.model import EntityChange, Outcome
 
 pytestmark = pytest.mark.kafka
 
@@ -159,8 +159,8 @@ def test_describe_filters_kip546(kraft):
     assert ents("--entity-type", "ips") == [{"ip": "10.0.0.1"}]
     assert len(ents()) == 6
     with AdminBackend.connect(kraft.bootstrap) as b:
-        from kquotactl.entity import EntityType
-        from kquotactl.filters import FilterComponent, MatchType
+        from kquotactl.core.entities import EntityType
+        from kquotactl.core.filters import FilterComponent, MatchType
 
         non_strict = EntityFilter((FilterComponent(EntityType.USER, MatchType.EXACT, "user-1"),), strict=False)
         assert len(b.describe(non_strict)) == 3
@@ -205,7 +205,7 @@ def test_kafka_output_is_kafka_configs_bootstrap_dialect(kraft):
 
 
 def test_many_entities_batched_with_per_entity_results(kraft, monkeypatch):
-    import kquotactl.backends.admin as admin
+    import kquotactl.backends.kafka.quotas as admin
 
     monkeypatch.setattr(admin, "MAX_ENTRIES_PER_REQUEST", 7)
     changes = [EntityChange(Entity.of(user=f"u{i:03d}"), {"producer_byte_rate": 1000 + i}) for i in range(40)]

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from conftest import run_cli
-from kquotactl.backends.admin import AdminBackend
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.filters import EntityFilter
-from kquotactl.model import EntityChange
+from kquotactl.backends.kafka.quotas import AdminBackend
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.filters import EntityFilter
+from kquotactl.core.model import EntityChange
 
 pytestmark = pytest.mark.kafka
 

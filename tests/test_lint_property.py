@@ -6,11 +6,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.lint import lint, shadowing_entity
-from kquotactl.manifest import Manifest, dump_manifest_yaml, export_document, load_text
-from kquotactl.model import QuotaRecord
-from kquotactl.resolve import QuotaIndex
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.lint import lint, shadowing_entity
+from kquotactl.core.manifest import Manifest
+from kquotactl.core.model import QuotaRecord
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.manifests.export import dump_manifest_yaml, export_document
+from kquotactl.manifests.loader import load_text
 
 KEYS = ("producer_byte_rate", "consumer_byte_rate")
 NAMES = ("u", "v", "<default>", "unnamed-0")  # "unnamed-0": the name lint would pick for "any other" first

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.model import EntityChange
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.model import EntityChange
 
 pytestmark = pytest.mark.kafka
 

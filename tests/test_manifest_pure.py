@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from kquotactl.backends import QuotaBackend
+from kquotactl.backends.base import QuotaBackend
 from kquotactl.backends.manifest import ManifestBackend
-from kquotactl.entity import DEFAULT, Entity, EntityType
-from kquotactl.errors import UsageError
-from kquotactl.filters import EntityFilter, FilterComponent, MatchType
-from kquotactl.manifest import ManifestError, PruneRule, Source, json_schema, load_manifests, load_text
-from kquotactl.render import plan_summary
+from kquotactl.core.entities import DEFAULT, Entity, EntityType
+from kquotactl.core.errors import UsageError
+from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
+from kquotactl.core.manifest import ManifestError, PruneRule, Source
+from kquotactl.manifests.loader import json_schema, load_manifests, load_text
+from kquotactl.render.records import plan_summary
 
 D = DEFAULT
 
@@ -261,10 +262,10 @@ def test_records_round_trip_through_json() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from kquotactl.lint import lint, shadowing_entity  # noqa: E402
-from kquotactl.manifest import dump_manifest_yaml, export_document  # noqa: E402
-from kquotactl.model import QuotaRecord  # noqa: E402
-from kquotactl.plan import Plan, check_deletions, fingerprint, make_plan, precedence  # noqa: E402
+from kquotactl.core.lint import lint, shadowing_entity  # noqa: E402
+from kquotactl.core.model import QuotaRecord  # noqa: E402
+from kquotactl.core.plan import Plan, check_deletions, fingerprint, make_plan, precedence  # noqa: E402
+from kquotactl.manifests.export import dump_manifest_yaml, export_document  # noqa: E402
 
 
 def recs(state: dict[Entity, dict]) -> list[QuotaRecord]:
@@ -545,7 +546,7 @@ def test_deep_flow_nesting_is_refused_with_our_message_and_line(text, line):
 def test_brackets_that_open_nothing_do_not_count_as_nesting(text):
     import yaml
 
-    from kquotactl.manifest import _check_flow_nesting
+    from kquotactl.manifests.loader import _check_flow_nesting
 
     assert yaml.safe_load(text)["quotas"] == []  # valid YAML, however many brackets it shows
     _check_flow_nesting(text)  # raises on a false positive

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_manifest, zk_cli
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.manifest import load_text
-from kquotactl.model import EntityChange, Outcome
-from kquotactl.plan import make_plan
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.model import EntityChange, Outcome
+from kquotactl.core.plan import make_plan
+from kquotactl.manifests.loader import load_text
 
 pytestmark = pytest.mark.zookeeper
 

@@ -5,7 +5,7 @@ and defaults in random order and counts; users/clients/ips; ``--add-config``/``-
 and blanks; ``--opt``, ``-opt``, ``--opt=value`` and ``-opt=value`` spellings; unknown options; missing values; stray
 words). Kafka answers with its own parser and checks (``FlatFormOracle``: ``ConfigCommandOptions``, ``checkArgs``,
 ``parseConfigsToBeAdded``/``parseConfigsToBeDeleted``, all it runs before connecting); kquotactl with
-:func:`kquotactl.cli.parse_request`, everything ``main`` runs before connecting. The outcome class must agree
+:func:`kquotactl.cli.app.parse_request`, everything ``main`` runs before connecting. The outcome class must agree
 (refused, or the same entity/filter, keys and values), and so must the message where kquotactl uses kafka-configs'
 words. Every deliberate difference (docs/core.md, "Differences from kafka-configs, on purpose") is encoded in
 :func:`_expected`, case by case, and counted so that a difference that no longer occurs is noticed too.
@@ -21,9 +21,10 @@ from typing import Any
 import click
 import pytest
 
-from kquotactl.cli import ACTION_COUNT, parse_request
-from kquotactl.entity import DEFAULT
-from kquotactl.errors import QuotaError
+from kquotactl.cli.app import parse_request
+from kquotactl.cli.argv import ACTION_COUNT
+from kquotactl.core.entities import DEFAULT
+from kquotactl.core.errors import QuotaError
 from kquotactl.testing.oracle import cases_per_run, mismatches
 
 #: Kafka version -> the connection option its ConfigCommand takes for quotas.
@@ -457,7 +458,7 @@ def test_flat_alters_do_what_kafka_configs_does_on_kraft(kafka_oracle, oracle_se
     """Kafka 4.1.1's ConfigCommand.main (--bootstrap-server) and kquotactl, the same line on the same empty cluster."""
     from conftest import run_cli
     from fixtures_kafka import _wipe
-    from kquotactl.backends.admin import AdminBackend
+    from kquotactl.backends.kafka.quotas import AdminBackend
 
     version = "4.1"
     rng = random.Random(oracle_seed)

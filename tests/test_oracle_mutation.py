@@ -5,7 +5,7 @@
 Each case is one random sequence of requests (bursts at one instant, gaps short and long) with random mutation
 counts, ``--window-num`` 1..11, window sizes 1..3 s, limits positive, 0 and negative, and a broker clock either real
 (the bucket starts full) or near 0 (it starts nearly empty). Every request's tokens left, throttle and refusal must
-be identical; so must ``--observed``'s figure (the same load as :func:`kquotactl.rate.mutation_window_load`).
+be identical; so must ``--observed``'s figure (the same load as :func:`kquotactl.core.rate.mutation_window_load`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches
-from kquotactl.rate import mutation_window_load, replay_token_bucket
+from kquotactl.core.rate import mutation_window_load, replay_token_bucket
+from kquotactl.core.throttle import steady_state_throttle_ms
 from kquotactl.testing.oracle import cases_per_run
-from kquotactl.throttle import steady_state_throttle_ms
 from oracle_cases import assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit

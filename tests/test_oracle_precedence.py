@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, replay_hint
-from kquotactl.entity import DEFAULT, Entity, Name
-from kquotactl.keys import INT_MAX, KEYS, LONG_MAX, Number, format_value
-from kquotactl.resolve import STATIC_CONFIGS, QuotaIndex, quota_id
+from kquotactl.core.entities import DEFAULT, Entity, Name
+from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, format_value
+from kquotactl.core.precedence import STATIC_CONFIGS, QuotaIndex, quota_id
 from kquotactl.testing.oracle import SOURCES, _sources, cases_per_run
 
 KAFKA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches
-from kquotactl.keys import KEYS
-from kquotactl.rate import replay, sampled_stat_for
+from kquotactl.core.keys import KEYS
+from kquotactl.core.rate import replay, sampled_stat_for
+from kquotactl.core.throttle import steady_state_throttle_ms
 from kquotactl.testing.oracle import cases_per_run
-from kquotactl.throttle import steady_state_throttle_ms
 from oracle_cases import assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit

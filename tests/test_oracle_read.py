@@ -1,8 +1,8 @@
 """Differential: how brokers read what is stored, against the JDK and Kafka's own jars.
 
-- ip entity names: :func:`kquotactl.inet.read_ip_name` against ``InetAddress.getByName`` (``InetOracle``, the call
+- ip entity names: :func:`kquotactl.core.inet.read_ip_name` against ``InetAddress.getByName`` (``InetOracle``, the call
   every broker version keys ip quotas with), on every oracle version's JVM;
-- stored values: :func:`kquotactl.keys.parse_stored` against Scala's ``StringOps.toLong`` / ``toInt`` /
+- stored values: :func:`kquotactl.core.keys.parse_stored` against Scala's ``StringOps.toLong`` / ``toInt`` /
   ``toDouble`` from the broker's own scala-library (``StoredValueOracle``), on the versions that still have
   ZooKeeper-mode brokers (2.8, 3.9; 4.x brokers read KRaft records, whose values are already doubles).
 """
@@ -15,10 +15,10 @@ import struct
 import pytest
 
 from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches
-from kquotactl.errors import InvalidValue
-from kquotactl.inet import IpKind, read_ip_name
-from kquotactl.keys import KEYS, ValueType, parse_stored
-from kquotactl.sanitizer import sanitize
+from kquotactl.core.errors import InvalidValue
+from kquotactl.core.inet import IpKind, read_ip_name
+from kquotactl.core.keys import KEYS, ValueType, parse_stored
+from kquotactl.core.sanitizer import sanitize
 from kquotactl.testing.oracle import cases_per_run
 
 ZK_VERSIONS = [v for v in ORACLE_VERSIONS if v < "4"]

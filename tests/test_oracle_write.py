@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, replay_hint
-from kquotactl.entity import Entity
-from kquotactl.errors import QuotaError
-from kquotactl.keys import KEYS, EntityKind, format_value, java_trim
-from kquotactl.model import build_change, check_live_changes
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import QuotaError
+from kquotactl.core.keys import KEYS, EntityKind, format_value, java_trim
+from kquotactl.core.model import build_change, check_live_changes
 from kquotactl.testing.oracle import cases_per_run
 
 ENTITIES = {"users": Entity(user="e"), "clients": Entity(client_id="e"), "ips": Entity(ip="192.0.2.1")}
@@ -196,9 +196,9 @@ def _sample(seed: int, n: int = 40) -> dict[Entity, dict[str, int | float]]:
 def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_would_store_it(
     zkmode, oracle_seed
 ) -> None:
-    from kquotactl.backends.admin import AdminBackend
-    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-    from kquotactl.model import EntityChange
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.core.model import EntityChange
 
     sample = _sample(oracle_seed)
     with AdminBackend.connect(zkmode.bootstrap) as admin:
@@ -228,8 +228,8 @@ def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_w
 def test_sample_written_to_kraft_is_served_back_as_the_same_number(kraft, oracle_seed) -> None:
     import time
 
-    from kquotactl.backends.admin import AdminBackend, coerce_value
-    from kquotactl.model import EntityChange
+    from kquotactl.backends.kafka.quotas import AdminBackend, coerce_value
+    from kquotactl.core.model import EntityChange
 
     sample = _sample(oracle_seed)
     want = {e: {k: coerce_value(k, float(v)) for k, v in c.items()} for e, c in sample.items()}

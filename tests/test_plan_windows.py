@@ -11,11 +11,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.manifest import dump_manifest_yaml, export_document, load_text
-from kquotactl.model import QuotaRecord
-from kquotactl.plan import make_plan
-from kquotactl.resolve import QuotaIndex
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.model import QuotaRecord
+from kquotactl.core.plan import make_plan
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.manifests.export import dump_manifest_yaml, export_document
+from kquotactl.manifests.loader import load_text
 
 KEY = "producer_byte_rate"
 PRUNE_ALL = [  # every user/client entity, defaults included

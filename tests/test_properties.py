@@ -7,10 +7,10 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kquotactl.entity import Entity
-from kquotactl.grammar import parse_add_config
-from kquotactl.keys import KEYS, parse_value
-from kquotactl.sanitizer import desanitize, sanitize
+from kquotactl.core.entities import Entity
+from kquotactl.core.grammar import parse_add_config
+from kquotactl.core.keys import KEYS, parse_value
+from kquotactl.core.sanitizer import desanitize, sanitize
 
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=60)
 
@@ -53,7 +53,7 @@ def test_add_config_grammar_round_trips_plain_and_bracketed_values(config: dict)
 
 @given(st.text(max_size=40))
 def test_add_config_grammar_never_crashes(s: str) -> None:
-    from kquotactl.errors import UsageError
+    from kquotactl.core.errors import UsageError
 
     try:
         parse_add_config(s)
@@ -68,7 +68,7 @@ def test_long_values_round_trip_exactly(n: int) -> None:
 
 @given(st.text(max_size=30))
 def test_value_parsing_accepts_or_rejects_cleanly(s: str) -> None:
-    from kquotactl.errors import InvalidValue
+    from kquotactl.core.errors import InvalidValue
 
     for key in KEYS.values():
         try:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kquotactl.entity import Entity
-from kquotactl.entityargs import ENTITY_DEFAULT
-from kquotactl.errors import InvalidValue, UsageError
-from kquotactl.grammar import parse_add_config
-from kquotactl.keys import KEYS, parse_value
-from kquotactl.sanitizer import desanitize, sanitize
+from kquotactl.cli.entityargs import ENTITY_DEFAULT
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import InvalidValue, UsageError
+from kquotactl.core.grammar import parse_add_config
+from kquotactl.core.keys import KEYS, parse_value
+from kquotactl.core.sanitizer import desanitize, sanitize
 
 SANITIZER_VECTORS = [
     ("CN=user1", "CN%3Duser1"),
@@ -148,9 +148,9 @@ def test_values_rejected_with_the_key_and_value_named(key: str, text: str, why: 
     ],
 )
 def test_bootstrap_alter_line_names_kafka_configs_head_entity(args: dict, line: str) -> None:
-    from kquotactl.entityargs import EntityArgs, alter_head, entity_for_alter
-    from kquotactl.model import EntityResult, Outcome
-    from kquotactl.render import kafka_alter_line
+    from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
+    from kquotactl.core.model import EntityResult, Outcome
+    from kquotactl.render.records import kafka_alter_line
 
     a = EntityArgs(**args)
     result = EntityResult(entity_for_alter(a), Outcome.APPLIED)
@@ -160,9 +160,9 @@ def test_bootstrap_alter_line_names_kafka_configs_head_entity(args: dict, line: 
 def test_table_prints_names_that_look_like_rich_markup_as_they_are() -> None:
     import io
 
-    from kquotactl.entity import Entity, EntityType
-    from kquotactl.model import QuotaRecord
-    from kquotactl.render import records_table
+    from kquotactl.core.entities import Entity, EntityType
+    from kquotactl.core.model import QuotaRecord
+    from kquotactl.render.records import records_table
 
     out = io.StringIO()
     name = "[/x] [bold]y[/bold]"
@@ -173,8 +173,8 @@ def test_table_prints_names_that_look_like_rich_markup_as_they_are() -> None:
 
 
 def test_a_batch_names_each_entity_once() -> None:
-    from kquotactl.entity import Entity
-    from kquotactl.model import EntityChange, check_one_change_per_entity
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.model import EntityChange, check_one_change_per_entity
 
     check_one_change_per_entity(
         [EntityChange(Entity(user="a"), {"producer_byte_rate": 1}), EntityChange(Entity(user="b"))]
@@ -197,9 +197,9 @@ def test_table_layout_is_rich_own_with_widths_fixed_ahead(monkeypatch, names, co
     """Fixing the column widths ahead (fast path for big tables) must not change a single character."""
     import io
 
-    import kquotactl.render as render
-    from kquotactl.entity import Entity
-    from kquotactl.model import QuotaRecord
+    import kquotactl.render.records as render
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.model import QuotaRecord
 
     records = [
         QuotaRecord(
@@ -220,7 +220,7 @@ def test_table_layout_is_rich_own_with_widths_fixed_ahead(monkeypatch, names, co
 
 
 def test_ip_names_written_canonical_as_brokers_read_them() -> None:
-    from kquotactl.entity import canonical_ip
+    from kquotactl.core.entities import canonical_ip
 
     assert canonical_ip("2001:DB8:0::1") == "2001:db8::1"
     assert canonical_ip("::ffff:1.2.3.4") == "1.2.3.4"  # InetAddress reads an IPv4-mapped address as IPv4
@@ -231,8 +231,8 @@ def test_ip_names_written_canonical_as_brokers_read_them() -> None:
 
 
 def test_ip_changes_go_to_every_stored_spelling_of_the_address() -> None:
-    from kquotactl.model import EntityChange
-    from kquotactl.stored import route_ip_changes
+    from kquotactl.core.model import EntityChange
+    from kquotactl.core.values import route_ip_changes
 
     ch = EntityChange(Entity.of(ip="2001:db8::1"), {"connection_creation_rate": 5})
     other = EntityChange(Entity.of(user="u"), {"producer_byte_rate": 1})
@@ -247,8 +247,8 @@ def test_ip_changes_go_to_every_stored_spelling_of_the_address() -> None:
 
 
 def test_stored_findings_name_what_brokers_make_of_the_stored_state() -> None:
-    from kquotactl.model import QuotaRecord
-    from kquotactl.stored import stored_findings
+    from kquotactl.core.model import QuotaRecord
+    from kquotactl.core.values import stored_findings
 
     records = [
         QuotaRecord(Entity(ip="10.0.0.1"), {"connection_creation_rate": 5}),
@@ -264,7 +264,7 @@ def test_stored_findings_name_what_brokers_make_of_the_stored_state() -> None:
 
 
 def test_an_empty_ip_name_is_not_the_loopback_address() -> None:
-    from kquotactl.entity import canonical_ip
+    from kquotactl.core.entities import canonical_ip
 
     with pytest.raises(InvalidValue, match="empty"):
         canonical_ip("")  # InetAddress.getByName("") is the loopback address: never what an entity name means

@@ -37,9 +37,9 @@ KEYS = ["producer_byte_rate", "consumer_byte_rate", "request_percentage", "contr
 WORKER = textwrap.dedent(
     """
     import json, sys
-    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-    from kquotactl.entity import DEFAULT, Entity
-    from kquotactl.model import EntityChange, Outcome
+    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.core.entities import DEFAULT, Entity
+    from kquotactl.core.model import EntityChange, Outcome
 
     connect, spec, key, rounds = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     entity = Entity(**{k: (DEFAULT if v is None else v) for k, v in spec.items()})
@@ -83,7 +83,7 @@ def test_sixteen_processes_on_overlapping_entities_lose_nothing_and_notify_each_
     # no lost update: every slot holds its owner's last value
     lost = 0
     for e, k in slots:
-        from kquotactl.entity import DEFAULT, Entity
+        from kquotactl.core.entities import DEFAULT, Entity
 
         path = Entity(**{n: (DEFAULT if v is None else v) for n, v in e.items()}).path
         stored = json.loads(tree["/config/" + path])["config"]
@@ -108,7 +108,7 @@ def test_a_manual_alter_landing_between_applys_read_and_its_commit_is_not_overwr
     import threading
 
     from conftest import run_cli
-    from kquotactl.backends.zookeeper import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 
     manifest = tmp_path / "q.yaml"
     manifest.write_text(

@@ -30,10 +30,10 @@ from fixtures_reliability import (
     notification_counts,
     walk,
 )
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import Entity
-from kquotactl.errors import BackendUnavailable, PartialFailure
-from kquotactl.model import EntityChange, Outcome
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import BackendUnavailable, PartialFailure
+from kquotactl.core.model import EntityChange, Outcome
 
 pytestmark = [pytest.mark.reliability, pytest.mark.zookeeper]
 
@@ -258,7 +258,7 @@ def test_lost_commit_answer_is_settled_by_reading_back_never_rewritten(own_zk, l
                     real_commit(batch)
                 _drop_connection(b)
                 COUNTS.faults += 1
-                from kquotactl.backends.zookeeper import ConnectionTrouble
+                from kquotactl.backends.zookeeper.backend import ConnectionTrouble
 
                 raise ConnectionTrouble("lost the ZooKeeper connection (commit): ConnectionLoss")
             return real_commit(batch)

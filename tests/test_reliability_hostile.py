@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from conftest import run_cli, run_subprocess
 from fixtures_reliability import COUNTS, check_layout, fuzz_examples, walk
-from kquotactl.errors import QuotaError, one_line
-from kquotactl.sanitizer import sanitize
+from kquotactl.core.errors import QuotaError, one_line
+from kquotactl.core.sanitizer import sanitize
 
 pytestmark = pytest.mark.reliability
 
@@ -67,9 +67,9 @@ config_text = st.lists(st.one_of(st.sampled_from(GRAMMAR_BITS), st.text(max_size
 @FUZZ
 @given(text=config_text, ip=st.booleans(), deletes=st.lists(st.sampled_from([*KEYS, "x", "", ",", " "]), max_size=3))
 def test_add_config_grammar_never_raises_anything_but_a_one_line_quota_error(text, ip, deletes) -> None:
-    from kquotactl.entity import Entity
-    from kquotactl.grammar import parse_add_config, parse_delete_config
-    from kquotactl.model import build_change
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.grammar import parse_add_config, parse_delete_config
+    from kquotactl.core.model import build_change
 
     COUNTS.fuzzed += 1
     entity = Entity(ip="192.0.2.1") if ip else Entity(user="alice")
@@ -520,7 +520,8 @@ manifest_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=
 @FUZZ
 @given(text=manifest_text)
 def test_fuzzed_manifests_load_or_fail_with_file_and_line(text) -> None:
-    from kquotactl.manifest import ManifestError, load_text
+    from kquotactl.core.manifest import ManifestError
+    from kquotactl.manifests.loader import load_text
 
     COUNTS.fuzzed += 1
     try:
@@ -580,8 +581,8 @@ PROP_VALUES = [
 @FUZZ
 @given(props=st.dictionaries(st.sampled_from(PROP_KEYS), st.one_of(st.sampled_from(PROP_VALUES), st.text(max_size=20))))
 def test_fuzzed_command_config_and_jaas_never_raise_anything_else_and_never_echo_passwords(props) -> None:
-    from kquotactl.clientprops import parse_client_properties
-    from kquotactl.jaas import parse_module
+    from kquotactl.config.clientprops import parse_client_properties
+    from kquotactl.config.jaas import parse_module
 
     COUNTS.fuzzed += 1
     secret_keys = ("sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password")

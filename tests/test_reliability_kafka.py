@@ -19,9 +19,9 @@ import pytest
 
 from conftest import run_cli
 from fixtures_reliability import COUNTS
-from kquotactl.entity import Entity
-from kquotactl.errors import PartialFailure, QuotaError
-from kquotactl.model import EntityChange, Outcome
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import PartialFailure, QuotaError
+from kquotactl.core.model import EntityChange, Outcome
 from kquotactl.testing.kafka import KRaftKafkaServer
 from kquotactl.testing.pki import Pki, make_pki
 from kquotactl.testing.servers import free_port
@@ -126,7 +126,7 @@ def test_broker_killed_mid_apply_reports_exact_results_and_a_rerun_converges(tls
     """SIGKILL the broker after the first of three AlterClientQuotas requests answered: the applied
     entities are named, the in-flight request's entities are all-or-none (a controller applies one request
     atomically), the rest were not sent; after a restart a re-run converges."""
-    from kquotactl.backends.admin import MAX_ENTRIES_PER_REQUEST, AdminBackend
+    from kquotactl.backends.kafka.quotas import MAX_ENTRIES_PER_REQUEST, AdminBackend
 
     server, _, _ = tls_kafka
     n = 3 * MAX_ENTRIES_PER_REQUEST

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from kquotactl.entity import Entity
-from kquotactl.lint import lint
-from kquotactl.manifest import load_text
-from kquotactl.model import QuotaRecord
-from kquotactl.plan import make_plan
-from kquotactl.render_ci import (
+from kquotactl.core.entities import Entity
+from kquotactl.core.lint import lint
+from kquotactl.core.model import QuotaRecord
+from kquotactl.core.plan import make_plan
+from kquotactl.manifests.loader import load_text
+from kquotactl.render.ci import (
     COLLAPSE_ROWS,
     MAX_CHARS,
     MAX_ROWS,
@@ -391,8 +391,8 @@ def test_cli_other_commands_refuse_ci_formats_before_doing_anything(tmp_path) ->
 
 @pytest.mark.zookeeper
 def test_plan_reports_against_zookeeper_then_in_sync(chroot, tmp_path, monkeypatch) -> None:
-    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-    from kquotactl.model import EntityChange
+    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.core.model import EntityChange
 
     monkeypatch.chdir(tmp_path)
     # request_rate is refused by every live plan (no Apache Kafka release knows it): keep the lines, drop the key

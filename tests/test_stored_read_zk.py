@@ -183,10 +183,10 @@ def test_values_brokers_cannot_parse_are_shown_not_applied_and_rewritten(chroot,
 def test_a_zookeeper_mode_brokers_admin_api_reports_values_its_quota_managers_cannot_parse(zkmode, zk_admin) -> None:
     """The broker's own DescribeClientQuotas (ZkAdminManager: ``.toDouble`` for every key) shows ``1024.0`` and
     `` 7`` as limits, while its quota managers (``.toLong``) cannot apply them: the ZooKeeper backend says so."""
-    from kquotactl.backends.admin import AdminBackend
-    from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-    from kquotactl.entity import Entity
-    from kquotactl.filters import EntityFilter
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.filters import EntityFilter
 
     root = zkmode.zookeeper.split("/", 1)[1]
     path = f"/{root}/config/users/stored-by-hand"

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from kquotactl.cli import cli
-from kquotactl.helpwrap import fold_command_line
-from kquotactl.keys import KEYS, exact_unit_text, human_and_raw, parse_value
-from kquotactl.render import counted
+from kquotactl.cli.app import cli
+from kquotactl.cli.helpwrap import fold_command_line
+from kquotactl.core.keys import KEYS, exact_unit_text, human_and_raw, parse_value
+from kquotactl.render.records import counted
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 LONG_CLIENT = "ingest-pipeline-eu-west-1-orders-v2"
@@ -201,7 +201,7 @@ def test_exact_units_read_back_the_same_number(value: int) -> None:
 
 def test_counted_plurals() -> None:
     assert human_and_raw(KEYS["connection_creation_rate"], 1) == "1"
-    from kquotactl.keys import human
+    from kquotactl.core.keys import human
 
     assert [human(KEYS["connection_creation_rate"], n) for n in (1, 2)] == ["1 connection/s", "2 connections/s"]
     assert [counted(n, "entity") for n in (0, 1, 2)] == ["0 entities", "1 entity", "2 entities"]
@@ -263,7 +263,7 @@ def test_long_example_lines_fold_as_the_shell_reads_them() -> None:
 def test_a_bad_ts_names_its_row() -> None:
     import pyarrow as pa
 
-    from kquotactl.errors import UsageError
+    from kquotactl.core.errors import UsageError
     from kquotactl.impact.readers import sample_column
 
     column = pa.chunked_array([["2024-01-01T00:00:00Z"] * 5, ["2024-01-01T00:00:01Z", "yesterday", "x"]])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kquotactl import docsgen
+from kquotactl.cli import docsgen
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "kquotactl"
 REPO_PATH = re.compile(

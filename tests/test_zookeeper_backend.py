@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from kquotactl.backends.zookeeper import ZkSettings, ZooKeeperBackend
-from kquotactl.entity import DEFAULT, Entity, EntityType
-from kquotactl.filters import EntityFilter, FilterComponent, MatchType
-from kquotactl.model import EntityChange, Outcome
+from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.core.entities import DEFAULT, Entity, EntityType
+from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
+from kquotactl.core.model import EntityChange, Outcome
 
 pytestmark = pytest.mark.zookeeper
 
@@ -246,7 +246,7 @@ def test_describe_partial_match_counts_as_kafka(match_backend, components, stric
 
 
 def test_describe_rejects_ip_combined_with_user_filter(match_backend) -> None:
-    from kquotactl.errors import InvalidRequest
+    from kquotactl.core.errors import InvalidRequest
 
     with pytest.raises(InvalidRequest, match="Invalid entity filter component combination"):
         match_backend.describe(EntityFilter((comp(IP, match=MatchType.ANY), comp(U, match=MatchType.ANY))))

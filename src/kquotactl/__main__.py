@@ -1,4 +1,4 @@
-from kquotactl.cli import main
+from kquotactl.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kquotactl.backends import ProgressCallback
-from kquotactl.errors import UsageError
-from kquotactl.filters import EntityFilter
-from kquotactl.manifest import Manifest, load_manifests
-from kquotactl.model import EntityChange, EntityResult, QuotaRecord
+from kquotactl.backends.base import ProgressCallback
+from kquotactl.core.errors import UsageError
+from kquotactl.core.filters import EntityFilter
+from kquotactl.core.manifest import Manifest
+from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
+from kquotactl.manifests.loader import load_manifests
 
 
 class ManifestBackend:

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kquotactl.errors import UsageError
+from kquotactl.core.errors import UsageError
+from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, Window, check_limits, quota_table, report
 from kquotactl.impact.readers import detect_format
-from kquotactl.resolve import QuotaIndex
 
 AUTO_LOCAL_MAX_BYTES = 32 * 1024 * 1024  # inputs below this run on the local engine with --engine auto
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.errors import UsageError
-from kquotactl.keys import Number
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.errors import UsageError
+from kquotactl.core.keys import Number
 
 START = 1_767_225_600  # 2026-01-01T00:00:00Z
 

@@ -1,6 +1,6 @@
 """The reference engine: the model in plain Python (dicts and loops), for small inputs and for testing Spark.
 
-Resolution goes through :class:`kquotactl.resolve.QuotaIndex` itself, once per distinct (user, client-id)
+Resolution goes through :class:`kquotactl.core.precedence.QuotaIndex` itself, once per distinct (user, client-id)
 and per distinct ip.
 """
 
@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.model import (
     CLIENT_MODEL_KEYS,
     IP_MODEL_KEYS,
@@ -20,7 +21,6 @@ from kquotactl.impact.model import (
     Window,
     qid_parts,
 )
-from kquotactl.resolve import QuotaIndex
 
 # (key, level, qid_user, qid_client, qid_ip) -> {sample: units}
 Series = dict[tuple[str, int, str | None, str | None, str | None], dict[int, int]]

@@ -3,12 +3,12 @@
 - Usage per quota key comes from one input column (:data:`USAGE`), converted per row to integer *units*
   (``floor(value × scale + 0.5)``) so that sums are exact in every engine; a key's rate is
   ``units / (divisor × N × S)``.
-- Each row resolves per key with :class:`kquotactl.resolve.QuotaIndex` (8 levels, quota-id sharing; ips by ip).
+- Each row resolves per key with :class:`kquotactl.core.precedence.QuotaIndex` (8 levels, quota-id sharing; ips by ip).
 - Time is cut into samples of ``S = quota.window.size.seconds``; for every sample ``t`` from the input's first
   to its last, the rate is the sum over samples ``t−N+1 … t`` divided by ``N·S`` (``N = quota.window.num``).
 - A sample is throttled when rate > limit; throttle = ``Math.round((rate − limit)/limit × N·S·1000)`` ms,
   capped at ``S·1000`` ms for request and connection keys (``KEYS[k].throttle_capped``), narrowed to int as
-  brokers do (:func:`kquotactl.throttle.quota_throttle_ms`: one formula for explain and impact); a sample counts
+  brokers do (:func:`kquotactl.core.throttle.quota_throttle_ms`: one formula for explain and impact); a sample counts
   as throttled when that is > 0 (a throttle past 2^31 ms wraps negative on a broker, and throttles nothing).
 
 The window sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + N``), so both
@@ -24,12 +24,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.errors import UsageError
-from kquotactl.keys import KEYS, Number
-from kquotactl.resolve import LEVELS, QuotaIndex, Sharing
-from kquotactl.sanitizer import sanitize
-from kquotactl.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, quota_throttle_ms
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.errors import UsageError
+from kquotactl.core.keys import KEYS, Number
+from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing
+from kquotactl.core.sanitizer import sanitize
+from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, quota_throttle_ms
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,8 @@ class Window:
         return float(USAGE[key].divisor * self.num * self.size_s)
 
     def throttle_ms(self, key: str, rate: float, limit: float) -> int:
-        """Throttle of one sample: :func:`kquotactl.throttle.quota_throttle_ms` over ``N·S``, capped for request and
-        connection keys; the Spark engine computes exactly these operations column-wise."""
+        """Throttle of one sample: :func:`~kquotactl.core.throttle.quota_throttle_ms` over ``N·S``, capped for request
+        and connection keys; the Spark engine computes exactly these operations column-wise."""
         return quota_throttle_ms(rate, limit, self.window_ms, self.cap_ms if KEYS[key].throttle_capped else None)
 
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kquotactl.keys import KEYS
-from kquotactl.sanitizer import desanitize
+from kquotactl.core.keys import KEYS
+from kquotactl.core.sanitizer import desanitize
 
 COLUMNS = (
     "key",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kquotactl.errors import UsageError
+from kquotactl.core.errors import UsageError
 from kquotactl.impact.model import ID_COLUMNS, USAGE, Window
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}

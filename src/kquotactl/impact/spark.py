@@ -24,8 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kquotactl.entity import DEFAULT, Entity
-from kquotactl.errors import UsageError
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.errors import UsageError
+from kquotactl.core.keys import KEYS
+from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.model import (
     CLIENT_MODEL_KEYS,
     IP_MODEL_KEYS,
@@ -38,8 +40,6 @@ from kquotactl.impact.model import (
     Window,
 )
 from kquotactl.impact.readers import detect_format
-from kquotactl.keys import KEYS
-from kquotactl.resolve import QuotaIndex
 
 # Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
 # follows whichever resolver this package has, so both engines always agree.
@@ -269,7 +269,7 @@ def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
     """The level (0 = unlimited) whose limit applies.
 
     Names that are set resolve to the first level with a limit. Empty names follow the broker's two-phase
-    resolution when :mod:`kquotactl.resolve` models it (``BROKER_EXACT_EMPTY_NAMES``): an empty user only
+    resolution when :mod:`kquotactl.core.precedence` models it (``BROKER_EXACT_EMPTY_NAMES``): an empty user only
     reaches levels 7 and 8 (and nothing when users/<default> is the first of levels 4-6 to set the key), an
     empty client-id only levels 3 and 6 (and only when one of levels 2, 3, 5, 6 sets the key), both empty
     nothing.
@@ -365,7 +365,7 @@ def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> An
         F.col("p") <= last
     )
     rate = F.col("running").cast("double") / denom
-    # kquotactl.throttle.quota_throttle_ms, column-wise (limits are > 0 here: model.check_limits): Math.round
+    # kquotactl.core.throttle.quota_throttle_ms, column-wise (limits are > 0 here: model.check_limits): Math.round
     # (floor, +1 from a fraction of .5, saturating), the cap, then Java's long -> int narrowing.
     x = (rate - F.col("limit")) / F.col("limit") * F.lit(window.window_ms)
     fl = F.floor(x)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kquotactl.errors import UsageError
+from kquotactl.core.errors import UsageError
 from kquotactl.impact.model import Window
 
 

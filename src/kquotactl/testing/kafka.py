@@ -137,8 +137,8 @@ class _KafkaBase:
 
     def _wait_ready(self, timeout: float) -> None:
         """The port opens before the broker serves requests: wait until a describe answers."""
-        from kquotactl.backends.admin import AdminBackend
-        from kquotactl.errors import QuotaError
+        from kquotactl.backends.kafka.quotas import AdminBackend
+        from kquotactl.core.errors import QuotaError
 
         deadline = time.monotonic() + timeout
         last: Exception | None = None

@@ -1,0 +1,47 @@
+"""Backends: where quotas live. One small interface, three implementations.
+
+- :mod:`kquotactl.backends.zookeeper.backend`: ZooKeeper-mode clusters (kazoo), byte-compatible with brokers.
+- :mod:`kquotactl.backends.kafka.quotas`: the broker admin API (KIP-546), for KRaft and ZooKeeper-mode brokers.
+- offline manifests, for simulation without a cluster.
+
+Backends are imported lazily by :func:`open_backend` so that ``--help`` and ZooKeeper describes never
+import a Kafka client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from kquotactl.core.filters import EntityFilter
+from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
+
+ProgressCallback = Callable[[int], None]
+
+
+@runtime_checkable
+class QuotaBackend(Protocol):
+    """What every backend does. Results are per entity; nothing is ever half-written per entity."""
+
+    name: str
+
+    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+        """Entities with at least one quota that match ``flt`` (KIP-546 semantics), sorted."""
+        ...
+
+    def alter(
+        self,
+        changes: Sequence[EntityChange],
+        *,
+        validate_only: bool = False,
+        expected: dict | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> list[EntityResult]:
+        """Apply each change atomically per entity, in order.
+
+        ``expected`` maps an entity to the config a plan saw; when given, an entity whose live config
+        differs is rejected (stale plan) instead of being overwritten.
+        """
+        ...
+
+    def close(self) -> None: ...

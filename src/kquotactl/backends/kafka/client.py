@@ -1,0 +1,370 @@
+"""The only module that imports kafka-python, and the one Kafka client of every admin command: client quotas
+(KIP-546), broker configs (DescribeConfigs / IncrementalAlterConfigs, ``connection-rate``) and cluster metadata.
+
+kafka-python 3.0's ``KafkaAdminClient`` has no client-quota methods and no public way to send a request, so
+this module drives kafka-python's public network layer itself: a ``NetworkSelector`` (the I/O thread) and a
+``KafkaConnectionManager`` (``get_connection`` / ``run`` / ``wait_for`` / ``reset_backoff`` / ``cluster``), the
+connection's public request future (``send_request``, ``init_future``, ``close_future``) and the generated
+request messages. Nothing here reads a private attribute of a kafka-python object
+(``tests/test_admin_unit.py`` scans ``src/`` for that). The connection settings come from one mapping,
+:func:`kquotactl.config.clientprops.kafka_python_config`.
+
+Quota requests go to one bootstrap node directly (no Metadata round trip): both APIs are answered by any
+broker (and AlterClientQuotas by a KRaft controller), which also makes ``--bootstrap-controller`` work. A
+per-broker config resource is sent to that broker (Kafka answers DescribeConfigs of broker N only on broker
+N), found through one Metadata request. Every wait is bounded by the connect or request timeout. Importing
+kafka-python costs ~180 ms, so this module is only imported when a ``--bootstrap-server`` command runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import kafka.errors as Errors
+from kafka.admin.client import KafkaAdminClient
+from kafka.net.manager import KafkaConnectionManager
+from kafka.net.selector import NetworkSelector
+from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.metadata import MetadataRequest
+from kquotactl.config.clientprops import ClientSettings, kafka_python_config
+from kquotactl.core.errors import BackendUnavailable, QuotaError
+
+log = logging.getLogger("kquotactl.wire")
+
+# (entity_type, name or None for the default)
+WireEntity = list[tuple[str, str | None]]
+# (entity_type, match_type 0/1/2, match)
+WireComponent = tuple[str, int, str | None]
+# (key, value, remove)
+WireOp = tuple[str, float, bool]
+
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+CONFIG_SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
+
+
+@dataclass(frozen=True)
+class AlterOutcome:
+    entity: WireEntity
+    error_code: int
+    error_name: str
+    message: str | None
+
+
+class QuotaWire:
+    """A connection to one broker (or controller) for DescribeClientQuotas / AlterClientQuotas."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        settings: ClientSettings,
+        connect_timeout: float,
+        request_timeout: float,
+        controller: bool = False,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.settings = settings
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.controller = controller
+        self._quiet_library()
+        cfg = dict(KafkaAdminClient.DEFAULT_CONFIG)
+        cfg.update(kafka_python_config(bootstrap, settings, request_timeout), metrics=None)
+        try:
+            self._net = NetworkSelector(**cfg)
+            self._manager = KafkaConnectionManager(self._net, **cfg)
+        except (ValueError, Errors.KafkaConfigurationError) as e:
+            raise QuotaError(f"bad bootstrap address {bootstrap!r}: {e}") from None
+        self._net.start()
+        self._conn = None
+        self._brokers: dict[int, Any] = {}  # broker id -> connection, for per-broker config resources
+        try:
+            self._conn = self._manager.run(self._connect)
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _quiet_library() -> None:
+        """kafka-python logs every connection problem itself; we report one line instead."""
+        if not logging.getLogger("kquotactl").isEnabledFor(logging.DEBUG):
+            lib = logging.getLogger("kafka")
+            lib.setLevel(logging.CRITICAL)
+            lib.propagate = False
+            if not lib.handlers:
+                lib.addHandler(logging.NullHandler())
+
+    @property
+    def what(self) -> str:
+        return f"{'controller' if self.controller else 'broker'} {self.bootstrap}"
+
+    async def _connect(self):
+        """Try the bootstrap addresses in turn until one completes the handshake (ApiVersions, SASL)."""
+        errors: list[str] = []
+        for node in self._manager.cluster.bootstrap_brokers():
+            conn, error = await self._open(node)
+            if conn is not None:
+                return conn
+            errors.append(error)
+        raise self._unreachable(self.what, errors)
+
+    async def _open(self, node: Any) -> tuple[Any, str]:
+        """A ready connection to ``node`` (a cluster metadata node), or None and why not (auth errors raise).
+
+        A closed connection leaves the manager's table on close, so asking again opens a fresh one (a
+        reconnect after connections.max.idle.ms or a broker restart); its reconnect backoff is dropped first.
+        """
+        where = f"{node.host}:{node.port}"
+        self._manager.reset_backoff(node.node_id)
+        conn = None
+        try:
+            conn = self._manager.get_connection(
+                node.node_id, timeout_ms=int(self.connect_timeout * 1000), refresh_metadata_on_err=False
+            )
+            await self._manager.wait_for(conn.init_future, int(self.connect_timeout * 1000))
+            log.debug("connected to %s (broker version %s)", where, conn.broker_version)
+            return conn, ""
+        except Exception as e:
+            auth = await self._auth_error(e, conn)
+            if auth is not None:
+                raise auth from None
+            return None, f"{where}: {_short(e)}"
+
+    def _unreachable(self, what: str, errors: list[str]) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"cannot connect to Kafka {what} within {self.connect_timeout:g}s ({'; '.join(errors)})"
+            + (" — TLS: check security.protocol and the trust store" if self.settings.uses_ssl else "")
+        )
+
+    async def _broker_conn(self, broker: int):
+        """A connection to broker ``broker`` (by id), its address from the cluster metadata."""
+        conn = self._brokers.get(broker)
+        if conn is not None and not conn.closed:
+            return conn
+        node = self._manager.cluster.broker_metadata(broker)
+        if node is None:
+            await self._refresh_metadata()
+            node = self._manager.cluster.broker_metadata(broker)
+        if node is None:
+            ids = ", ".join(str(b) for b in sorted(self._broker_ids_known()))
+            raise QuotaError(f"no broker {broker} in the cluster behind {self.bootstrap} (brokers: {ids or 'none'})")
+        conn, error = await self._open(node)
+        if conn is None:
+            raise self._unreachable(f"broker {broker}", [error])
+        self._brokers[broker] = conn
+        return conn
+
+    async def _refresh_metadata(self) -> None:
+        """One Metadata request (no topics) through the bootstrap node: the brokers' ids and addresses."""
+        resp = await self._request(await self._bootstrap_conn(), MetadataRequest(topics=MetadataRequest.NO_TOPICS))
+        self._manager.cluster.update_metadata(resp)
+
+    def _broker_ids_known(self) -> list[int]:
+        return [b.node_id for b in self._manager.cluster.brokers()]
+
+    async def _bootstrap_conn(self):
+        if self._conn.closed:  # closed while idle (connections.max.idle.ms, a broker restart): reconnect first
+            log.debug("connection to %s closed; reconnecting", self.bootstrap)
+            self._conn = await self._connect()
+        return self._conn
+
+    async def _auth_error(self, exc: Exception, conn) -> QuotaError | None:
+        """The SASL failure may surface as 'socket disconnected' first; the connection's close reason tells."""
+        candidates = [exc]
+        if conn is not None:
+            try:
+                await self._manager.wait_for(conn.close_future, 300)
+            except Exception as e:
+                candidates.append(e)
+            for fut in (conn.init_future, conn.close_future):
+                if fut.exception is not None:
+                    candidates.append(fut.exception)
+        for c in candidates:
+            # The broker closes the socket right after its SaslAuthenticate error; the close may win the race.
+            sasl_closed = self.settings.uses_sasl and "socket disconnected" in str(c)
+            if isinstance(c, Errors.SaslAuthenticationFailedError) or sasl_closed:
+                return BackendUnavailable(
+                    f"authentication to Kafka {self.what} failed ({self.settings.sasl_mechanism} as "
+                    f"{self.settings.sasl_username!r}): check sasl.jaas.config in --command-config"
+                )
+            if isinstance(c, Errors.UnsupportedSaslMechanismError):
+                return BackendUnavailable(
+                    f"Kafka {self.what} does not accept sasl.mechanism={self.settings.sasl_mechanism}: {_short(c)}"
+                )
+            if isinstance(c, Errors.IllegalSaslStateError):
+                return BackendUnavailable(
+                    f"Kafka {self.what} did not expect SASL: check security.protocol in --command-config"
+                )
+        return None
+
+    # -- requests --------------------------------------------------------------------------------
+
+    async def _request(self, conn, request):
+        # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
+        # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
+        deadline = time.monotonic() + self.request_timeout
+        while conn.paused and "throttle" in conn.paused and time.monotonic() < deadline:
+            await self._net.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        fut = conn.send_request(request, request_timeout_ms=int(self.request_timeout * 1000))
+        return await self._manager.wait_for(fut, int(self.request_timeout * 1000) + 1000)
+
+    def _send(self, request, what: str, broker: int | None = None):
+        """Send ``request`` to the bootstrap node, or to broker ``broker``; Kafka's answer, or one-line errors."""
+
+        async def go():
+            conn = await (self._bootstrap_conn() if broker is None else self._broker_conn(broker))
+            return await self._request(conn, request)
+
+        return self._run(go, what, request, self.what if broker is None else f"broker {broker}")
+
+    def _run(self, go, what: str, request=None, who: str | None = None):
+        """Run ``go`` on the I/O thread; kafka-python's errors become one line (:class:`BackendUnavailable`)."""
+        who = who or self.what
+        try:
+            return self._manager.run(go)
+        except Errors.IncompatibleBrokerVersion:
+            if self.controller and isinstance(request, DescribeClientQuotasRequest):
+                raise BackendUnavailable(
+                    f"Kafka {who}: KRaft controllers do not serve DescribeClientQuotas; "
+                    "use --bootstrap-server with a broker address"
+                ) from None
+            api = f" (API {request.API_KEY})" if request is not None else ""
+            why = (
+                ": client quotas through the admin API need Kafka 2.6 or later; use --zookeeper for older "
+                "ZooKeeper-mode clusters"
+                if isinstance(request, (DescribeClientQuotasRequest, AlterClientQuotasRequest))
+                else ""
+            )
+            raise BackendUnavailable(f"Kafka {who} does not support {what}{api}{why}") from None
+        except Errors.KafkaTimeoutError:
+            raise BackendUnavailable(
+                f"Kafka {who} did not answer {what} within {self.request_timeout:g}s (raise --timeout?)"
+            ) from None
+        except Errors.KafkaError as e:
+            raise BackendUnavailable(f"{what} to Kafka {who} failed: {_short(e)}") from None
+
+    def describe(self, components: Sequence[WireComponent], strict: bool) -> list[tuple[WireEntity, dict[str, float]]]:
+        C = DescribeClientQuotasRequest.ComponentData
+        req = DescribeClientQuotasRequest(
+            components=[C(entity_type=t, match_type=m, match=n) for t, m, n in components], strict=strict
+        )
+        log.debug("DescribeClientQuotas components=%s strict=%s", list(components), strict)
+        resp = self._send(req, "DescribeClientQuotas")
+        if resp.error_code:
+            err = Errors.for_code(resp.error_code)
+            raise QuotaError(f"{_error_name(err)}: {resp.error_message or err.description}")
+        out = []
+        for entry in resp.entries or []:
+            entity = [(e.entity_type, e.entity_name) for e in entry.entity]
+            out.append((entity, {v.key: float(v.value) for v in entry.values}))
+        return out
+
+    def alter(self, entries: Sequence[tuple[WireEntity, Sequence[WireOp]]], validate_only: bool) -> list[AlterOutcome]:
+        """Send one AlterClientQuotas request; one outcome per entry, in the broker's order."""
+        E = AlterClientQuotasRequest.EntryData
+        req = AlterClientQuotasRequest(
+            entries=[
+                E(
+                    entity=[E.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                    ops=[E.OpData(key=k, value=float(v), remove=r) for k, v, r in ops],
+                )
+                for entity, ops in entries
+            ],
+            validate_only=validate_only,
+        )
+        log.info("AlterClientQuotas %d entries validate_only=%s", len(entries), validate_only)
+        resp = self._send(req, "AlterClientQuotas")
+        out = []
+        for entry in resp.entries:
+            err = Errors.for_code(entry.error_code) if entry.error_code else None
+            out.append(
+                AlterOutcome(
+                    entity=[(e.entity_type, e.entity_name) for e in entry.entity],
+                    error_code=entry.error_code,
+                    error_name=_error_name(err) if err else "NONE",
+                    message=entry.error_message or (err.description if err else None),
+                )
+            )
+        return out
+
+    # -- cluster metadata and broker configs -----------------------------------------------------------
+
+    def broker_ids(self) -> list[int]:
+        """The ids of the cluster's brokers (one Metadata request), ascending."""
+
+        async def go():
+            await self._refresh_metadata()
+            return sorted(self._broker_ids_known())
+
+        return self._run(go, "Metadata")
+
+    @staticmethod
+    def _target(resource: str) -> int | None:
+        """Where a BROKER resource is answered: broker N for ``"N"``, any broker for the cluster default."""
+        return int(resource) if resource else None
+
+    def broker_configs(self, resource: str) -> dict[str, tuple[str | None, str]]:
+        """DescribeConfigs of one BROKER resource (``""`` = the cluster-wide default): {name: (value, source)}."""
+        R = DescribeConfigsRequest.DescribeConfigsResource
+        req = DescribeConfigsRequest(
+            resources=[R(resource_type=BROKER_RESOURCE, resource_name=resource, configuration_keys=None)],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        resp = self._send(req, "DescribeConfigs", self._target(resource))
+        [result] = resp.results
+        if result.error_code:
+            err = Errors.for_code(result.error_code)
+            raise QuotaError(f"DescribeConfigs: {_error_name(err)}: {result.error_message or err.description}")
+        return {c.name: (c.value, CONFIG_SOURCES.get(c.config_source, str(c.config_source))) for c in result.configs}
+
+    def alter_broker_config(self, resource: str, name: str, value: str | None, validate_only: bool) -> None:
+        """IncrementalAlterConfigs SET (or DELETE when ``value`` is None) of one key on one BROKER resource."""
+        R = IncrementalAlterConfigsRequest.AlterConfigsResource
+        C = R.AlterableConfig
+        op = C(name=name, config_operation=0 if value is not None else 1, value=value)
+        req = IncrementalAlterConfigsRequest(
+            resources=[R(resource_type=BROKER_RESOURCE, resource_name=resource, configs=[op])],
+            validate_only=validate_only,
+        )
+        resp = self._send(req, "IncrementalAlterConfigs", self._target(resource))
+        [result] = resp.responses
+        if result.error_code:
+            err = Errors.for_code(result.error_code)
+            raise QuotaError(f"{_error_name(err)}: {result.error_message or err.description}")
+
+    def close(self) -> None:
+        manager, net = getattr(self, "_manager", None), getattr(self, "_net", None)
+        try:
+            if manager is not None:
+                manager.close()
+            if net is not None:
+                net.stop(timeout_ms=2000)
+        except Exception:  # pragma: no cover - best effort on shutdown
+            pass
+        self._manager = self._net = None
+
+
+def _error_name(err: type) -> str:
+    """``InvalidRequestError`` -> ``INVALID_REQUEST`` (Kafka's own error names)."""
+    name = getattr(err, "message", None) or err.__name__
+    return str(name)
+
+
+def _short(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return text.splitlines()[0][:200]

@@ -1,0 +1,410 @@
+"""The broker admin API backend (KIP-546): DescribeClientQuotas / AlterClientQuotas, for KRaft and
+ZooKeeper-mode clusters alike (``--bootstrap-server``, ``--bootstrap-controller``).
+
+The pure part (filters to KIP-546 components, entities to and from the wire, values coerced to each key's
+type, change planning, chunking) is plain functions here; the network part is :mod:`kquotactl.backends.kafka.client`,
+imported only when a connection is opened.
+
+Alter sends one entry per entity carrying all its set and remove ops together (the broker applies an entry
+atomically: never remove-then-add), many entities per request, chunked below the controller's per-request
+record limit. Results are per entity, with the broker's own message for rejected ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kquotactl.backends.base import ProgressCallback
+from kquotactl.core.entities import DEFAULT, Entity, EntityType
+from kquotactl.core.errors import BackendUnavailable, PartialFailure, QuotaError, UsageError
+from kquotactl.core.filters import EntityFilter, MatchType
+from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
+from kquotactl.core.model import (
+    Config,
+    EntityChange,
+    EntityResult,
+    Outcome,
+    QuotaRecord,
+    WireEntry,
+    apply_change,
+    check_live_changes,
+    check_one_change_per_entity,
+)
+from kquotactl.core.values import route_ip_changes, stored_findings
+from kquotactl.core.wording import counted
+
+if TYPE_CHECKING:
+    from kquotactl.backends.kafka.client import QuotaWire
+    from kquotactl.config.clientprops import ClientSettings
+    from kquotactl.config.cluster import ConnectionOptions
+
+log = logging.getLogger("kquotactl.admin")
+
+# KRaft controllers refuse a single operation producing more than 10,000 records
+# (QuorumController.MAX_RECORDS_PER_USER_OP); every op is one record. Stay well below.
+MAX_ENTRIES_PER_REQUEST = 2000
+MAX_OPS_PER_REQUEST = 5000
+# Up to this many entities, read their current state with exact describes; beyond, one describe of all.
+EXACT_READS_UP_TO = 8
+# After an alter, wait up to this long for the broker to describe what was applied (KRaft metadata lag).
+VISIBLE_WAIT = 10.0
+
+WireEntity = list[tuple[str, str | None]]
+_ORDER = (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP)
+
+
+# -- pure helpers ------------------------------------------------------------------------------------
+
+
+def filter_components(flt: EntityFilter) -> list[tuple[str, int, str | None]]:
+    """An :class:`EntityFilter` as KIP-546 components: (entity_type, match_type, match).
+
+    An exact ip is asked for as "any ip" and matched here by address, as brokers key ip quotas: a stored
+    ``::ffff:10.0.0.1`` is the address ``10.0.0.1``, and ZooKeeper-mode brokers sanitize an IPv6 match string
+    (``::1`` -> ``%3A%3A1``) and never find the node (see docs/admin-api.md). ips are few.
+    """
+    out: list[tuple[str, int, str | None]] = []
+    for c in flt.components:
+        if c.match_type is MatchType.EXACT and c.entity_type is EntityType.IP:
+            out.append((c.entity_type.value, int(MatchType.ANY), None))
+        else:
+            out.append((c.entity_type.value, int(c.match_type), c.name if c.match_type is MatchType.EXACT else None))
+    return out
+
+
+def entity_to_wire(entity: Entity) -> WireEntity:
+    comps = entity.components()
+    return [(t.value, None if comps[t] is DEFAULT else str(comps[t])) for t in _ORDER if t in comps]
+
+
+def wire_key(pairs: Iterable[tuple[str, str | None]]) -> tuple[tuple[str, str | None], ...]:
+    """Order-independent identity of a wire entity (brokers may answer in any order)."""
+    return tuple(sorted(pairs, key=lambda p: p[0]))
+
+
+def entity_from_wire(pairs: Iterable[tuple[str, str | None]]) -> Entity:
+    """The broker's entity as stored (names raw, not re-canonicalised): what to show and to address."""
+    comps: dict[str, Any] = {}
+    for t, n in pairs:
+        etype = EntityType.from_name(t)
+        if etype.value in comps:
+            raise QuotaError(f"broker returned entity with duplicate {t} component")
+        comps[etype.value] = DEFAULT if n is None else n
+    if not comps:
+        raise QuotaError("broker returned an empty entity")
+    return Entity(user=comps.get("user"), client_id=comps.get("client-id"), ip=comps.get("ip"))
+
+
+def coerce_value(key: str, value: float) -> Number | None:
+    """A broker double as the key's type: integers for LONG/INT (clamped to the type's range), else float."""
+    spec = KEYS.get(key)
+    if spec is None:
+        return None
+    if spec.type is ValueType.DOUBLE:
+        return float(value)
+    limit = LONG_MAX if spec.type is ValueType.LONG else INT_MAX
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    as_int = round(value)
+    if abs(value - as_int) > 1e-6:
+        return float(value)  # a fractional value a ZooKeeper-mode broker let through: show it as is
+    return min(int(as_int), limit)
+
+
+def typed_values(entity: Entity, values: Mapping[str, float], warnings: list[str] | None = None) -> Config:
+    """The quota keys of a described entity, typed, in the canonical key order."""
+    out: Config = {}
+    for k in KEYS:
+        if k in values and KEYS[k].kind is entity.kind:
+            v = coerce_value(k, values[k])
+            if v is not None:
+                out[k] = v
+    unknown = sorted(k for k in values if k not in KEYS)
+    if unknown and warnings is not None:
+        warnings.append(f"{entity.label()}: ignoring keys kquotactl does not know: {', '.join(unknown)}")
+    return out
+
+
+def plan_ops(before: Mapping[str, Number], change: EntityChange) -> tuple[Config, list[tuple[str, float, bool]]]:
+    """The entity's config after ``change`` and the ops that get it there (sets and removes in one entry).
+
+    Only keys that actually change are sent. Raises like :func:`apply_change` (deleting an unset key).
+    """
+    after = apply_change(before, change)
+    ops: list[tuple[str, float, bool]] = []
+    for k in KEYS:
+        if k in after and (k not in before or before[k] != after[k]):
+            ops.append((k, float(after[k]), False))
+        elif k in before and k not in after:
+            ops.append((k, 0.0, True))
+    return after, ops
+
+
+def chunks(
+    entries: Sequence[Any], ops_of: Any, max_entries: int = MAX_ENTRIES_PER_REQUEST, max_ops: int = MAX_OPS_PER_REQUEST
+) -> Iterator[list[Any]]:
+    """Split entries into requests bounded by entry count and total op count (never splitting an entry)."""
+    batch: list[Any] = []
+    n_ops = 0
+    for e in entries:
+        k = max(1, len(ops_of(e)))
+        if batch and (len(batch) >= max_entries or n_ops + k > max_ops):
+            yield batch
+            batch, n_ops = [], 0
+        batch.append(e)
+        n_ops += k
+    if batch:
+        yield batch
+
+
+# -- the backend -------------------------------------------------------------------------------------
+
+
+class AdminBackend:
+    """Quotas through the broker admin API (``--bootstrap-server`` / ``--bootstrap-controller``)."""
+
+    name = "admin"
+    wait_visible = True  # read-your-writes after alter (benchmarks of raw throughput turn it off)
+
+    def __init__(self, wire: QuotaWire, warnings: list[str] | None = None, controller: bool = False) -> None:
+        self._wire: QuotaWire | None = wire
+        self.warnings: list[str] = list(warnings or [])
+        self.controller = controller
+
+    @classmethod
+    def connect(
+        cls,
+        bootstrap: str,
+        settings: ClientSettings | None = None,
+        *,
+        connect_timeout: float = 10.0,
+        timeout: float = 30.0,
+        controller: bool = False,
+        warnings: list[str] | None = None,
+    ) -> AdminBackend:
+        from kquotactl.backends.kafka.client import QuotaWire
+        from kquotactl.config.clientprops import ClientSettings
+
+        if not bootstrap or not all(_looks_like_address(a) for a in bootstrap.split(",")):
+            flag = "--bootstrap-controller" if controller else "--bootstrap-server"
+            raise UsageError(f"{flag} must be HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
+        from kquotactl.config.cluster import unreachable
+
+        hosts = [
+            (h.strip().strip("[]"), int(p)) for h, _, p in (a.strip().rpartition(":") for a in bootstrap.split(","))
+        ]
+        why = unreachable(hosts, connect_timeout)
+        if why:
+            raise BackendUnavailable(
+                f"cannot connect to Kafka {'controller' if controller else 'broker'} {bootstrap}: {why}"
+            )
+        wire = QuotaWire(bootstrap, settings or ClientSettings(), connect_timeout, timeout, controller=controller)
+        return cls(wire, warnings, controller)
+
+    def __enter__(self) -> AdminBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
+
+    @property
+    def wire(self) -> QuotaWire:
+        if self._wire is None:
+            raise QuotaError("admin backend is closed")
+        return self._wire
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+        flt = (flt or EntityFilter.all()).validate()
+        if flt.strict and not flt.components:
+            return []
+        found = self.wire.describe(filter_components(flt), flt.strict)
+        records = []
+        for index, (pairs, values) in enumerate(found):
+            try:
+                entity = entity_from_wire(pairs)
+            except QuotaError as e:
+                self.warnings.append(f"{pairs}: {e} (skipped)")
+                continue
+            if not flt.matches(entity):
+                continue
+            config = typed_values(entity, values, self.warnings)
+            if config:
+                wire = WireEntry(index, len(found), tuple(pairs), tuple(values.items()))
+                records.append(QuotaRecord(entity, config, wire=wire))
+        records.sort(key=lambda r: r.entity.sort_key())
+        self.warnings.extend(str(f) for f in stored_findings(records))
+        return records
+
+    def _current(self, entities: Sequence[Entity]) -> dict[Entity, Config]:
+        """Live config of each entity (absent = no quotas), by exact describes or one describe of everything."""
+        if self.controller:
+            return {}
+        if len(entities) <= EXACT_READS_UP_TO:
+            out: dict[Entity, Config] = {}
+            for e in entities:
+                recs = self.describe(EntityFilter.exact(e))
+                if recs:
+                    out[e] = dict(recs[0].config)
+            return out
+        wanted = {wire_key(entity_to_wire(e)): e for e in entities}
+        out = {}
+        for pairs, values in self.wire.describe([], False):
+            e = wanted.get(wire_key(pairs))
+            if e is not None:
+                out[e] = typed_values(e, values)
+        return out
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def alter(
+        self,
+        changes: Sequence[EntityChange],
+        *,
+        validate_only: bool = False,
+        expected: dict | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> list[EntityResult]:
+        """Read, plan (pure), then send batched entries; see the module docstring."""
+        check_live_changes(changes)
+        check_one_change_per_entity(changes)
+        if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
+            ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)
+            stored = [entity_from_wire(pairs).ip for pairs, _ in ips]
+            changes = route_ip_changes(changes, [str(n) for n in stored if n is not None and n is not DEFAULT])
+        current = self._current([ch.entity for ch in changes])
+        results: dict[Entity, EntityResult] = {}
+        planned: list[tuple[EntityChange, Config, Config, list[tuple[str, float, bool]]]] = []
+        for ch in changes:
+            before = current.get(ch.entity, {})
+            if expected is not None and ch.entity in expected and dict(expected[ch.entity]) != before:
+                results[ch.entity] = EntityResult(
+                    ch.entity,
+                    Outcome.REJECTED,
+                    before,
+                    before,
+                    message="changed since the plan was made (stale plan); re-run plan",
+                )
+                continue
+            if self.controller:  # controllers cannot describe: send the change as given
+                after = dict(ch.set)
+                ops = [(k, float(v), False) for k, v in ch.set.items()] + [(k, 0.0, True) for k in sorted(ch.remove)]
+            else:
+                try:
+                    after, ops = plan_ops(before, ch)
+                except QuotaError as e:
+                    results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
+                    continue
+                if not ops:
+                    results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)
+                    continue
+            planned.append((ch, before, after, ops))
+        done = 0
+        for batch in chunks(planned, lambda p: p[3]):
+            entries = [(entity_to_wire(ch.entity), ops) for ch, _, _, ops in batch]
+            try:
+                outcomes = self.wire.alter(entries, validate_only)
+            except QuotaError as e:
+                raise _partial(e, changes, results, [p[0].entity for p in batch]) from None
+            by_key = {wire_key(o.entity): o for o in outcomes}
+            for ch, before, after, _ in batch:
+                o = by_key.get(wire_key(entity_to_wire(ch.entity)))
+                if o is None:
+                    results[ch.entity] = EntityResult(
+                        ch.entity, Outcome.NOT_ATTEMPTED, before, before, message="the broker did not answer for it"
+                    )
+                elif o.error_code:
+                    results[ch.entity] = EntityResult(
+                        ch.entity, Outcome.REJECTED, before, before, message=f"{o.error_name}: {o.message}"
+                    )
+                else:
+                    outcome = Outcome.VALIDATED if validate_only else Outcome.APPLIED
+                    results[ch.entity] = EntityResult(ch.entity, outcome, before, after)
+            done += len(batch)
+            if progress:
+                progress(len(batch))
+        if not validate_only and self.wait_visible:
+            self._await_visible({e: r.after for e, r in results.items() if r.outcome is Outcome.APPLIED})
+        ordered = [results[ch.entity] for ch in changes if ch.entity in results]
+        if progress:
+            rest = len(ordered) - done
+            if rest:
+                progress(rest)
+        return ordered
+
+    def _await_visible(self, applied: dict[Entity, Mapping[str, Number]]) -> None:
+        """Read-your-writes: a KRaft broker applies committed metadata asynchronously, so wait (bounded) until
+        it describes what was applied; a command that follows then sees it. ZooKeeper-mode brokers read ZooKeeper
+        directly (visible at once); controllers cannot describe (skipped)."""
+        if not applied or self.controller:
+            return
+        deadline = time.monotonic() + VISIBLE_WAIT
+        pending = dict(applied)
+        while True:
+            current = self._current(list(pending))
+            pending = {e: a for e, a in pending.items() if dict(current.get(e, {})) != dict(a)}
+            if not pending or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        if pending:
+            self.warnings.append(
+                f"{counted(len(pending), 'applied change')} not yet visible through {self.wire.bootstrap} after "
+                f"{VISIBLE_WAIT:g}s (the broker applies committed metadata asynchronously); describe may lag"
+            )
+
+
+def _looks_like_address(a: str) -> bool:
+    host, sep, port = a.strip().rpartition(":")
+    return bool(sep and host and port.isdigit())
+
+
+def _partial(
+    error: QuotaError, changes: Sequence[EntityChange], results: dict[Entity, EntityResult], unknown: list[Entity]
+) -> QuotaError:
+    """Say exactly what was applied before a request failed, and which entities' fate is unknown."""
+    applied = [
+        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
+    ]
+    if not applied:
+        return error
+    in_flight = set(unknown)
+    not_applied = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in in_flight]
+    unknown_labels = [ch.entity.label() for ch in changes if ch.entity in in_flight and ch.entity not in results]
+    shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
+    return PartialFailure(
+        f"{error}; applied {counted(len(applied), 'entity')} ({shown}); "
+        f"{len(unknown_labels)} in the failed request may or "
+        f"may not have been applied; {len(not_applied)} not sent — re-run to converge",
+        applied,
+        not_applied,
+        unknown_labels,
+    )
+
+
+def open_admin_backend(opts: ConnectionOptions) -> AdminBackend:
+    """Called lazily by :func:`kquotactl.backends.factory.open_backend` for ``--bootstrap-server/-controller``."""
+    from kquotactl.config.clientprops import ClientSettings, load_client_settings
+
+    settings, warnings = load_client_settings(opts.command_config) if opts.command_config else (ClientSettings(), [])
+    timeout = opts.timeout
+    if settings.request_timeout is not None and opts.timeout == 30.0:  # --timeout left at its default
+        timeout = settings.request_timeout
+    controller = not opts.bootstrap_server and bool(opts.bootstrap_controller)
+    bootstrap = opts.bootstrap_server or opts.bootstrap_controller or ""
+    return AdminBackend.connect(
+        bootstrap,
+        settings,
+        connect_timeout=opts.connect_timeout,
+        timeout=timeout,
+        controller=controller,
+        warnings=warnings,
+    )

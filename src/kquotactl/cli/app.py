@@ -1,0 +1,509 @@
+"""The command line: parse, call the core and a backend, render. Nothing else lives here.
+
+Only click is imported at start-up; rich, kazoo, YAML and Kafka clients load inside the commands that
+use them, so ``kquotactl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from kquotactl import __version__
+from kquotactl.cli import completion as comp
+from kquotactl.cli.argv import normalize_argv
+from kquotactl.cli.helpwrap import install as _install_help_wrapping
+from kquotactl.cli.kit import (
+    CI_REPORTS,
+    AppState,
+    OnceGroup,
+    pass_state,
+    stacked,
+)
+from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, one_line
+
+_install_help_wrapping()  # help keeps option names whole and folds long examples to the terminal's width
+
+KEYS_HELP = (
+    "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
+    "request_percentage, controller_mutation_rate (DOUBLE) for users and clients; connection_creation_rate (INT) "
+    "for ips. Values must be greater than 0. request_rate (the KIP-124 draft key, which no Apache Kafka release "
+    "knows) is refused: set request_percentage; --delete-config request_rate still removes one another tool stored."
+)
+
+EPILOG_EXIT = (
+    "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan, apply --dry-run, "
+    "a declined apply), 130 interrupted (Ctrl-C)."
+)
+
+
+# -- option groups ------------------------------------------------------------------------------
+
+
+def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--zookeeper",
+            metavar="HOST:PORT[/CHROOT]",
+            help=f"ZooKeeper connect string of a ZooKeeper-mode cluster (env {'KQUOTACTL_ZOOKEEPER'}).",
+        ),
+        click.option(
+            "--bootstrap-server",
+            metavar="HOST:PORT[,...]",
+            help="Brokers to use the admin API (KIP-546) with: KRaft and ZooKeeper-mode clusters.",
+        ),
+        click.option(
+            "--bootstrap-controller",
+            metavar="HOST:PORT[,...]",
+            help="KRaft controllers to use the admin API with (Kafka 3.7+).",
+        ),
+        click.option(
+            "--command-config",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="Java client properties for the admin API (security.protocol, sasl.*, ssl.*).",
+        ),
+        click.option(
+            "--connect-timeout",
+            "--zk-timeout",
+            "connect_timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=10.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up connecting after this long.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=30.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up on any single request after this long.",
+        ),
+        click.option(
+            "--zk-auth",
+            multiple=True,
+            metavar="SCHEME:USER:PASSWORD",
+            help="ZooKeeper authentication: digest:USER:PASSWORD or sasl:USER:PASSWORD "
+            "(env KQUOTACTL_ZK_AUTH keeps it off the command line).",
+        ),
+        click.option(
+            "--zk-sasl-jaas",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="JAAS file whose 'Client' section has the ZooKeeper SASL login "
+            "(default: -Djava.security.auth.login.config in KAFKA_OPTS).",
+        ),
+        click.option(
+            "--zk-tls-config-file",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="ZooKeeper TLS client properties (Kafka's zookeeper.ssl.* names, PEM stores).",
+        ),
+        click.option(
+            "--zk-acl",
+            type=click.Choice(["open", "secure"]),
+            default="open",
+            show_default=True,
+            help="ACLs for nodes kquotactl creates: 'secure' = what brokers use with zookeeper.set.acl=true.",
+        ),
+        click.option(
+            "--allow-no-brokers",
+            is_flag=True,
+            help="Write into a ZooKeeper chroot that has no /brokers yet (a cluster whose brokers have not started); "
+            "without it such a write is refused as a probably forgotten chroot.",
+        ),
+    ]
+    return stacked(opts, f)
+
+
+ENTITY_TYPES = ("users", "clients", "ips")
+
+PARSE_ONLY = "kquotactl.parse_only"  # ctx.meta key: describe/alter return their request instead of running it
+
+ENTITY_DEFAULT_TOKEN = "\x00entity-default"  # kquotactl.cli.entityargs.ENTITY_DEFAULT (not imported: start-up time)
+
+
+def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--entity-type",
+            "entity_types",
+            multiple=True,
+            metavar="[users|clients|ips]",
+            shell_complete=lambda ctx, param, incomplete: [
+                t for t in ENTITY_TYPES if t.startswith(incomplete)
+            ],  # no click.Choice: kafka-configs refuses a duplicate type before an unknown one, and so do we
+            help="Entity type; repeat to combine users and clients into a pair.",
+        ),
+        click.option(
+            "--entity-name",
+            "entity_names",
+            multiple=True,
+            metavar="NAME",
+            shell_complete=comp.complete_entity_name,
+            help="Name for the --entity-type at the same position (never empty: --entity-default is the default).",
+        ),
+        click.option(
+            "--entity-default",
+            "entity_names",
+            flag_value=ENTITY_DEFAULT_TOKEN,
+            multiple=True,
+            help="The default entity for the --entity-type at the same position.",
+        ),
+        click.option(
+            "--user",
+            metavar="NAME",
+            shell_complete=comp.complete_user,
+            help="A user principal (same as --entity-type users --entity-name).",
+        ),
+        click.option(
+            "--client",
+            "--client-id",
+            "client",
+            metavar="NAME",
+            shell_complete=comp.complete_client,
+            help="A client-id.",
+        ),
+        click.option(
+            "--ip",
+            metavar="ADDRESS",
+            shell_complete=comp.complete_ip,
+            help="An IPv4/IPv6 address (connection_creation_rate only).",
+        ),
+        click.option("--user-defaults", is_flag=True, help="The default user."),
+        click.option("--client-defaults", is_flag=True, help="The default client-id."),
+        click.option("--ip-defaults", is_flag=True, help="The default ip."),
+        click.option(
+            "--literal-names",
+            is_flag=True,
+            help="A user or client-id named '<default>' is a real name (without it, that name is refused as ambiguous: "
+            "kafka-configs writes such a user, manifests mean the default).",
+        ),
+    ]
+    return stacked(opts, f)
+
+
+def _dialect(backend: Any) -> str:
+    return "zookeeper" if getattr(backend, "name", "") == "zookeeper" else "bootstrap"
+
+
+def _flush_warnings(state: AppState, backend: Any) -> None:
+    for w in getattr(backend, "warnings", []):
+        state.warn(w)
+
+
+# -- the group ----------------------------------------------------------------------------------
+
+CI_REPORT_COMMANDS = ("validate", "plan")
+
+
+@click.group(
+    cls=OnceGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="kafka-configs' flat form works too: kquotactl --zookeeper HOST:PORT --alter --entity-type users "
+    "--entity-name alice --add-config producer_byte_rate=1048576.\n\n" + EPILOG_EXIT,
+)
+@connection_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml", "kafka", *CI_REPORTS]),
+    help="Output format (default: table on a terminal, json otherwise; kafka in the flat form; markdown, junit "
+    "and sarif: CI reports of validate and plan).",
+)
+@click.option(
+    "--context",
+    "context_name",
+    metavar="NAME",
+    shell_complete=comp.complete_context,
+    help="Use this named cluster from the config file (env KQUOTACTL_CONTEXT; see `kquotactl config`).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Config file with named contexts (env KQUOTACTL_CONFIG; default ~/.config/kquotactl/config.yaml).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show the ZooKeeper nodes written or Kafka requests sent.")
+@click.option("--debug", is_flag=True, help="Trace the ZooKeeper paths and Kafka requests involved.")
+@click.option("--no-color", is_flag=True, help="No colour (also: NO_COLOR non-empty, or not a terminal).")
+@click.version_option(__version__, "--version", prog_name="kquotactl")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    output: str | None,
+    context_name: str | None,
+    config_path: str | None,
+    verbose: bool,
+    debug: bool,
+    no_color: bool,
+    **conn: Any,
+) -> None:
+    """Manage Apache Kafka client quotas: a drop-in for kafka-configs' quota commands.
+
+    Quotas apply to users, client-ids, (user, client-id) pairs and their defaults, and to ips.
+    Talk to a ZooKeeper-mode cluster with --zookeeper, or to any cluster (KRaft included) through the
+    broker admin API with --bootstrap-server.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka describe
+      kquotactl --context prod alter --user alice --add-config producer_byte_rate=10MiB
+      kquotactl --zookeeper zk:2181 --describe --entity-type users   # kafka-configs' flat form
+    """
+    for param in ctx.command.params:  # `--zookeeper "$ZK"` with ZK unset must not fall back to a context's cluster
+        if ctx.params.get(param.name or "") == "" and isinstance(param, click.Option):
+            raise UsageError(f"{param.opts[0]} is empty (an unset variable?): give a value or leave the option out")
+    state = ctx.ensure_object(AppState)
+    state.conn = ConnectionOptions(
+        zookeeper=conn["zookeeper"],
+        bootstrap_server=conn["bootstrap_server"],
+        bootstrap_controller=conn["bootstrap_controller"],
+        command_config=conn["command_config"],
+        connect_timeout=conn["connect_timeout"],
+        timeout=conn["timeout"],
+        zk_auth=list(conn["zk_auth"]),
+        zk_sasl_jaas=conn["zk_sasl_jaas"],
+        zk_tls_config_file=conn["zk_tls_config_file"],
+        zk_acl=conn["zk_acl"],
+        allow_no_brokers=conn["allow_no_brokers"],
+    )
+    if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS:  # refused before anything is done
+        raise UsageError(f"-o {output} is a CI report of validate and plan; this command prints table, json or yaml")
+    state.output = output
+    state.context_name = context_name
+    state.config_path = config_path
+    state.explicit = frozenset(
+        name for name in conn if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    )
+    state.verbose = verbose or debug
+    state.kafka_compat = ctx.meta.get("kquotactl.flat", False)
+    state.color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()  # no-color.org: non-empty
+    if debug:
+        import logging
+
+        logging.basicConfig(stream=sys.stderr, format="kquotactl: debug: %(name)s: %(message)s")
+        logging.getLogger("kquotactl").setLevel(logging.DEBUG)
+    elif verbose:  # the znodes written / requests sent, without the read-by-read trace
+        import logging
+
+        logging.basicConfig(stream=sys.stderr, format="kquotactl: %(message)s")
+        logging.getLogger("kquotactl").setLevel(logging.INFO)
+
+
+@cli.command()
+@entity_options
+@pass_state
+@click.pass_context
+def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] | None:
+    """Show quotas: every quota entity, or those matching the entity options.
+
+    With no entity options, lists users, (user, client-id) pairs, client-ids and ips. An entity type
+    without a name matches every entity of that type (the default included), and only entities made of
+    exactly the given types are shown, as kafka-configs does.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka describe
+      kquotactl --zookeeper zk:2181 describe --user alice --client-id app1
+      kquotactl --zookeeper zk:2181 describe --entity-type users --entity-type clients -o json
+      kquotactl --zookeeper zk:2181 --describe --entity-type users --entity-name alice   # flat form
+    """
+    from kquotactl.cli.entityargs import EntityArgs, filter_for_describe
+    from kquotactl.render.records import render_records
+
+    entity_args = EntityArgs.pop_from(kw)
+    if state.kafka_compat and not entity_args.given:  # kafka-configs refuses it; the describe command lists all
+        raise UsageError(
+            "At least one entity type must be specified (kafka-configs' --describe; 'kquotactl describe' lists all)"
+        )
+    flt = filter_for_describe(entity_args)
+    if ctx.meta.get(PARSE_ONLY):
+        return ("describe", flt)
+    backend = state.backend(ctx)
+    records = backend.describe(flt)
+    _flush_warnings(state, backend)
+    render_records(records, state.output_format(), sys.stdout, _dialect(backend), state.color)
+    return None
+
+
+@cli.command()
+@entity_options
+@click.option(
+    "--add-config",
+    metavar="K=V,...",
+    shell_complete=comp.complete_add_config,
+    help="Keys to set: k1=v1,k2=[v2,v3] (kafka-configs grammar). " + KEYS_HELP,
+)
+@click.option(
+    "--add-config-file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Keys to set, from a Java properties file.",
+)
+@click.option(
+    "--delete-config",
+    "delete_config",
+    multiple=True,
+    metavar="K,...",
+    shell_complete=comp.complete_delete_config,
+    help="Keys to remove.",
+)
+@click.option("--if-exists", is_flag=True, help="Removing a key that is not set is not an error.")
+@click.option("--dry-run", is_flag=True, help="Check and show the change; write nothing.")
+@pass_state
+@click.pass_context
+def alter(
+    ctx: click.Context,
+    state: AppState,
+    add_config: str | None,
+    add_config_file: str | None,
+    delete_config: Sequence[str],
+    if_exists: bool,
+    dry_run: bool,
+    **kw: Any,
+) -> tuple[str, Any] | None:
+    """Set or remove quota keys on one entity, atomically.
+
+    The entity's keys are read, changed and written back with compare-and-set, together with the change
+    notification brokers watch; concurrent alters of one entity never lose an update. Removing the last
+    key removes the entity.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181 alter --user alice --add-config producer_byte_rate=10MiB
+      kquotactl --zookeeper zk:2181 alter --user alice --client-id app1 --add-config request_percentage=50
+      kquotactl --zookeeper zk:2181 alter --user-defaults --delete-config consumer_byte_rate
+      kquotactl --zookeeper zk:2181 alter --ip 192.0.2.10 --add-config connection_creation_rate=20
+    """
+    from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
+    from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
+    from kquotactl.core.model import Outcome, build_change, check_live_changes
+    from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
+
+    entity_args = EntityArgs.pop_from(kw)
+    entity = entity_for_alter(entity_args)
+    if add_config is not None and add_config_file is not None:
+        raise UsageError("Only one of --add-config or --add-config-file must be specified")
+    adds = parse_add_config(add_config) if add_config is not None else {}
+    if add_config_file is not None:
+        if not os.path.isfile(add_config_file):
+            raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
+        adds = load_properties(add_config_file)
+    change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
+    check_live_changes([change])  # before connecting (every backend alter checks it again)
+    if ctx.meta.get(PARSE_ONLY):
+        return ("alter", change)
+    backend = state.backend(ctx)
+    # one result, or one per stored spelling when several stored ip names are this address
+    results = backend.alter([change], validate_only=dry_run)
+    _flush_warnings(state, backend)
+    for result in results:
+        if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
+            raise QuotaError(result.message)
+    fmt = state.output_format()
+    data = [r.to_json() for r in results]
+    if fmt == "json":
+        dump_json(data[0] if len(data) == 1 else data, sys.stdout)
+    elif fmt == "yaml":
+        dump_yaml(data[0] if len(data) == 1 else data, sys.stdout)
+    else:
+        for result in results:
+            if fmt == "kafka" and result.outcome is not Outcome.VALIDATED:
+                click.echo(kafka_alter_line(result, _dialect(backend), alter_head(entity_args)))
+            elif fmt != "kafka":
+                click.echo(result_line(result))
+    return None
+
+
+from kquotactl.cli.commands import register_all  # noqa: E402 - commands attach to the group defined above
+
+register_all(cli)
+
+
+# -- entry point --------------------------------------------------------------------------------
+
+
+def _invoke(argv: Sequence[str], prog_name: str = "kquotactl", parse_only: bool = False) -> Any:
+    args, flat = normalize_argv(argv, cli)
+    with cli.make_context(prog_name, args) as ctx:
+        ctx.meta["kquotactl.flat"] = flat
+        ctx.meta[PARSE_ONLY] = parse_only
+        return cli.invoke(ctx)
+
+
+def parse_request(argv: Sequence[str]) -> tuple[str, Any]:
+    """What a describe or alter command line asks for, parsed and checked exactly as :func:`main` does but without
+    connecting: ``("describe", EntityFilter)`` or ``("alter", EntityChange)``. Raises what ``main`` would report
+    (:class:`QuotaError`, click's ``UsageError``). For differential tests against kafka-configs' own parser."""
+    result = _invoke(argv, parse_only=True)
+    if not (isinstance(result, tuple) and result and result[0] in ("describe", "alter")):
+        raise UsageError("not a describe or alter command line")
+    return result
+
+
+def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> None:
+    """Console entry point: one-line errors, exit 1 on any failure, no tracebacks for user errors."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        if os.environ.get("_KQUOTACTL_COMPLETE"):
+            comp.install(cli)  # options of commands that did not attach completion callbacks themselves
+            cli.main(args=args, prog_name=prog_name)
+            return
+        _invoke(args, prog_name)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except QuotaError as e:
+        click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.exceptions.UsageError as e:
+        if isinstance(e, click.exceptions.NoArgsIsHelpError):
+            e.show()
+        else:  # one line that names the bad part (click adds "Did you mean ...?") and where help is
+            where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+            # click lays out a choice list over lines ("Choose from:\n\tbash,\n\tzsh"): one line instead
+            message = e.format_message().replace(":\n\t", ": ").replace(",\n\t", ", ")
+            click.echo(f"{prog_name}: error: {one_line(message)}{where}", err=True)
+        sys.exit(EXIT_ERROR)
+    except click.ClickException as e:
+        e.message = one_line(e.message)
+        e.show()
+        sys.exit(EXIT_ERROR)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # The reader went away (`describe | head`): not a failure of ours. Nothing more can reach stdout; point it at
+        # /dev/null so the interpreter's final flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except OSError as e:  # a file named on the command line that cannot be read or written: one line, no traceback
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"{prog_name}: error: {one_line(where + (e.strerror or str(e)))}", err=True)
+        sys.exit(EXIT_ERROR)
+    except Exception as e:  # a bug: one line, the traceback only with --debug
+        missing = missing_extra(e) if isinstance(e, ImportError) else None
+        if missing and not debug:  # an optional dependency (kquotactl[impact], ...) is not installed
+            click.echo(f"{prog_name}: error: {missing}", err=True)
+            sys.exit(EXIT_ERROR)
+        if debug:
+            raise
+        click.echo(
+            f"{prog_name}: internal error: {type(e).__name__}: {one_line(str(e))} (re-run with --debug for details)",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
+    sys.exit(0)

@@ -1,0 +1,83 @@
+"""kafka-configs' command-line habits made to work with click (one-dash long options, group options anywhere, the
+flat ``--alter``/``--describe`` form): shared by :mod:`kquotactl.cli.app` and shell completion, which import this and
+pass their click group. Only click is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from kquotactl.core.errors import UsageError
+
+
+def option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]:
+    """Long/short option names -> takes a value, for the group and for all subcommands."""
+
+    def table(params: Sequence[click.Parameter]) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for p in params:
+            if isinstance(p, click.Option):
+                for name in (*p.opts, *p.secondary_opts):
+                    out[name] = not p.is_flag and not p.count
+        return out
+
+    sub: dict[str, bool] = {}
+    for cmd in group.commands.values():
+        sub.update(table(cmd.params))
+    return table(group.params), sub
+
+
+ACTION_COUNT = "Command must include exactly one action: --describe, --alter"  # kafka-configs' words, 2.x to 4.x
+
+
+def normalize_argv(argv: Sequence[str], group: click.Group) -> tuple[list[str], bool]:
+    """Make kafka-configs habits work with click.
+
+    - ``-add-config`` (jopt accepts one dash on long options) becomes ``--add-config``;
+    - group options may appear anywhere (they are moved before the command);
+    - the flat form ``--alter`` / ``--describe`` becomes the ``alter`` / ``describe`` command.
+
+    Returns the new argv and whether the flat form was used.
+    """
+    glob, sub = option_table(group)
+    known = {**glob, **sub, "--alter": False, "--describe": False}
+    head: list[str] = []
+    rest: list[str] = []
+    actions: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok == "--":
+            rest += args[i:]
+            break
+        if tok.startswith("-") and not tok.startswith("--") and len(tok) > 2 and "--" + tok[1:].split("=")[0] in known:
+            tok = "-" + tok
+        name = tok.split("=", 1)[0] if tok.startswith("--") else tok
+        if name in ("--alter", "--describe") and "=" not in tok:
+            actions.append(name[2:])
+            i += 1
+            continue
+        target = head if name in glob else rest
+        target.append(tok)
+        if known.get(name) and "=" not in tok and i + 1 < len(args):
+            target.append(args[i + 1])  # jopt/click: a value-taking option consumes the next token
+            i += 1
+        i += 1
+    flat = False
+    if not actions and argv and not rest and not asks_help(argv):  # kquotactl --zookeeper zk:2181
+        raise UsageError(f"{ACTION_COUNT} (or a command: see 'kquotactl --help')")
+    if actions:
+        if len(set(actions)) != 1 or any(a in group.commands for a in rest[:1]):
+            raise UsageError(ACTION_COUNT)
+        rest = [actions[0], *rest]
+        flat = True
+    elif rest and rest[0].startswith("-") and rest[0] != "--" and not asks_help(argv):
+        raise UsageError(ACTION_COUNT)  # kafka-configs' flat form without --alter/--describe (no command either)
+    return head + rest, flat
+
+
+def asks_help(argv: Sequence[str]) -> bool:
+    return any(a in ("-h", "--help", "--version") for a in argv)

@@ -1,0 +1,438 @@
+"""``kquotactl explain``: which quota applies to a connection, from which precedence level, shared with whom,
+and what throttle a given rate would get. Works live (either backend) or offline on manifests."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any
+
+import click
+
+from kquotactl.cli.kit import OnceCommand, quota_window_options
+
+
+def register(group: click.Group) -> None:
+    group.add_command(explain)
+
+
+@click.command(cls=OnceCommand)
+@click.option(
+    "--user",
+    metavar="NAME",
+    help="The connection's user principal (default ANONYMOUS, as brokers name unauthenticated clients).",
+)
+@click.option("--client-id", "--client", "client_id", metavar="NAME", help='The connection\'s client-id (default "").')
+@click.option("--ip", metavar="ADDRESS", help="The connection's address (connection_creation_rate).")
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    metavar="MANIFEST",
+    type=click.Path(exists=True, allow_dash=True),
+    help="Explain against manifest files or directories instead of a cluster (offline; repeatable; '-' = stdin).",
+)
+@click.option(
+    "--example",
+    is_flag=True,
+    help="Explain against a small embedded example quota set (offline, to try explain without a cluster).",
+)
+@click.option(
+    "--connections",
+    type=click.File("r", encoding="utf-8"),
+    metavar="FILE",
+    help="Explain many connections: CSV with a user,client-id,ip header, or JSON lines ('-' = stdin). "
+    "With -o json: one JSON object per input line, in order.",
+)
+@click.option(
+    "--observed",
+    multiple=True,
+    metavar="KEY=RATE",
+    help="A rate the client sustains (e.g. producer_byte_rate=12MiB): shows the steady-state throttle. Repeatable.",
+)
+@quota_window_options
+@click.option(
+    "--kafka-version",
+    metavar="X.Y[.Z]",
+    help="Broker version to emulate: static defaults on <= 2.8; the sampled Rate of --replay and --observed "
+    "(1 ms window floor from 3.3, the 3.8 SampledStat); controller_mutation_rate from 2.7. "
+    "Default: the latest behaviour.",
+)
+@click.option(
+    "--static-default",
+    multiple=True,
+    metavar="CONFIG=VALUE",
+    help="A <= 2.8 broker's quota.producer.default / quota.consumer.default (the 9th level); needs --kafka-version.",
+)
+@click.option("--chain", "with_chain", is_flag=True, help="JSON/YAML: include every level of the chain per key.")
+@click.option(
+    "--replay",
+    type=click.File("r", encoding="utf-8"),
+    metavar="EVENTS",
+    help="Replay recordings ('TIME_MS VALUE' lines or JSON lines) through Kafka's sampled Rate for one key and "
+    "show each recording's throttle.",
+)
+@click.option(
+    "--key",
+    metavar="KEY",
+    help="--replay: the quota key (default producer_byte_rate, or connection_creation_rate with --ip).",
+)
+@click.option(
+    "--limit",
+    "limit_text",
+    metavar="VALUE",
+    help="--replay: the quota (default: what the connection resolves to); 0 or a negative limit is replayed as a "
+    "broker applies it.",
+)
+@click.option(
+    "--unrecord-throttled",
+    is_flag=True,
+    help="--replay: take a recording whose throttle is above 0 back out, as the fetch (consumer_byte_rate) and "
+    "connection (connection_creation_rate) paths do.",
+)
+@click.option(
+    "--mutation-mode",
+    type=click.Choice(["strict", "permissive"]),
+    default="strict",
+    show_default=True,
+    help="controller_mutation_rate (--replay, --observed): strict = a request is refused, unrecorded, while the "
+    "token bucket is below zero (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+: current clients); "
+    "permissive = recorded, then throttled (older request versions).",
+)
+@click.pass_context
+def explain(
+    ctx: click.Context,
+    user: str | None,
+    client_id: str | None,
+    ip: str | None,
+    files: tuple[str, ...],
+    example: bool,
+    connections: IO[str] | None,
+    observed: tuple[str, ...],
+    window_num: int,
+    window_size_seconds: int,
+    kafka_version: str | None,
+    static_default: tuple[str, ...],
+    with_chain: bool,
+    replay: IO[str] | None,
+    key: str | None,
+    limit_text: str | None,
+    unrecord_throttled: bool,
+    mutation_mode: str,
+) -> None:
+    """Explain which quota applies to a connection, per quota type, and the throttle it would get.
+
+    Each key resolves independently through the broker's 8 precedence levels (users/<u>/clients/<c>,
+    users/<u>/clients/<default>, users/<u>, users/<default>/clients/<c>, users/<default>/clients/<default>,
+    users/<default>, clients/<c>, clients/<default>; ips: ips/<ip>, ips/<default>), exactly as brokers do it,
+    empty names included. Shows the level that applied, its limit, who shares it, and the whole chain with each
+    level marked applied / not set / shadowed.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181 explain --user alice --client-id app1
+      kquotactl explain -f quotas.yaml --user alice --client-id app1 --observed producer_byte_rate=12MiB
+      kquotactl explain -f quotas.yaml --ip 192.0.2.10
+      kquotactl explain --example --user alice --client-id ingest
+      kquotactl --zookeeper zk:2181 explain --connections conns.csv -o json
+      kquotactl explain --replay events.txt --key producer_byte_rate --limit 500
+    """
+    from kquotactl.cli.kit import AppState
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.explain import Connection, ThrottleModel, explain_json, parse_observed
+    from kquotactl.core.keys import KEYS
+    from kquotactl.inputs import read_connections, read_events
+
+    state = ctx.ensure_object(AppState)
+    fmt = state.output_format()
+    if fmt == "kafka":
+        raise UsageError("-o kafka has no explain form: use -o table, json or yaml")
+    version = _parse_version(kafka_version) if kafka_version else None
+    statics = _parse_statics(static_default, version)
+    has_conn = user is not None or client_id is not None or ip is not None
+    if connections is not None and has_conn:
+        raise UsageError("give either --connections FILE or one connection (--user/--client-id/--ip), not both")
+    if replay is None and connections is None and not has_conn:
+        raise UsageError("nothing to explain: give --user/--client-id, --ip, --connections FILE or --replay EVENTS")
+    if replay is not None and connections is not None:
+        raise UsageError("--replay explains one connection's key: it cannot be combined with --connections")
+    if replay is None and (key or limit_text or unrecord_throttled):
+        raise UsageError("--key, --limit and --unrecord-throttled go with --replay")
+    throttle = ThrottleModel(
+        parse_observed(list(observed)),
+        window_num,
+        window_size_seconds,
+        kafka_version=version,
+        mutation_mode=mutation_mode,
+    )
+    conn = Connection.of(user, client_id, ip) if has_conn else None
+    if "-" in files and connections is not None and getattr(connections, "name", "") == "<stdin>":
+        raise UsageError("-f - and --connections - cannot both read stdin: put one of them in a file")
+    if conn is not None and replay is None:
+        from kquotactl.core.keys import EntityKind
+
+        for k in throttle.observed:
+            if (KEYS[k].kind is EntityKind.IP) != (conn.user is None) and not (conn.ip and conn.user):
+                needs = "--ip" if conn.user else "--user/--client-id"
+                state.warn(f"--observed {k}: this connection has no {k} (it needs {needs})")
+
+    if example and files:
+        raise UsageError("--example uses the embedded example quotas: drop -f, or drop --example")
+
+    def load() -> Any:
+        if example:
+            click.echo(
+                "kquotactl: --example: these answers use kquotactl's built-in example quotas, not a cluster's",
+                err=True,
+            )
+            return _example_index(statics)
+        return _load_index(ctx, state, files, statics)
+
+    if replay is not None:
+        events = read_events(replay, getattr(replay, "name", "events"))
+        _replay(
+            state,
+            fmt,
+            conn,
+            load,
+            events,
+            key,
+            limit_text,
+            unrecord_throttled,
+            window_num,
+            window_size_seconds,
+            version,
+            mutation_mode,
+        )
+        return
+
+    index = load()
+    out = sys.stdout
+    if conn is not None:
+        if fmt == "table":
+            from kquotactl.render.explain import explain_table
+
+            explain_table(index, conn, out, state.color, throttle)
+        else:
+            from kquotactl.render.records import dump_json, dump_yaml
+
+            data = explain_json(index, conn, throttle, chain=with_chain or fmt == "yaml")
+            (dump_json if fmt == "json" else dump_yaml)(data, out)
+        return
+
+    assert connections is not None
+    conns = read_connections(connections, getattr(connections, "name", "connections"))
+    if fmt == "table":
+        from kquotactl.render.explain import connections_table
+
+        connections_table(index, conns, out, state.color, throttle)
+    elif fmt == "json":
+        from kquotactl.render.explain import json_lines
+
+        obs = throttle if throttle.observed else None
+        if with_chain:
+            json_lines((explain_json(index, c, obs, True) for c in conns), out)
+        else:
+            from kquotactl.core.explain import LineEncoder
+
+            encoder = LineEncoder(index, obs)
+            json_lines((encoder.line(c) for c in conns), out)
+    else:
+        from kquotactl.render.records import dump_yaml
+
+        for c in conns:
+            dump_yaml([explain_json(index, c, throttle, with_chain)], out)
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    from kquotactl.core.errors import UsageError
+
+    parts = text.strip().split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise UsageError(f"--kafka-version {text!r}: expected X.Y or X.Y.Z, e.g. 2.8 or 3.7.1")
+    return tuple(int(p) for p in parts)
+
+
+def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> dict[str, int]:
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.keys import KEYS, parse_value
+    from kquotactl.core.precedence import STATIC_CONFIGS
+
+    if not items:
+        return {}
+    if version is None or version[:2] > (2, 8):
+        raise UsageError(
+            "--static-default: static quota.producer.default / quota.consumer.default were removed in Kafka 3.0; "
+            "add --kafka-version 2.8 (or older) to emulate a broker that has them"
+        )
+    by_config = {v: k for k, v in STATIC_CONFIGS.items()}
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        key = by_config.get(name, name if name in STATIC_CONFIGS else None)
+        if not sep or key is None:
+            raise UsageError(
+                f"--static-default {item!r}: expected quota.producer.default=VALUE or quota.consumer.default=VALUE"
+            )
+        if key in out:
+            raise UsageError(f"--static-default: {STATIC_CONFIGS[key]} given twice: give each once")
+        out[key] = int(parse_value(KEYS[key], value))
+    return out
+
+
+def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics: dict[str, int]) -> Any:
+    """The quotas to explain against: manifests (offline) or the live cluster's whole quota set."""
+    from kquotactl.core.precedence import QuotaIndex
+
+    if files:
+        if state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller:
+            from kquotactl.core.errors import UsageError
+
+            raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
+        return QuotaIndex(_manifest_records(files), static_defaults=statics)
+    backend = state.backend(ctx)
+    records = backend.describe()
+    for w in getattr(backend, "warnings", []):
+        state.warn(w)
+    # A ZooKeeper-mode broker tells every quota manager of every entity; a KRaft broker only the key's own.
+    return QuotaIndex(records, static_defaults=statics, per_key_levels=getattr(backend, "name", "") != "zookeeper")
+
+
+EXAMPLE_MANIFEST = """\
+# kquotactl explain --example: a small quota set with the classic surprises (man kquotactl-explain)
+quotas:
+  - entity: {user: alice}
+    config: {producer_byte_rate: 10MiB}
+  - entity: {user: alice, client-id: "<default>"}     # an old per-client cap nobody remembers
+    config: {producer_byte_rate: 2MiB}
+  - entity: {client-id: ingest}
+    config: {producer_byte_rate: 50MiB, consumer_byte_rate: 20MiB}
+  - entity: {user: "<default>"}
+    config: {consumer_byte_rate: 5MiB, request_percentage: 50}
+  - entity: {client-id: "<default>"}
+    config: {consumer_byte_rate: 1MiB, controller_mutation_rate: 10}
+  - entity: {ip: "<default>"}
+    config: {connection_creation_rate: 20}
+"""
+
+
+def _example_index(statics: dict[str, int]) -> Any:
+    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.manifests.loader import load_text
+
+    return QuotaIndex(load_text(EXAMPLE_MANIFEST, "<example>").records(), static_defaults=statics)
+
+
+def _manifest_records(files: tuple[str, ...]) -> list[Any]:
+    """Offline: the manifests' quotas through the read-only manifest backend (same protocol as a cluster)."""
+    from kquotactl.backends.manifest import ManifestBackend
+
+    with ManifestBackend.open(list(files)) as backend:
+        return backend.describe()
+
+
+def _replay(
+    state: Any,
+    fmt: str,
+    conn: Any,
+    load: Any,
+    events: list[tuple[int, float]],
+    key: str | None,
+    limit_text: str | None,
+    unrecord: bool,
+    window_num: int,
+    window_size_seconds: int,
+    version: tuple[int, ...] | None,
+    mutation_mode: str,
+) -> None:
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.keys import EntityKind, lookup_key
+    from kquotactl.render.explain import json_lines, replay_json, replay_table
+
+    if key is None:
+        key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
+    qk = lookup_key(key)
+    if limit_text is not None:
+        limit: float | None = _parse_limit(qk, limit_text)
+    else:
+        if conn is None:
+            raise UsageError("--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)")
+        index = load()
+        if qk.kind is EntityKind.IP:
+            if conn.ip is None:
+                raise UsageError(f"{key} is an ip quota: give --ip")
+            res = index.resolve_ip(conn.ip, key)
+        else:
+            if conn.user is None:
+                raise UsageError(f"{key} is a user/client-id quota: give --user and/or --client-id")
+            res = index.resolve(key, conn.user, conn.client_id or "")
+        if res.limit is None:
+            raise UsageError(f"{key} is unlimited for this connection: nothing would be throttled (give --limit)")
+        limit = float(res.limit)
+    if key == "controller_mutation_rate":
+        from kquotactl.core.rate import replay_token_bucket
+
+        if version is not None and version[:2] < (2, 7):
+            raise UsageError(
+                "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
+            )
+        steps = replay_token_bucket(
+            events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
+        )
+    else:
+        steps = _rate_replay(events, key, limit, unrecord, window_num, window_size_seconds, version)
+    if fmt == "table":
+        replay_table(steps, key, limit, sys.stdout, state.color)
+    elif fmt == "json":
+        json_lines((replay_json(s, key) for s in steps), sys.stdout)
+    else:
+        from kquotactl.render.records import dump_yaml
+
+        dump_yaml([replay_json(s, key) for s in steps], sys.stdout)
+
+
+def _parse_limit(qk: Any, text: str) -> float:
+    """``--limit``: a quota value as for kafka-configs, and also 0 or a negative one (kafka-configs 2.8 wrote them and
+    brokers still apply them: the replay shows what they do)."""
+    from kquotactl.core.errors import InvalidValue
+    from kquotactl.core.keys import java_trim, parse_value
+
+    stripped = java_trim(text)
+    negative = stripped.startswith("-")
+    body = stripped[1:] if negative else stripped
+    try:
+        value = float(parse_value(qk, body))
+    except InvalidValue:
+        try:
+            zero = float(body) == 0
+        except ValueError:
+            zero = False
+        if not zero:
+            raise
+        value = 0.0
+    return -value if negative else value
+
+
+def _rate_replay(
+    events: list[tuple[int, float]],
+    key: str,
+    limit: float,
+    unrecord: bool,
+    window_num: int,
+    window_size_seconds: int,
+    version: tuple[int, ...] | None,
+) -> Any:
+    from kquotactl.core.keys import KEYS
+    from kquotactl.core.rate import replay as run_replay
+    from kquotactl.core.rate import sampled_stat_for
+
+    return run_replay(
+        events,
+        limit,
+        samples=window_num,
+        window_ms=window_size_seconds * 1000,
+        cap_ms=window_size_seconds * 1000 if KEYS[key].throttle_capped else None,
+        unrecord_throttled=unrecord,
+        **sampled_stat_for(version),
+    )

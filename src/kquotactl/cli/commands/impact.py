@@ -1,0 +1,295 @@
+"""``kquotactl impact``: replay recorded traffic against a quota set — who would be throttled, how much, how often.
+
+Only click is imported here at start-up; the engines (Spark, pyarrow, matplotlib, rich) load in the bodies.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kquotactl.cli.kit import OnceGroup, quota_window_options
+
+ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
+
+
+def register(group: click.Group) -> None:
+    group.add_command(impact)
+
+
+@click.group(cls=OnceGroup)
+def impact() -> None:
+    """Traffic impact replay: what a quota set would throttle on recorded traffic.
+
+    The traffic is Parquet, CSV or JSON lines (ts, user, client_id, ip, produce_bytes, fetch_bytes, requests,
+    request_time_ms, connections); every row resolves per quota key like a broker does, usage is summed per
+    quota-id and second, and each second's rate over the quota window is compared with the limit.
+    kquotactl impact run --help lists the outputs (man kquotactl-impact-run).
+
+    \b
+    Examples:
+      kquotactl impact generate traffic.parquet --rows 1000000 --quotas-out quotas.yaml
+      kquotactl impact run traffic.parquet -f quotas.yaml --engine local
+      kquotactl --zookeeper zk:2181 impact run traffic/ --compare proposed.yaml --out report/
+    """
+
+
+def _status(console: Any) -> Any:
+    """A spinner on stderr while the engine works (nothing when stderr is not a terminal)."""
+    import contextlib
+
+    if not console.is_terminal:
+        return contextlib.nullcontext(None)
+    return console.status("starting", spinner="dots")
+
+
+@impact.command("run")
+@click.argument("traffic", metavar="TRAFFIC")
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    metavar="MANIFEST",
+    help="Quota set from manifest files/directories (offline); default: the live cluster's quotas.",
+)
+@click.option(
+    "--compare",
+    "compare_with",
+    multiple=True,
+    metavar="BASE",
+    help="Compare with another quota set on the same traffic: a manifest, or 'live' for the cluster's quotas.",
+)
+@click.option(
+    "--engine", type=click.Choice(["spark", "local", "auto"]), default="auto", show_default=True, help=ENGINE_HELP
+)
+@click.option(
+    "--master",
+    default="local[*]",
+    show_default=True,
+    metavar="URL",
+    help="Spark master (local[N], spark://host:7077, yarn, k8s://...); 'submit' leaves it to spark-submit.",
+)
+@click.option("--conf", "confs", multiple=True, metavar="K=V", help="Spark configuration, repeatable.")
+@quota_window_options
+@click.option(
+    "--top", type=click.IntRange(1, 1000), default=10, show_default=True, help="Quota-ids in the table and the picture."
+)
+@click.option(
+    "--model",
+    type=click.Choice(["client", "topic-threshold"]),
+    default="client",
+    show_default=True,
+    help="topic-threshold adds the seed 'Broker side quota (V1)' model (needs a topic column; local engine).",
+)
+@click.option("--total-threshold", metavar="BYTES/S", help="topic-threshold: total.bytes.in.per.sec.threshold.")
+@click.option(
+    "--topic-threshold",
+    "topic_thresholds",
+    multiple=True,
+    metavar="TOPIC=BYTES/S",
+    help="topic-threshold: a topic's bytes.in.per.sec.threshold, repeatable (others share the rest).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write quota_ids.parquet, quota_ids.csv, summary.json and impact.png here.",
+)
+@click.pass_context
+def run(
+    ctx: click.Context,
+    traffic: str,
+    files: tuple[str, ...],
+    compare_with: tuple[str, ...],
+    engine: str,
+    master: str,
+    confs: tuple[str, ...],
+    window_num: int,
+    window_size_seconds: int,
+    top: int,
+    model: str,
+    total_threshold: str | None,
+    topic_thresholds: tuple[str, ...],
+    out_dir: str | None,
+) -> None:
+    """Replay TRAFFIC (a file or directory) against a quota set and report throttling per quota-id.
+
+    For every quota-id: the level and entity that set its limit, the seconds it would be throttled, its
+    highest rate, and the total and largest throttle. The replay is open loop: throttling does not slow the
+    recorded traffic down. -o json prints {"summary": ..., "quota_ids": [...]} (plus "compare" with --compare).
+
+    \b
+    Examples:
+      kquotactl impact run traffic.parquet -f quotas.yaml
+      kquotactl impact run traffic/ -f proposed.yaml --compare current.yaml -o json
+      kquotactl --zookeeper zk:2181 impact run s3a://bucket/traffic/ --engine spark --master yarn
+      kquotactl impact run traffic.csv -f quotas.yaml --out report/ --top 5 --conf spark.driver.memory=8g
+    """
+    from rich.console import Console
+
+    from kquotactl.cli.kit import AppState
+    from kquotactl.core.errors import UsageError
+    from kquotactl.impact.engine import Runner, compare, input_exists
+    from kquotactl.impact.model import Window
+    from kquotactl.impact.spark import parse_conf
+
+    state = ctx.find_object(AppState) or AppState()
+    input_exists(traffic)
+    if out_dir is not None:
+        from kquotactl.render.outfiles import check_dir
+
+        check_dir(out_dir, "--out")  # before the replay, not after minutes of it
+    conf = parse_conf(confs)
+    window = Window(window_num, window_size_seconds)
+    if len(compare_with) > 1 and "live" in compare_with:
+        raise UsageError("--compare takes manifests or 'live', not both")
+    if not files and compare_with == ("live",):
+        raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
+    topic_cfg = _topic_config(model, total_threshold, topic_thresholds)
+    index = _quota_set(ctx, state, list(files))
+    base = _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with)) if compare_with else None
+    err = Console(stderr=True)
+    with _status(err) as status:
+
+        def say(msg: str) -> None:
+            if status is not None:
+                status.update(msg)
+            elif state.verbose:
+                click.echo(f"kquotactl: {msg}", err=True)
+
+        runner = Runner(traffic, engine, window, None if master == "submit" else master, conf, say)
+        if topic_cfg is not None and runner.engine != "local":
+            raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
+        analysis = runner.analyze(index, top=top if out_dir else 0, distinct=base is not None)
+        result: dict[str, Any] = dict(analysis.report)
+        result["summary"] = {**result["summary"], "engine": runner.engine}
+        if topic_cfg is not None:
+            from kquotactl.impact.engine import topic_threshold
+
+            say("replaying produce traffic against the topic thresholds")
+            result["topic_threshold"] = topic_threshold(runner, index, topic_cfg)
+        if base is not None:
+            say("replaying the same traffic against the base quota set")
+            base_analysis = runner.analyze(base)
+            result["compare"] = compare(analysis, base_analysis, index, base)
+        if out_dir:
+            from kquotactl.impact.output import write_files
+
+            say(f"writing {out_dir}")
+            quotas = ", ".join(files) if files else "the live cluster's quotas"
+            replayed = {"input": traffic, "quotas": quotas}
+            write_files(
+                result,
+                analysis.timeline,
+                out_dir,
+                top,
+                window.size_s,
+                analysis.first_sample,
+                rates=analysis.rates,
+                replayed=replayed,
+            )
+    _render(state, result, top)
+
+
+def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
+    from kquotactl.core.errors import UsageError
+
+    if model != "topic-threshold":
+        if total or pairs:
+            raise UsageError("--total-threshold and --topic-threshold need --model topic-threshold")
+        return None
+    from kquotactl.core.keys import KEYS, parse_value
+    from kquotactl.impact.topic import TopicConfig, parse_topic_thresholds
+
+    if not total:
+        raise UsageError("--model topic-threshold needs --total-threshold BYTES/S (e.g. 100MiB)")
+
+    def parse(text: str) -> float:
+        return float(parse_value(KEYS["producer_byte_rate"], text))
+
+    cfg = TopicConfig(parse(total), parse_topic_thresholds(pairs, parse))
+    cfg.check()
+    return cfg
+
+
+def _quota_set(ctx: click.Context, state: Any, files: list[str]) -> Any:
+    from kquotactl.core.precedence import QuotaIndex
+
+    if files:
+        from kquotactl.manifests.loader import load_manifests
+
+        return QuotaIndex(load_manifests(files).config_map())
+    backend = state.backend(ctx)
+    return QuotaIndex(backend.describe())
+
+
+def _render(state: Any, result: dict[str, Any], top: int) -> None:
+    from kquotactl.impact.output import dump_json, render_compare, render_table
+
+    fmt = state.output_format()
+    if fmt == "json":
+        dump_json(result, sys.stdout)
+    elif fmt == "yaml":
+        from kquotactl.render.records import dump_yaml
+
+        dump_yaml(result, sys.stdout)
+    else:
+        render_table(result, sys.stdout, top, state.color)
+        if "compare" in result:
+            render_compare(result["compare"], sys.stdout, top, state.color)
+        if "topic_threshold" in result:
+            from kquotactl.impact.output import render_topics
+
+            render_topics(result["topic_threshold"], sys.stdout, top, state.color)
+
+
+@impact.command("generate")
+@click.argument("path", metavar="PATH")
+@click.option("--rows", type=click.IntRange(1), default=100_000, show_default=True, help="Samples to write.")
+@click.option("--users", type=click.IntRange(1), default=2000, show_default=True)
+@click.option("--clients", type=click.IntRange(1), default=10000, show_default=True)
+@click.option("--rate", type=click.IntRange(1), default=14000, show_default=True, help="Samples per second.")
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option(
+    "--files",
+    type=click.IntRange(1, 10000),
+    default=1,
+    show_default=True,
+    help="Split into this many Parquet files under PATH (a directory).",
+)
+@click.option(
+    "--quotas-out",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Also write a matching quota manifest (every precedence level wins somewhere).",
+)
+def generate(
+    path: str, rows: int, users: int, clients: int, rate: int, seed: int, files: int, quotas_out: str | None
+) -> None:
+    """Write synthetic traffic to PATH (.parquet, .csv or .jsonl): skewed users and clients, bursts, reconnect storms.
+
+    \b
+    Examples:
+      kquotactl impact generate traffic.parquet --rows 1000000 --quotas-out quotas.yaml
+      kquotactl impact generate traffic/ --rows 10000000 --files 10
+      kquotactl impact generate small.csv --rows 5000 --users 20 --clients 50
+    """
+    from kquotactl.impact import generate as gen
+    from kquotactl.render.outfiles import check_dir, check_file
+
+    (check_dir if files > 1 else check_file)(path, "PATH")  # missing parent directories are not created
+    if quotas_out is not None:
+        check_file(quotas_out, "--quotas-out")
+    table = gen.generate(rows, seed=seed, users=users, clients=clients, rate=rate)
+    written = gen.write(table, path, files)
+    msg = f"wrote {rows:,} row{'' if rows == 1 else 's'} to {path}" + (
+        f" ({len(written)} files)" if len(written) > 1 else ""
+    )
+    if quotas_out:
+        gen.write_manifest(gen.quotas(users, clients), quotas_out)
+        msg += f"; quotas to {quotas_out}"
+    click.echo(msg)

@@ -1,0 +1,142 @@
+"""The click pieces the top-level command (:mod:`kquotactl.cli.app`) and the sub-command modules
+(:mod:`kquotactl.cli.commands`) share: the application state, the once-only option parser, shared option groups.
+
+It imports neither of them (commands import this, ``cli`` imports this and the commands): only click and the
+connection options at module level, so ``kquotactl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from kquotactl.config.cluster import ConnectionOptions
+
+CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
+
+
+@dataclass
+class AppState:
+    """What the group options decided, shared with every command."""
+
+    conn: ConnectionOptions = field(default_factory=ConnectionOptions)
+    output: str | None = None
+    color: bool = False
+    verbose: bool = False
+    kafka_compat: bool = False  # invoked in kafka-configs' flat form (--alter/--describe)
+    context_name: str | None = None  # --context (else KQUOTACTL_CONTEXT, else the file's current-context)
+    config_path: str | None = None  # --config (else KQUOTACTL_CONFIG, else XDG)
+    explicit: frozenset[str] = frozenset()  # connection fields typed on the command line (a context never overrides)
+    _backend: Any = None
+
+    def connection(self) -> ConnectionOptions:
+        """The cluster to use: flags > environment > context (see kquotactl.config.contexts)."""
+        from kquotactl.config.contexts import resolve
+
+        return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
+
+    def backend(self, ctx: click.Context) -> Any:
+        if self._backend is None:
+            from kquotactl.backends.factory import open_backend
+
+            self._backend = open_backend(self.connection())
+            ctx.call_on_close(self._backend.close)
+        return self._backend
+
+    def output_format(self) -> str:
+        if self.output:
+            return self.output
+        if self.kafka_compat:
+            return "kafka"
+        return "table" if sys.stdout.isatty() else "json"
+
+    def warn(self, message: str) -> None:
+        click.echo(f"kquotactl: warning: {message}", err=True)
+
+
+pass_state = click.make_pass_decorator(AppState, ensure=True)
+
+
+# -- one value per option -----------------------------------------------------------------------
+
+
+class _OnceParser:
+    """Wraps click's parser: an option that takes one value may be given once (click keeps the last silently,
+    so ``--user alice --user bob`` would change bob). Repeatable options say so (``multiple``); flags repeated
+    mean the same thing and stay accepted."""
+
+    def __init__(self, parser: Any) -> None:
+        self._parser = parser
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._parser, name)
+
+    def parse_args(self, args: list[str]) -> Any:
+        opts, rest, order = self._parser.parse_args(args=args)
+        ctx = getattr(self._parser, "ctx", None)
+        if ctx is not None and ctx.resilient_parsing:  # shell completion: offer what it can, refuse nothing
+            return opts, rest, order
+        seen: set[int] = set()
+        for p in order:
+            if isinstance(p, click.Option) and not (p.multiple or p.is_flag or p.count):
+                if id(p) in seen:
+                    names = "/".join(p.opts + p.secondary_opts)
+                    raise click.UsageError(f"{names} given more than once: give it once (no guessing which one)")
+                seen.add(id(p))
+        return opts, rest, order
+
+
+class OnceCommand(click.Command):
+    """A command whose single-value options are refused when repeated (see :class:`_OnceParser`)."""
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        return _OnceParser(super().make_parser(ctx))
+
+
+class OnceGroup(click.Group):
+    command_class = OnceCommand
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        return _OnceParser(super().make_parser(ctx))
+
+
+OnceGroup.group_class = OnceGroup
+
+
+# -- option groups ---------------------------------------------------------------------------------
+
+
+def stacked(options: list[Callable[..., Any]], f: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply click option decorators so that they appear in ``--help`` in list order."""
+    for o in reversed(options):
+        f = o(f)
+    return f
+
+
+def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' quota window (``quota.window.num`` x ``quota.window.size.seconds``), for the commands that model
+    throttling (``explain``, ``impact run``): one spelling, Kafka's own lower bounds."""
+    opts = [
+        click.option(
+            "--window-num",
+            type=click.IntRange(min=1),
+            default=11,
+            show_default=True,
+            help="The brokers' quota.window.num: samples in the rate window.",
+        ),
+        click.option(
+            "--window-size-seconds",
+            "--window-size",
+            "window_size_seconds",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            metavar="SECONDS",
+            help="The brokers' quota.window.size.seconds: the length of one sample.",
+        ),
+    ]
+    return stacked(opts, f)

@@ -1,0 +1,128 @@
+"""What names a cluster and how to reach it (:class:`ConnectionOptions`), and the quick reachability probe the backends
+share: no backend is imported here, so backends import it without importing :mod:`kquotactl.backends.factory`'s factory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from kquotactl.core.errors import UsageError
+
+ENV_ZOOKEEPER = "KQUOTACTL_ZOOKEEPER"
+ENV_BOOTSTRAP = "KQUOTACTL_BOOTSTRAP_SERVER"
+ENV_COMMAND_CONFIG = "KQUOTACTL_COMMAND_CONFIG"
+ENV_ZK_AUTH = "KQUOTACTL_ZK_AUTH"
+
+
+@dataclass
+class ConnectionOptions:
+    zookeeper: str | None = None
+    bootstrap_server: str | None = None
+    bootstrap_controller: str | None = None
+    command_config: str | None = None
+    connect_timeout: float = 10.0
+    timeout: float = 30.0
+    zk_auth: list[str] = field(default_factory=list)
+    zk_sasl_jaas: str | None = None
+    zk_tls_config_file: str | None = None
+    zk_acl: str = "open"
+    allow_no_brokers: bool = False  # write into a ZooKeeper chroot without /brokers (a cluster not started yet)
+
+    def __repr__(self) -> str:  # zk_auth holds passwords
+        return (
+            f"ConnectionOptions(zookeeper={self.zookeeper!r}, bootstrap_server={self.bootstrap_server!r}, "
+            f"bootstrap_controller={self.bootstrap_controller!r})"
+        )
+
+    @property
+    def target(self) -> str:
+        return self.zookeeper or self.bootstrap_server or self.bootstrap_controller or "?"
+
+    def with_env(self, env: Mapping[str, str] | None = None) -> ConnectionOptions:
+        """Fill what flags left empty from the environment (flags win)."""
+        env = os.environ if env is None else env
+        out = self
+        if not (self.zookeeper or self.bootstrap_server or self.bootstrap_controller):
+            if env.get(ENV_ZOOKEEPER):
+                out = replace(out, zookeeper=env[ENV_ZOOKEEPER])
+            elif env.get(ENV_BOOTSTRAP):
+                out = replace(out, bootstrap_server=env[ENV_BOOTSTRAP])
+        if not out.command_config and env.get(ENV_COMMAND_CONFIG):
+            out = replace(out, command_config=env[ENV_COMMAND_CONFIG])
+        if not out.zk_auth and env.get(ENV_ZK_AUTH):
+            out = replace(out, zk_auth=[env[ENV_ZK_AUTH]])
+        if not out.zk_sasl_jaas:
+            m = re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", env.get("KAFKA_OPTS", ""))
+            if m and out.zookeeper:
+                out = replace(out, zk_sasl_jaas=m.group(1))
+        return out
+
+    def check(self) -> ConnectionOptions:
+        given = [
+            n
+            for n, v in (
+                ("--zookeeper", self.zookeeper),
+                ("--bootstrap-server", self.bootstrap_server),
+                ("--bootstrap-controller", self.bootstrap_controller),
+            )
+            if v
+        ]
+        if not given:
+            raise UsageError(
+                "no cluster given: pass --zookeeper HOST:PORT[/chroot] or --bootstrap-server HOST:PORT "
+                f"(or set {ENV_ZOOKEEPER} / {ENV_BOOTSTRAP}, or pick a context: --context NAME, "
+                "KQUOTACTL_CONTEXT, or `kquotactl config use-context NAME`)"
+            )
+        if len(given) > 1:
+            raise UsageError(
+                f"Only one of --bootstrap-server, --bootstrap-controller or --zookeeper can be specified "
+                f"(got {', '.join(given)})"
+            )
+        if self.zk_tls_config_file and not self.zookeeper:
+            raise UsageError("Only the --zookeeper option can be used with the --zk-tls-config-file option.")
+        if (self.zk_auth or self.zk_sasl_jaas or self.zk_acl != "open" or self.allow_no_brokers) and not self.zookeeper:
+            raise UsageError("--zk-auth, --zk-sasl-jaas, --zk-acl and --allow-no-brokers apply to --zookeeper only")
+        if self.command_config and self.zookeeper:
+            raise UsageError("--command-config applies to --bootstrap-server/--bootstrap-controller only")
+        return self
+
+
+def unreachable(hosts: list[tuple[str, int]], timeout: float) -> str | None:
+    """Why none of ``hosts`` can be reached, when that is certain at once; None when one accepts a connection
+    or might still (no answer yet: the caller's own connect time-out decides).
+
+    kazoo and Kafka clients retry a refused connection until their time-out and then report only "timed out";
+    a plain TCP connect first tells "connection refused" and "unknown host" apart in milliseconds.
+    """
+    import socket
+
+    causes: list[str] = []
+    for host, port in hosts:
+        where = f"{host}:{port}"
+        try:
+            addrs = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as e:
+            causes.append(f"{where}: unknown host ({getattr(e, 'strerror', None) or e})")
+            continue
+        refused = []
+        for family, kind, proto, _, addr in addrs:
+            sock = socket.socket(family, kind, proto)
+            sock.settimeout(min(timeout, 3.0))
+            try:
+                sock.connect(addr)
+                return None
+            except ConnectionRefusedError:
+                refused.append("connection refused")
+            except OSError as e:
+                if isinstance(e, TimeoutError):
+                    return None  # a firewall that drops packets, or a slow network: let the client wait
+                refused.append(e.strerror or str(e))
+            finally:
+                sock.close()
+        causes.append(f"{where}: {', '.join(dict.fromkeys(refused))}")
+    if len(hosts) == 1:  # the caller names the address already
+        return causes[0].split(": ", 1)[1]
+    return "; ".join(causes)

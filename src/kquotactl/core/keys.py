@@ -1,0 +1,409 @@
+"""Quota keys: their types and the exact values Kafka accepts.
+
+One home for everything about a key: its Kafka config type (LONG / DOUBLE / INT), which entities take it,
+its unit, whether a stock broker enforces it, and whether its throttle is capped at one window sample.
+Values are checked here, before anything is written, as strictly as a KRaft 3.6+ controller would:
+finite, greater than zero, integral for LONG/INT keys, inside the type's range.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+
+from kquotactl.core.errors import InvalidValue
+from kquotactl.core.javafmt import java_digit
+
+Number = int | float
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+DOUBLE_MAX = 1.7976931348623157e308
+
+
+class ValueType(StrEnum):
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    INT = "INT"
+
+
+class EntityKind(StrEnum):
+    """Quota keys apply either to user/client-id entities or to ip entities (KIP-612)."""
+
+    CLIENT = "client"  # users, clients, (user, client-id) pairs and their defaults
+    IP = "ip"
+
+
+@dataclass(frozen=True)
+class QuotaKey:
+    name: str
+    type: ValueType
+    kind: EntityKind
+    unit: str
+    doc: str
+    enforced: bool = True  # does a stock Apache Kafka broker enforce it?
+    throttle_capped: bool = False  # throttle capped at one window sample (request and connection quotas)
+    byte_rate: bool = False  # accepts unit suffixes such as 10MiB
+    shipped_instead: str = ""  # for a key no Apache Kafka release knows: the shipped key to set instead
+
+    @property
+    def integral(self) -> bool:
+        return self.type is not ValueType.DOUBLE
+
+
+KEYS: dict[str, QuotaKey] = {
+    k.name: k
+    for k in (
+        QuotaKey(
+            "producer_byte_rate",
+            ValueType.LONG,
+            EntityKind.CLIENT,
+            "bytes/s",
+            "Upper bound (bytes/second) for producer traffic.",
+            byte_rate=True,
+        ),
+        QuotaKey(
+            "consumer_byte_rate",
+            ValueType.LONG,
+            EntityKind.CLIENT,
+            "bytes/s",
+            "Upper bound (bytes/second) for consumer traffic.",
+            byte_rate=True,
+        ),
+        QuotaKey(
+            "request_rate",
+            ValueType.LONG,
+            EntityKind.CLIENT,
+            "requests/s",
+            "Requests per second (KIP-124 draft). Stock Apache Kafka brokers ignore it and enforce "
+            "request_percentage instead.",
+            enforced=False,
+            throttle_capped=True,
+            shipped_instead="request_percentage",
+        ),
+        QuotaKey(
+            "request_percentage",
+            ValueType.DOUBLE,
+            EntityKind.CLIENT,
+            "%",
+            "Percentage of one request-handler/network thread's time per quota window.",
+            throttle_capped=True,
+        ),
+        QuotaKey(
+            "controller_mutation_rate",
+            ValueType.DOUBLE,
+            EntityKind.CLIENT,
+            "mutations/s",
+            "Rate of partition mutations (create/delete topics and partitions) per second (KIP-599).",
+        ),
+        QuotaKey(
+            "connection_creation_rate",
+            ValueType.INT,
+            EntityKind.IP,
+            "connections/s",
+            "Upper bound of connections accepted per second for the IP (KIP-612).",
+            throttle_capped=True,
+        ),
+    )
+}
+
+#: The core's key order: how kquotactl sorts keys in everything it writes and prints (unknown keys last).
+KEY_ORDER = {k: i for i, k in enumerate(KEYS)}
+
+CLIENT_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is EntityKind.CLIENT)
+IP_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is EntityKind.IP)
+SCRAM_KEYS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
+
+_KIND_WORDS = {EntityKind.CLIENT: "users and clients", EntityKind.IP: "ips"}
+
+# Unit suffixes for byte rates. IEC (KiB) are powers of 1024, SI (kB/KB) powers of 1000; "B" is bytes.
+UNIT_FACTORS: dict[str, int] = {
+    "B": 1,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+    "TiB": 1024**4,
+    "kB": 1000,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+}
+_NUMBER = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)$")
+
+
+def keys_for(kind: EntityKind) -> tuple[str, ...]:
+    return CLIENT_KEYS if kind is EntityKind.CLIENT else IP_KEYS
+
+
+def lookup_key(name: str, kind: EntityKind | None = None) -> QuotaKey:
+    """Return the key definition, or raise naming the bad key (with the closest valid one)."""
+    key = KEYS.get(name)
+    if key is None:
+        if name in SCRAM_KEYS:
+            raise InvalidValue(
+                f"{name} is a SCRAM credential, not a quota: manage credentials with kafka-configs "
+                "or the admin API's user SCRAM credential calls"
+            )
+        candidates = list(keys_for(kind)) if kind else list(KEYS)
+        close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+        hint = f" — did you mean {close[0]}?" if close else f" (valid keys: {', '.join(candidates)})"
+        raise InvalidValue(f"unknown key {name!r}{hint}")
+    if kind is not None and key.kind is not kind:
+        if key.kind is EntityKind.IP:
+            raise InvalidValue(f"{name} is only valid for ips, not for users or clients")
+        raise InvalidValue(f"{name} is not valid for ips (ips take only connection_creation_rate)")
+    return key
+
+
+def check_live_key(key: QuotaKey) -> None:
+    """Refuse setting a key that no Apache Kafka release knows on a live cluster.
+
+    ``request_rate`` (the KIP-124 draft) means something offline (manifests, ``explain -f``, ``impact``), but
+    written to ZooKeeper it makes the entity unalterable by kafka-configs ("Unknown Dynamic Configuration") and
+    a broker's AlterClientQuotas refuses it (``Invalid configuration key``); no broker enforces it either way.
+    Reading and deleting it stay possible: only setting it is refused.
+    """
+    if key.shipped_instead:
+        raise InvalidValue(
+            f"{key.name} is not a quota key of any Apache Kafka release (the KIP-124 draft's {key.unit}; "
+            f"brokers and kafka-configs reject it): set {key.shipped_instead}, the shipped request quota, instead"
+        )
+
+
+def _range_for(key: QuotaKey) -> int | float:
+    return {ValueType.LONG: LONG_MAX, ValueType.INT: INT_MAX, ValueType.DOUBLE: DOUBLE_MAX}[key.type]
+
+
+def _describe(key: QuotaKey) -> str:
+    return f"{key.type.value}, {key.unit}"
+
+
+def parse_value(key: QuotaKey, text: str) -> Number:
+    """Parse a value typed on a command line or read from a file: '1024', '1e6', '10MiB' (byte rates).
+
+    Returns an ``int`` for LONG/INT keys and a ``float`` for DOUBLE keys.
+    """
+    stripped = java_trim(text)
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    if not stripped:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: empty (expected a number, {_describe(key)})")
+    m = _NUMBER.match(stripped)
+    if not m:
+        low = stripped.lower().lstrip("+-")
+        why = "NaN and Infinity are not allowed" if low in ("nan", "infinity", "inf") else "not a number"
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: {why} ({_describe(key)})")
+    digits, unit = m.group(1), m.group(2)
+    try:
+        number = Decimal(digits)
+    except InvalidOperation:  # pragma: no cover - the regex only admits valid decimals
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: not a number ({_describe(key)})") from None
+    if unit:
+        factor = UNIT_FACTORS.get(unit)
+        if factor is None or not key.byte_rate:
+            allowed = ", ".join(UNIT_FACTORS) if key.byte_rate else "none (plain numbers only)"
+            raise InvalidValue(
+                f"invalid value {shown!r} for {key.name}: unknown unit {unit!r} (units allowed: {allowed})"
+            )
+        number *= factor
+    return _check_decimal(key, number, shown)
+
+
+def check_number(key: QuotaKey, value: object, shown: str | None = None) -> Number:
+    """Check a number that arrived already typed (manifest YAML/JSON, an admin API response)."""
+    if isinstance(value, bool):
+        raise InvalidValue(f"invalid value {value!r} for {key.name}: not a number ({_describe(key)})")
+    if isinstance(value, str):
+        return parse_value(key, value)
+    if isinstance(value, int):
+        return _check_decimal(key, Decimal(value), shown or str(value))
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise InvalidValue(
+                f"invalid value {shown or value!r} for {key.name}: NaN and Infinity are not allowed ({_describe(key)})"
+            )
+        return _check_decimal(key, Decimal(repr(value)), shown or repr(value))
+    raise InvalidValue(f"invalid value {value!r} for {key.name}: not a number ({_describe(key)})")
+
+
+def _check_decimal(key: QuotaKey, number: Decimal, shown: str) -> Number:
+    if number <= 0:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: must be greater than 0")
+    limit = _range_for(key)
+    if key.integral:
+        if number != number.to_integral_value():
+            raise InvalidValue(f"invalid value {shown!r} for {key.name}: must be a whole number ({_describe(key)})")
+        as_int = int(number)
+        if as_int > limit:
+            raise InvalidValue(f"invalid value {shown!r} for {key.name}: too large for {key.type.value} (max {limit})")
+        return as_int
+    as_float = float(number)
+    if math.isinf(as_float) or as_float > limit:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: too large for DOUBLE")
+    if as_float <= 0:
+        raise InvalidValue(f"invalid value {shown!r} for {key.name}: must be greater than 0 (underflows)")
+    return as_float
+
+
+def java_trim(text: str) -> str:
+    """``String.trim()``: strips every char <= U+0020 at both ends (not the same as ``str.strip``)."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def format_value(key: QuotaKey, value: Number) -> str:
+    """The canonical stored string: integers for LONG/INT, Java ``Double.toString`` for DOUBLE.
+
+    This is what a broker's AlterClientQuotas path writes to ZooKeeper for the same value.
+    """
+    if key.integral:
+        return str(int(value))
+    from kquotactl.core.javafmt import double_to_string
+
+    return double_to_string(float(value))
+
+
+class UnparsableValue(InvalidValue):
+    """A stored value the broker's own parser refuses (``Long.parseLong`` / ``Integer.parseInt`` /
+    ``Double.parseDouble`` for the key's type): a broker never applies it."""
+
+
+def parse_stored(key: QuotaKey, text: str) -> Number:
+    """Read a stored (ZooKeeper) value exactly as a ZooKeeper-mode broker's ``ConfigHandler`` does.
+
+    LONG keys go through ``Long.parseLong`` (``.toLong.toDouble``), INT through ``Integer.parseInt``, DOUBLE through
+    ``Double.parseDouble``. So ``1024.0``, `` 7`` and ``0x10`` are not LONG values, while `` 7 `` and ``1d`` are
+    DOUBLE values. Zero, negative, NaN and infinite results are returned as they are (the broker takes them too).
+    Raises :class:`UnparsableValue` where the broker's parser throws.
+    """
+    parsed = java_parse_double(text) if key.type is ValueType.DOUBLE else java_parse_integer(text, key.type)
+    if parsed is None:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        why = _JAVA_PARSER[key.type]
+        raise UnparsableValue(f"stored value {shown!r} for {key.name}: brokers cannot parse it ({why} refuses it)")
+    return parsed
+
+
+def not_applied_reason(key: QuotaKey, text: str) -> str:
+    """Why a stored value is not a limit: the broker's parser refuses it, or reads it as NaN or an infinity
+    (a DOUBLE key; kquotactl does not model such a limit: it is listed with its stored text instead)."""
+    try:
+        value = parse_stored(key, text)
+    except UnparsableValue:
+        return "not applied: brokers cannot parse it"
+    return f"not a limit: brokers parse it as {'NaN' if math.isnan(value) else 'Infinity'}"
+
+
+_JAVA_PARSER = {
+    ValueType.LONG: "Long.parseLong",
+    ValueType.INT: "Integer.parseInt",
+    ValueType.DOUBLE: "Double.parseDouble",
+}
+
+
+def java_parse_integer(text: str, vtype: ValueType = ValueType.LONG) -> int | None:
+    """``Long.parseLong`` / ``Integer.parseInt`` (radix 10): an optional sign and decimal digits, in range."""
+    bits = 63 if vtype is ValueType.LONG else 31
+    body, negative = text, False
+    if body[:1] in ("+", "-"):
+        negative, body = body[0] == "-", body[1:]
+    if not body:
+        return None
+    value = 0
+    for c in body:
+        d = java_digit(c, 10)
+        if d < 0:
+            return None
+        value = value * 10 + d
+    value = -value if negative else value
+    return value if -(2**bits) <= value < 2**bits else None
+
+
+_JAVA_DECIMAL = re.compile(r"([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?[fFdD]?", re.ASCII)
+_JAVA_HEX = re.compile(
+    r"([+-]?)0[xX](?:([0-9a-fA-F]+)\.?|([0-9a-fA-F]*)\.([0-9a-fA-F]+))[pP]([+-]?)(\d+)[fFdD]?", re.ASCII
+)
+
+
+def java_parse_double(text: str) -> float | None:
+    """``Double.parseDouble``: trimmed; decimal or hex (``0x1p3``) with an optional ``f``/``d`` suffix,
+    ``NaN`` and ``Infinity`` with an optional sign. Correctly rounded, as the JDK is."""
+    t = java_trim(text)
+    if t in ("NaN", "+NaN", "-NaN"):
+        return math.nan
+    if t in ("Infinity", "+Infinity", "-Infinity"):
+        return -math.inf if t[0] == "-" else math.inf
+    m = _JAVA_DECIMAL.fullmatch(t)
+    if m:
+        sign, whole, frac, only_frac, exp = m.groups()
+        mantissa = f"{whole}.{frac}" if whole is not None else f".{only_frac}"
+        return float(f"{sign}{mantissa}e{exp or '0'}")
+    m = _JAVA_HEX.fullmatch(t)
+    if m:
+        sign, whole, lead, frac, exp_sign, exp = m.groups()
+        mantissa = whole if whole is not None else f"{lead}.{frac}"
+        if int(exp) > 2**31 - 1:  # Java: exponent overflow is a signed infinity or zero, whatever the significand
+            value = 0.0 if exp_sign == "-" else math.inf
+            return -value if sign == "-" else value
+        try:
+            return float.fromhex(f"{sign}0x{mantissa}p{exp_sign}{exp}")
+        except OverflowError:
+            return -math.inf if sign == "-" else math.inf
+    return None
+
+
+def human(key: QuotaKey, value: Number | None) -> str:
+    """A reading aid: ``1048576`` bytes/s -> ``1 MiB/s``; other units as plain numbers."""
+    if value is None:
+        return "unlimited"
+    if key.byte_rate:
+        v = float(value)
+        for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+            if v >= factor:
+                q = v / factor
+                text = f"{q:.0f}" if q == int(q) else f"{q:.2f}".rstrip("0").rstrip(".")
+                return f"{text} {unit}/s"
+        return f"{int(v)} B/s"
+    unit = key.unit[:-3] + "/s" if value == 1 and key.unit.endswith("s/s") else key.unit  # 1 connection/s
+    if key.integral:
+        return f"{int(value)} {unit}"
+    return f"{value:g} {unit}"
+
+
+def human_and_raw(key: QuotaKey, value: Number | None) -> str:
+    """What a person reads beside a machine: ``6 MiB/s (6291456)``, ``1 MB/s (1000000)`` for a byte rate of 1 kB/s
+    or more (a unit that divides it exactly if there is one), else the plain stored number (``500``, ``50.0``)."""
+    if value is None:
+        return "-"
+    plain = format_value(key, value)
+    if key.byte_rate and float(value) >= 1000:
+        exact = exact_unit_text(key, value)
+        if exact is not None:
+            m = _NUMBER.match(exact)
+            assert m is not None
+            return f"{m.group(1)} {m.group(2)}/s ({plain})"
+        return f"{human(key, value)} ({plain})"
+    return plain
+
+
+_EXACT_UNITS = ("TiB", "TB", "GiB", "GB", "MiB", "MB", "KiB", "kB")  # largest factor first
+
+
+def exact_unit_text(key: QuotaKey, value: Number) -> str | None:
+    """A byte rate in the largest unit that divides it exactly (``5MiB``, ``2MB``), so that
+    :func:`parse_value` reads back the very same number; ``None`` when no unit is exact (or the key has none)."""
+    if not key.byte_rate or not isinstance(value, int) or value <= 0:
+        return None
+    for unit in _EXACT_UNITS:
+        factor = UNIT_FACTORS[unit]
+        if value % factor == 0:
+            return f"{value // factor}{unit}"
+    return None

@@ -1,0 +1,171 @@
+"""The manifest model (pure): entries with their file:line sources, prune rules, and what a manifest
+means as quota records. Loading lives in :mod:`kquotactl.manifests.loader`, export in
+:mod:`kquotactl.manifests.export`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name, display_name
+from kquotactl.core.errors import InvalidValue, QuotaError
+from kquotactl.core.keys import KEYS, Number, check_live_key
+from kquotactl.core.model import QuotaRecord
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+TOP_KEYS = ("prune", "quotas")
+ENTRY_KEYS = ("entity", "config", "owner", "reason", "ticket")
+META_KEYS = ("owner", "reason", "ticket")
+ENTITY_KEYS = {"user": EntityType.USER, "client-id": EntityType.CLIENT_ID, "ip": EntityType.IP}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where something was written: ``file:line`` (1-based)."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class ManifestError(QuotaError):
+    """One or more problems in manifests, each ``file:line: message``; nothing was written."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        more = len(self.problems) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''}: run kquotactl validate)" if more else ""
+        super().__init__(self.problems[0] + suffix)
+
+
+@dataclass(frozen=True, slots=True)  # slots: 100,000 entries stay small
+class ManifestEntry:
+    """One ``quotas`` item: an entity, its validated config, where it came from, and its metadata."""
+
+    entity: Entity
+    config: Mapping[str, Number]
+    source: Source
+    key_sources: Mapping[str, Source] = field(default_factory=dict)
+    owner: str | None = None
+    reason: str | None = None
+    ticket: str | None = None
+
+    def meta(self) -> dict[str, str]:
+        """The metadata that is set (owner/reason/ticket), for plans and apply logs."""
+        return {k: v for k in META_KEYS if (v := getattr(self, k)) is not None}
+
+
+@dataclass(frozen=True)
+class PruneRule:
+    """An entity-path glob naming what a manifest owns, matched on real (unsanitized) names.
+
+    ``users/svc-*`` owns the users whose name matches ``svc-*`` *and* their (user, client-id) pairs;
+    ``users/*/clients/*`` owns pairs only; ``clients/*``, ``ips/*`` likewise. Wildcards (``*``, ``?``,
+    ``[...]``) match real names only: a default entity is owned only when written literally, as in
+    ``users/<default>`` or ``users/*/clients/<default>``.
+    """
+
+    pattern: str
+    source: Source
+
+    @property
+    def segments(self) -> list[str]:
+        return self.pattern.split("/")
+
+    def matches(self, entity: Entity) -> bool:
+        segs = entity_segments(entity)
+        pat = self.segments
+        if len(pat) > len(segs):
+            return False
+        for p, s in zip(pat, segs, strict=False):
+            if isinstance(s, str) and s in ("users", "clients", "ips") and p == s:
+                continue
+            if s is DEFAULT:
+                if p != DEFAULT_MARKER:
+                    return False
+            elif not isinstance(s, str) or not fnmatch.fnmatchcase(s, p):
+                return False
+        return True
+
+
+def entity_segments(entity: Entity) -> list[Name]:
+    """``['users', 'alice', 'clients', DEFAULT]``: the entity path with real names (not sanitized)."""
+    if entity.ip is not None:
+        return ["ips", entity.ip]
+    if entity.user is not None:
+        segs: list[Name] = ["users", entity.user]
+        if entity.client_id is not None:
+            segs += ["clients", entity.client_id]
+        return segs
+    assert entity.client_id is not None
+    return ["clients", entity.client_id]
+
+
+def entity_path_text(entity: Entity) -> str:
+    """``users/alice/clients/<default>``: a readable path with real names (for messages and prune)."""
+
+    return "/".join(display_name(s) for s in entity_segments(entity))
+
+
+def live_problems(manifest: Manifest) -> list[str]:
+    """``file:line: ...`` for each key a live cluster must not be given (see :func:`keys.check_live_key`)."""
+    problems = []
+    for entry in manifest.entries:
+        for k in entry.config:
+            try:
+                check_live_key(KEYS[k])
+            except InvalidValue as e:
+                problems.append(f"{entry.key_sources.get(k, entry.source)}: {entity_path_text(entry.entity)}: {e}")
+    return problems
+
+
+def check_prune_pattern(pattern: str) -> str | None:
+    """Why a prune pattern is malformed, or None."""
+    segs = pattern.split("/")
+    shapes = ("users/NAME", "users/NAME/clients/NAME", "clients/NAME", "ips/NAME")
+    ok = (
+        (segs[0] == "users" and len(segs) in (2, 4) and (len(segs) == 2 or segs[2] == "clients"))
+        or (segs[0] in ("clients", "ips") and len(segs) == 2)
+    ) and all(segs)
+    if not ok:
+        return f"prune pattern {pattern!r} must look like {', '.join(shapes)} (NAME a glob or <default>)"
+    return None
+
+
+@dataclass
+class Manifest:
+    """Desired quotas merged from one or more files."""
+
+    entries: list[ManifestEntry] = field(default_factory=list)
+    prune: list[PruneRule] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    _by_entity: dict[Entity, ManifestEntry] = field(default_factory=dict, repr=False)
+
+    def add(self, entry: ManifestEntry) -> None:
+        self.entries.append(entry)
+        self._by_entity[entry.entity] = entry
+
+    def get(self, entity: Entity) -> ManifestEntry | None:
+        return self._by_entity.get(entity)
+
+    def __contains__(self, entity: object) -> bool:
+        return entity in self._by_entity
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def config_map(self) -> dict[Entity, Mapping[str, Number]]:
+        """Entity -> desired config (what the resolver's :class:`QuotaIndex` takes)."""
+        return {e.entity: e.config for e in self.entries}
+
+    def records(self) -> list[QuotaRecord]:
+        """The desired state as records, sorted like ``describe`` output."""
+        return [QuotaRecord(e.entity, dict(e.config)) for e in sorted(self.entries, key=lambda e: e.entity.sort_key())]
+
+    def owns(self, entity: Entity) -> bool:
+        """Is the entity inside this manifest's prune scope?"""
+        return any(r.matches(entity) for r in self.prune)

@@ -1,0 +1,152 @@
+"""The data that flows between the core, the backends and the renderers, and the pure change logic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import InvalidConfigs, InvalidValue, UsageError
+from kquotactl.core.keys import KEYS, Number, check_live_key, check_number, lookup_key, not_applied_reason, parse_value
+
+Config = dict[str, Number]
+
+
+@dataclass(frozen=True)
+class WireEntry:
+    """A record as one DescribeClientQuotas response carried it (admin API backend).
+
+    kafka-configs prints a response in the iteration order of the Java hash maps its client fills from it, so
+    reproducing its output needs the broker's order, names and doubles as they came.
+    """
+
+    index: int  # position in the response
+    entries: int  # entries in the response (the initial capacity of the client's HashMap)
+    entity: tuple[tuple[str, str | None], ...]  # (entity type, name or None for the default), as sent
+    values: tuple[tuple[str, float], ...]  # every key with its double, in response order
+
+
+@dataclass(frozen=True)
+class QuotaRecord:
+    """One entity's quotas as read from a cluster. ``raw`` keeps the stored strings (ZooKeeper)."""
+
+    entity: Entity
+    config: Mapping[str, Number]
+    raw: Mapping[str, str] | None = None
+    version: int | None = None  # backend-specific (ZooKeeper znode version), for compare-and-set
+    #: stored values that are no limit (key -> stored text, ZooKeeper): brokers cannot parse them, or parse them
+    #: as NaN/Infinity (see :func:`kquotactl.core.keys.not_applied_reason`); not in ``config``
+    unparsed: Mapping[str, str] = field(default_factory=dict)
+    wire: WireEntry | None = field(default=None, compare=False)  # admin API: the response as it came
+
+    def to_json(self) -> dict:
+        out: dict = {"entity": self.entity.to_json(), "config": dict(self.config)}
+        if self.unparsed:
+            out["not_applied"] = {
+                k: {"stored": v, "reason": not_applied_reason(KEYS[k], v)} for k, v in self.unparsed.items()
+            }
+        return out
+
+
+@dataclass(frozen=True)
+class EntityChange:
+    """Set some keys and remove others on one entity, in one write."""
+
+    entity: Entity
+    set: Mapping[str, Number] = field(default_factory=dict)
+    remove: frozenset[str] = frozenset()
+    if_exists: bool = False  # removing a key that is not set is not an error
+
+    @property
+    def empty(self) -> bool:
+        return not self.set and not self.remove
+
+
+def build_change(
+    entity: Entity,
+    add: Mapping[str, str | Number],
+    delete: Iterable[str] = (),
+    if_exists: bool = False,
+) -> EntityChange:
+    """Validate keys and values for the entity's kind and build the change; nothing is written here."""
+    kind = entity.kind
+    typed: Config = {}
+    for k, v in add.items():
+        key = lookup_key(k, kind)
+        typed[k] = parse_value(key, v) if isinstance(v, str) else check_number(key, v)
+    removes = []
+    for k in delete:
+        lookup_key(k, kind)
+        removes.append(k)
+    both = sorted(set(typed) & set(removes))
+    if both:
+        raise UsageError(f"{', '.join(both)} both added and deleted in one command; pick one")
+    if not typed and not removes:
+        raise UsageError("nothing to change: give --add-config, --add-config-file or --delete-config")
+    return EntityChange(entity, typed, frozenset(removes), if_exists)
+
+
+def check_live_changes(changes: Iterable[EntityChange]) -> None:
+    """Before anything is written to a live cluster: refuse setting a key no Apache Kafka release knows.
+
+    Removing such a key (stored by some other tool) stays allowed.
+    """
+    for ch in changes:
+        for k in ch.set:
+            try:
+                check_live_key(KEYS[k])
+            except InvalidValue as e:
+                raise InvalidValue(f"{ch.entity.label()}: {e}") from None
+
+
+def check_one_change_per_entity(changes: Iterable[EntityChange]) -> None:
+    """A batch carries each entity at most once: its sets and removes go in one write."""
+    seen: set[Entity] = set()
+    for ch in changes:
+        if ch.entity in seen:
+            raise UsageError(f"entity {ch.entity.label()} appears twice in one alter")
+        seen.add(ch.entity)
+
+
+def apply_change(current: Mapping[str, Number], change: EntityChange) -> Config:
+    """The entity's config after the change; deleting an unset key fails unless ``if_exists``."""
+    missing = sorted(k for k in change.remove if k not in current)
+    if missing and not change.if_exists:
+        raise InvalidConfigs(missing, change.entity.label())
+    new: Config = {k: v for k, v in current.items() if k not in change.remove}
+    new.update(change.set)
+    return new
+
+
+class Outcome(StrEnum):
+    APPLIED = "applied"
+    UNCHANGED = "unchanged"  # already in the desired state: nothing written, no notification
+    VALIDATED = "validated"  # dry run / validate-only: would apply
+    REJECTED = "rejected"
+    NOT_ATTEMPTED = "not-attempted"
+
+
+@dataclass(frozen=True)
+class EntityResult:
+    entity: Entity
+    outcome: Outcome
+    before: Mapping[str, Number] = field(default_factory=dict)
+    after: Mapping[str, Number] = field(default_factory=dict)
+    message: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "entity": self.entity.to_json(),
+            "outcome": self.outcome.value,
+            "before": dict(self.before),
+            "after": dict(self.after),
+            **({"message": self.message} if self.message else {}),
+        }
+
+
+def summarize(results: Iterable[EntityResult]) -> dict[str, int]:
+    counts = {o.value: 0 for o in Outcome}
+    for r in results:
+        counts[r.outcome.value] += 1
+    return counts

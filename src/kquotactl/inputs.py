@@ -1,0 +1,158 @@
+"""Reading ``explain``'s input files, lazily and line by line: connections (CSV or JSON lines) and replay events.
+
+Errors name the file and line and say what is expected; nothing is read ahead, so a huge file streams.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+from kquotactl.core.errors import QuotaError, UsageError
+from kquotactl.core.explain import Connection
+from kquotactl.core.wording import counted
+
+USER_COLUMNS = ("user", "user-principal", "principal")
+CLIENT_COLUMNS = ("client-id", "client_id", "clientid", "client")
+IP_COLUMNS = ("ip", "address", "host")
+
+
+class InputError(QuotaError):
+    """A line of an input file cannot be used (names the file and line)."""
+
+
+def _first_line(lines: Iterator[str]) -> tuple[str | None, Iterator[str]]:
+    for line in lines:
+        if line.strip():
+            return line, lines
+    return None, lines
+
+
+def _pick(row: dict, names: tuple[str, ...]) -> str | None:
+    for n in names:
+        if n in row:
+            v = row[n]
+            if v is None:
+                return None
+            if not isinstance(v, str):
+                raise ValueError(f"{n} must be a string, not {v!r}")
+            return v
+    return None
+
+
+def _connection(row: dict) -> Connection:
+    return Connection.of(user=_pick(row, USER_COLUMNS), client_id=_pick(row, CLIENT_COLUMNS), ip=_pick(row, IP_COLUMNS))
+
+
+def read_connections(stream: IO[str], name: str = "connections") -> Iterator[Connection]:
+    """Connections from CSV (a header naming ``user``, ``client-id``, ``ip`` columns) or JSON lines."""
+    lines = iter(stream)
+    first, lines = _first_line(lines)
+    if first is None:
+        return
+    if first.lstrip().startswith("{"):
+        yield from _json_lines(first, lines, name)
+    else:
+        yield from _csv_rows(first, lines, name)
+
+
+def _json_lines(first: str, lines: Iterable[str], name: str) -> Iterator[Connection]:
+    lineno = 0
+    for raw in _chain_one(first, lines):
+        lineno += 1
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+            if not isinstance(row, dict):
+                raise ValueError("expected a JSON object")
+            yield _connection({k.lower(): v for k, v in row.items()})
+        except (ValueError, QuotaError) as e:
+            raise InputError(
+                f'{name}: line {lineno}: {e} (expected e.g. {{"user": "alice", "client-id": "app1"}})'
+            ) from None
+
+
+def _column(header: list[str], names: tuple[str, ...]) -> int | None:
+    for n in names:
+        if n in header:
+            return header.index(n)
+    return None
+
+
+def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connection]:
+    reader = csv.reader(_chain_one(first, lines))
+    header = [h.strip().lower() for h in next(reader)]
+    ui, ci, ii = (_column(header, names) for names in (USER_COLUMNS, CLIENT_COLUMNS, IP_COLUMNS))
+    if ui is None and ci is None and ii is None:
+        raise InputError(
+            f"{name}: line 1: the CSV header must name at least one of the columns user, client-id, ip "
+            f"(got {', '.join(header) or 'nothing'})"
+        )
+    width = len(header)
+    of = Connection.of
+    for row in reader:
+        n = len(row)
+        if n > width:
+            raise InputError(f"{name}: line {reader.line_num}: {counted(n, 'field')} but the header has {width}")
+        # An empty cell is a missing value, except that a client-id cell may be empty on purpose.
+        user = row[ui] or None if ui is not None and ui < n else None
+        client = row[ci] if ci is not None and ci < n else None
+        ip = row[ii] or None if ii is not None and ii < n else None
+        if user is None and ip is None and not client:
+            if not any(c.strip() for c in row):
+                continue
+            client = client if client else None
+        elif client == "" and user is None:
+            client = None
+        try:
+            yield of(user=user, client_id=client, ip=ip)
+        except QuotaError as e:
+            raise InputError(f"{name}: line {reader.line_num}: {e}") from None
+
+
+def _chain_one(first: str, rest: Iterable[str]) -> Iterator[str]:
+    yield first
+    yield from rest
+
+
+def read_events(stream: IO[str], name: str = "events") -> list[tuple[int, float]]:
+    """Replay events: ``TIME_MS VALUE`` (blank or comma separated; a header and ``#`` comments are
+    skipped) or JSON lines ``{"time_ms": 0, "value": 400}``."""
+    out: list[tuple[int, float]] = []
+    for lineno, raw in enumerate(stream, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            if line.startswith("{"):
+                obj = json.loads(line)
+                t, v = obj["time_ms"], obj["value"]
+            else:
+                parts = line.replace(",", " ").split()
+                if len(parts) != 2:
+                    raise ValueError("expected TIME_MS VALUE")
+                if not out and not _is_number(parts[0]):
+                    continue  # a header line
+                t, v = parts
+            t_ms, value = int(float(t)), float(v)
+            if t_ms != float(t):
+                raise ValueError(f"time {t} is not a whole number of milliseconds")
+        except (ValueError, KeyError, TypeError) as e:
+            raise InputError(f"{name}: line {lineno}: {e} (expected 'TIME_MS VALUE', e.g. '10500 2300')") from None
+        if out and t_ms < out[-1][0]:
+            raise InputError(f"{name}: line {lineno}: time {t_ms} ms is before the previous event ({out[-1][0]} ms)")
+        out.append((t_ms, value))
+    if not out:
+        raise UsageError(f"{name}: no events (expected lines 'TIME_MS VALUE', e.g. '0 400')")
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

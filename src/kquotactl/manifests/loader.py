@@ -1,0 +1,540 @@
+"""Quota manifests: YAML/JSON files that declare quotas, loaded with a file:line for every value.
+
+A manifest is::
+
+    prune: ["users/svc-*", "clients/*"]      # optional: what this manifest owns (see :class:`PruneRule`)
+    quotas:
+      - entity: {user: alice, client-id: "batch job"}
+        config: {producer_byte_rate: 10MiB, request_percentage: 50}
+        owner: team-a                         # optional metadata, carried into plans and apply logs
+        reason: batch window
+        ticket: OPS-12
+
+Loading is pure (text in, :class:`Manifest` out) apart from reading the files. YAML is composed into nodes
+(not constructed into plain objects) so that every error names the line of the offending value or key,
+duplicate mapping keys are caught (PyYAML silently keeps the last one), and names keep their literal
+spelling (``user: 007`` is the user ``007``, not the number 7). Every value goes through the core's key
+and value validation (:mod:`kquotactl.core.keys`), every entity through :meth:`Entity.of`.
+
+Public API: :func:`load_manifests` (paths, ``-`` for stdin, directories) and :func:`load_text`; the result's
+:meth:`Manifest.records` / :meth:`Manifest.config_map` feed the resolver, planner and backends.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
+from kquotactl.core.errors import QuotaError
+from kquotactl.core.keys import KEY_ORDER, Number, check_number, lookup_key
+from kquotactl.core.manifest import (
+    ENTITY_KEYS,
+    ENTRY_KEYS,
+    MANIFEST_SUFFIXES,
+    META_KEYS,
+    TOP_KEYS,
+    Manifest,
+    ManifestEntry,
+    ManifestError,
+    PruneRule,
+    Source,
+    check_prune_pattern,
+    entity_path_text,
+)
+
+_TAG_STR = "tag:yaml.org,2002:str"
+_TAG_INT = "tag:yaml.org,2002:int"
+_TAG_FLOAT = "tag:yaml.org,2002:float"
+_TAG_BOOL = "tag:yaml.org,2002:bool"
+_TAG_NULL = "tag:yaml.org,2002:null"
+
+
+def expand_paths(paths: Iterable[str]) -> list[str]:
+    """Files to read: ``-`` is stdin; a directory contributes its ``*.yaml/*.yml/*.json`` (sorted, not recursive)."""
+    out: list[str] = []
+    for p in paths:
+        if p == "-":
+            out.append(p)
+            continue
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(str(c) for c in path.iterdir() if c.is_file() and c.suffix in MANIFEST_SUFFIXES)
+            if not found:
+                raise ManifestError([f"{p}: no manifest files (*.yaml, *.yml, *.json) in this directory"])
+            out += found
+        elif path.exists():
+            out.append(p)
+        else:
+            raise ManifestError([f"{p}: no such file or directory"])
+    return out
+
+
+def load_manifests(paths: Sequence[str], stdin_text: str | None = None) -> Manifest:
+    """Load and merge manifests; raise :class:`ManifestError` listing every problem (file:line: message)."""
+    if not paths:
+        raise ManifestError(["no manifest given: pass -f FILE (a file, a directory, or - for stdin)"])
+    files = expand_paths(paths)
+    texts: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for f in files:
+        if f == "-":
+            texts.append(("<stdin>", stdin_text if stdin_text is not None else sys.stdin.read()))
+            continue
+        try:
+            with open(f, encoding="utf-8") as fh:
+                texts.append((f, fh.read()))
+        except (OSError, UnicodeDecodeError) as e:
+            problems.append(f"{f}: cannot read: {getattr(e, 'strerror', None) or e}")
+    if problems:
+        raise ManifestError(problems)
+    return load_texts(texts)
+
+
+def load_text(text: str, name: str = "<manifest>") -> Manifest:
+    return load_texts([(name, text)])
+
+
+def load_texts(texts: Sequence[tuple[str, str]]) -> Manifest:
+    """Parse and merge (file name, text) pairs into one :class:`Manifest`."""
+    manifest = Manifest()
+    problems: list[str] = []
+    for name, text in texts:
+        manifest.files.append(name)
+        _Reader(name, manifest, problems).read(text)
+    if problems:
+        raise ManifestError(problems)
+    return manifest
+
+
+class _Reader:
+    """Walks one file's YAML nodes, validating as it goes; problems are collected, not raised."""
+
+    def __init__(self, name: str, manifest: Manifest, problems: list[str]) -> None:
+        self.name = name
+        self.manifest = manifest
+        self.problems = problems
+
+    def src(self, node: Any) -> Source:
+        return Source(self.name, node.start_mark.line + 1)
+
+    def problem(self, node: Any, message: str) -> None:
+        self.problems.append(f"{self.src(node) if node is not None else self.name}: {message}")
+
+    def read(self, text: str) -> None:
+        import yaml
+
+        try:
+            for doc in _compose_all(text, self.entry):
+                if doc is not None:
+                    self.document(doc)
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            where = f"{self.name}:{mark.line + 1}" if mark is not None else self.name
+            what = " ".join(x for x in (e.context, e.problem) if x)
+            self.problems.append(f"{where}: invalid YAML: {what}")
+        except yaml.YAMLError as e:
+            self.problems.append(f"{self.name}: invalid YAML: {str(e).splitlines()[0]}")
+
+    # -- structure ------------------------------------------------------------------------------
+
+    def mapping(self, node: Any, what: str, allowed: Sequence[str] | None) -> dict[str, tuple[Any, Any]] | None:
+        """A mapping node as {key: (key node, value node)}; duplicate and unknown keys are problems."""
+        import yaml
+
+        if not isinstance(node, yaml.MappingNode):
+            self.problem(node, f"{what} must be a mapping, not {_kind(node)}")
+            return None
+        out: dict[str, tuple[Any, Any]] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode):
+                self.problem(knode, f"{what}: keys must be plain strings")
+                continue
+            key = knode.value
+            if key == "<<":
+                self.problem(knode, f"{what}: YAML merge keys (<<) are not supported; write the keys out")
+                continue
+            if key in out:
+                first = self.src(out[key][0])
+                self.problem(knode, f"duplicate key {key!r} in {what} (first at {first})")
+                continue
+            if allowed is not None and key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f" — did you mean {close[0]}?" if close else f" (allowed: {', '.join(allowed)})"
+                self.problem(knode, f"unknown key {key!r} in {what}{hint}")
+                continue
+            out[key] = (knode, vnode)
+        return out
+
+    def document(self, doc: Any) -> None:
+        import yaml
+
+        if isinstance(doc, yaml.ScalarNode) and doc.tag == _TAG_NULL:
+            return  # an empty document
+        top = self.mapping(doc, "the manifest", TOP_KEYS)
+        if top is None:
+            return
+        if "prune" in top:
+            self.prune(top["prune"][1])
+        if "quotas" in top:
+            qnode = top["quotas"][1]
+            if isinstance(qnode, yaml.ScalarNode) and qnode.tag == _TAG_NULL:
+                return
+            if not isinstance(qnode, yaml.SequenceNode):
+                self.problem(qnode, f"quotas must be a list of entries, not {_kind(qnode)}")
+                return
+            if getattr(qnode, "streamed", False):
+                return  # entries were read one by one while parsing
+            for item in qnode.value:
+                self.entry(item)
+
+    def prune(self, node: Any) -> None:
+        import yaml
+
+        if not isinstance(node, yaml.SequenceNode):
+            self.problem(node, f"prune must be a list of entity-path globs, not {_kind(node)}")
+            return
+        for item in node.value:
+            if not isinstance(item, yaml.ScalarNode) or item.tag != _TAG_STR:
+                self.problem(item, "prune patterns must be strings such as users/svc-*")
+                continue
+            why = check_prune_pattern(item.value)
+            if why:
+                self.problem(item, why)
+                continue
+            self.manifest.prune.append(PruneRule(item.value, self.src(item)))
+
+    def entry(self, node: Any) -> None:
+        fields = self.mapping(node, "a quotas entry", ENTRY_KEYS)
+        if fields is None:
+            return
+        if "entity" not in fields:
+            self.problem(node, "entry has no entity: add entity: {user: NAME} (or client-id, ip)")
+            return
+        if "config" not in fields:
+            self.problem(node, "entry has no config: add config: {KEY: VALUE}")
+            return
+        entity = self.entity(fields["entity"][1])
+        meta: dict[str, str] = {}
+        for k in META_KEYS:
+            if k in fields:
+                text = self.text(fields[k][1], k)
+                if text is not None:
+                    meta[k] = text
+        if entity is None:
+            return
+        config, key_sources = self.config(fields["config"][1], entity)
+        if config is None:
+            return
+        src = self.src(node)
+        first = self.manifest.get(entity)
+        if first is not None:
+            self.problem(
+                fields["entity"][1],
+                f"entity {entity_path_text(entity)} is declared twice (first at {first.source}); merge the entries",
+            )
+            return
+        self.manifest.add(ManifestEntry(entity, config, src, key_sources, **meta))
+
+    def text(self, node: Any, what: str) -> str | None:
+        import yaml
+
+        if not isinstance(node, yaml.ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
+            self.problem(node, f"{what} must be a string")
+            return None
+        return node.value
+
+    def entity(self, node: Any) -> Entity | None:
+        comps = self.mapping(node, "entity", tuple(ENTITY_KEYS))
+        if comps is None:
+            return None
+        if not comps:
+            self.problem(node, "entity is empty: give user, client-id and/or ip")
+            return None
+        names: dict[EntityType, Name] = {}
+        for key, (_, vnode) in comps.items():
+            name = self.name_of(vnode, key)
+            if name is None:
+                return None
+            names[ENTITY_KEYS[key]] = name
+        try:
+            return Entity.from_components(names)
+        except QuotaError as e:
+            self.problem(node, str(e))
+            return None
+
+    def name_of(self, node: Any, key: str) -> Name | None:
+        """``alice`` / ``"<default>"`` (the default) / ``{name: "<default>"}`` (a real name spelled so)."""
+        import yaml
+
+        if isinstance(node, yaml.MappingNode):
+            inner = self.mapping(node, f"the {key} name", ("name",))
+            if inner is None:
+                return None
+            if "name" not in inner:
+                self.problem(node, f'{key}: write {{name: NAME}} for a real name (or "<default>" for the default)')
+                return None
+            vnode = inner["name"][1]
+            text = self.scalar_name(vnode, key)
+            if text is None:
+                return None
+            if text == "":
+                self.problem(vnode, f'{key} name is empty: write "<default>" for the default {key}')
+                return None
+            return text
+        text = self.scalar_name(node, key)
+        if text is None:
+            return None
+        if text == "":
+            self.problem(node, f'{key} name is empty: write "<default>" for the default {key}')
+            return None
+        return DEFAULT if text == DEFAULT_MARKER else text
+
+    def scalar_name(self, node: Any, key: str) -> str | None:
+        import yaml
+
+        if not isinstance(node, yaml.ScalarNode):
+            self.problem(node, f"{key} must be a name (a string), not {_kind(node)}")
+            return None
+        if node.tag == _TAG_NULL:
+            self.problem(node, f'{key} has no name: write "<default>" for the default {key}')
+            return None
+        if node.tag == _TAG_BOOL:
+            self.problem(node, f"{key} name {node.value!r} reads as a boolean in YAML: quote it")
+            return None
+        return node.value  # the literal spelling, also for names that look like numbers
+
+    def config(self, node: Any, entity: Entity) -> tuple[dict[str, Number] | None, dict[str, Source]]:
+        import yaml
+
+        fields = self.mapping(node, "config", None)
+        if fields is None:
+            return None, {}
+        if not fields:
+            self.problem(node, "config is empty: give at least one key (to remove an entity, use --prune)")
+            return None, {}
+        out: dict[str, Number] = {}
+        sources: dict[str, Source] = {}
+        ok = True
+        for k, (knode, vnode) in fields.items():
+            try:
+                key = lookup_key(k, entity.kind)
+            except QuotaError as e:
+                self.problem(knode, f"{entity_path_text(entity)}: {e}")
+                ok = False
+                continue
+            if not isinstance(vnode, yaml.ScalarNode) or vnode.tag in (_TAG_NULL, _TAG_BOOL):
+                self.problem(vnode, f"invalid value for {k}: must be a number (or a string such as 10MiB)")
+                ok = False
+                continue
+            try:
+                out[k] = check_number(key, _scalar_value(vnode), vnode.value)
+            except QuotaError as e:
+                self.problem(vnode, str(e))
+                ok = False
+                continue
+            sources[k] = self.src(vnode)
+        if not ok:
+            return None, {}
+        ordered = dict(sorted(out.items(), key=lambda kv: KEY_ORDER[kv[0]]))
+        return ordered, sources
+
+
+def _scalar_value(node: Any) -> Any:
+    """A scalar's value: numbers as numbers (YAML 1.1 resolution), everything else as its text."""
+    if node.tag == _TAG_INT:
+        text = node.value.replace("_", "")
+        try:
+            return int(text, 10)
+        except ValueError:
+            return node.value  # 0x10, 0o17, 1:30 (sexagesimal) and friends: refused as text by the core
+    if node.tag == _TAG_FLOAT:
+        low = node.value.lower()
+        if low in (".nan", ".inf", "+.inf", "-.inf"):
+            return float(low.replace(".", ""))
+        try:
+            return float(node.value.replace("_", ""))
+        except ValueError:
+            return node.value
+    return node.value
+
+
+def _kind(node: Any) -> str:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if node.tag == _TAG_NULL:
+        return "empty"
+    value = node.value if len(node.value) <= 60 else node.value[:57] + "..."
+    return f"the scalar {value!r}"
+
+
+# an escape only when preceded by an even number of backslashes (``\\\\ud800`` is a backslash, then an escape)
+_SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _json_surrogates(text: str) -> str:
+    """JSON writes characters beyond U+FFFF as surrogate pairs (``\\ud83d\\ude00``), which YAML refuses:
+    rewrite them as YAML's ``\\U0001f600`` (same line, so line numbers are unchanged)."""
+    if "\\u" not in text:
+        return text
+
+    def joined(m: re.Match[str]) -> str:
+        hi, lo = int(m.group(2), 16), int(m.group(3), 16)
+        return f"{m.group(1)}\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
+
+    return _SURROGATE_PAIR.sub(joined, text)
+
+
+MAX_NESTING = 32  # a manifest needs 4 levels; deeper documents are refused before they exhaust the stack
+
+# What can open or close a flow collection, and what hides brackets from it: quoted scalars and comments. The
+# pattern starts with a character class so the regex engine skips plain text in C; where a quote, '#' or an opening
+# bracket really starts something (after a blank, a line's start or a flow indicator) is checked per match.
+_FLOW_TOKENS = re.compile(r"""[\[{](?:[^\[\]{}'"#]*[\]}])?|[\]}]|'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|#[^\n]*""")
+_NODE_START_BEFORE = frozenset(" \t\r\n[{,:")
+
+
+def _check_flow_nesting(text: str) -> None:
+    """Refuse flow collections nested deeper than :data:`MAX_NESTING` before the YAML library sees the text.
+
+    libyaml scans ahead of the parser (up to 1,024 characters per possible key), so deep ``[[[[`` reaches the
+    library's own limit, worded its own way and changing between releases, before our composer counts a level:
+    this lexical pass gives one message of ours whatever the library. A bracket inside a block plain scalar
+    (``user: a[b``) opens nothing. Block nesting costs two columns a level and is counted by the composer.
+    """
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    import yaml
+
+    depth, pos, opened_at, search = 0, 0, -1, _FLOW_TOKENS.search
+    while (m := search(text, pos)) is not None:
+        start, c = m.start(), text[m.start()]
+        before = text[start - 1] if start else "\n"
+        # '[' right after an opening bracket starts a node only if that bracket opened a collection ('a[[' does not)
+        starts_node = before in _NODE_START_BEFORE and (before not in "[{" or opened_at == start - 1)
+        if c in "[{":
+            flat = m.end() - start > 1  # '{user: alice}': opened and closed with nothing nested or quoted inside
+            pos = m.end() if flat else start + 1
+            if not starts_node:  # 'a[b': part of a plain scalar, opens nothing (its ']' closes one, as below)
+                depth = max(depth - 1, 0) if flat else depth
+            elif depth == MAX_NESTING:
+                line = text.count("\n", 0, start)
+                column = start - (text.rfind("\n", 0, start) + 1)
+                mark = yaml.error.Mark("<manifest>", start, line, column, None, None)
+                message = f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)"
+                raise yaml.composer.ComposerError(None, None, message, mark)
+            elif not flat:
+                depth, opened_at = depth + 1, start
+        elif c in "]}":
+            pos = start + 1
+            depth = max(depth - 1, 0)
+        elif c == "#" and not (start == 0 or text[start - 1].isspace()):
+            pos = start + 1  # 'a#b' is a plain scalar, not a comment
+        elif c in "'\"" and not starts_node:
+            pos = start + 1  # "o'brien": an apostrophe inside a plain scalar
+        else:
+            pos = m.end()  # a quoted scalar or a comment: its brackets open nothing
+
+
+def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> Iterator[Any]:
+    """Compose YAML documents into nodes (with marks) from the C parser's events.
+
+    Like ``yaml.compose_all``, except that the items of the top-level ``quotas`` list are handed to
+    ``on_entry`` one at a time and not kept: memory stays proportional to the validated entries, not to
+    the YAML node tree (about 5 KB per entry).
+    """
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    text = _json_surrogates(text)
+    _check_flow_nesting(text)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # undecodable bytes smuggled in as surrogates (stdin under LANG=C)
+            line, column = text.count("\n", 0, e.start), e.start - (text.rfind("\n", 0, e.start) + 1)
+            mark = yaml.error.Mark("<manifest>", e.start, line, column, None, None)
+            raise yaml.scanner.ScannerError(None, None, "bytes that are not valid UTF-8", mark) from None
+    loader = loader_cls(text)
+    try:
+        loader.get_event()  # StreamStart
+        while not loader.check_event(yaml.StreamEndEvent):
+            loader.get_event()  # DocumentStart
+            doc = _EventComposer(loader, on_entry).node(0, None)
+            loader.get_event()  # DocumentEnd
+            yield doc
+        loader.get_event()
+    finally:
+        loader.dispose()
+
+
+class _EventComposer:
+    def __init__(self, loader: Any, on_entry: Callable[[Any], None] | None) -> None:
+        self.loader = loader
+        self.on_entry = on_entry
+        self.anchors: dict[str, Any] = {}
+
+    def node(self, depth: int, key: str | None) -> Any:
+        import yaml
+
+        loader = self.loader
+        ev = loader.get_event()
+        if depth > MAX_NESTING:  # composing recurses per level: 100,000 nested brackets would exhaust the stack
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)", ev.start_mark
+            )
+        if isinstance(ev, yaml.AliasEvent):
+            if ev.anchor not in self.anchors:
+                raise yaml.composer.ComposerError(None, None, f"found undefined alias {ev.anchor!r}", ev.start_mark)
+            return self.anchors[ev.anchor]
+        tag = getattr(ev, "tag", None)
+        if isinstance(ev, yaml.ScalarEvent):
+            if tag is None or tag == "!":
+                tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+            node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+            if ev.anchor:
+                self.anchors[ev.anchor] = node
+            return node
+        if isinstance(ev, yaml.SequenceStartEvent):
+            if tag is None or tag == "!":
+                tag = loader.resolve(yaml.SequenceNode, None, ev.implicit)
+            node = yaml.SequenceNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
+            if ev.anchor:
+                self.anchors[ev.anchor] = node
+            stream = depth == 1 and key == "quotas" and self.on_entry is not None
+            while not loader.check_event(yaml.SequenceEndEvent):
+                item = self.node(depth + 1, None)
+                if stream:
+                    self.on_entry(item)  # type: ignore[misc]
+                else:
+                    node.value.append(item)
+            node.end_mark = loader.get_event().end_mark
+            node.streamed = stream  # type: ignore[attr-defined]
+            return node
+        if tag is None or tag == "!":
+            tag = loader.resolve(yaml.MappingNode, None, ev.implicit)
+        node = yaml.MappingNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
+        if ev.anchor:
+            self.anchors[ev.anchor] = node
+        while not loader.check_event(yaml.MappingEndEvent):
+            k = self.node(depth + 1, None)
+            v = self.node(depth + 1, k.value if isinstance(k, yaml.ScalarNode) else None)
+            node.value.append((k, v))
+        node.end_mark = loader.get_event().end_mark
+        return node
+
+
+def json_schema() -> dict[str, Any]:
+    """The manifest's JSON Schema (shipped as ``kquotactl/schema/manifest.schema.json``), for editors and CI."""
+    import json
+    from importlib.resources import files
+
+    return json.loads(files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8"))

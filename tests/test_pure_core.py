@@ -268,3 +268,16 @@ def test_an_empty_ip_name_is_not_the_loopback_address() -> None:
 
     with pytest.raises(InvalidValue, match="empty"):
         canonical_ip("")  # InetAddress.getByName("") is the loopback address: never what an entity name means
+
+
+def test_a_double_for_a_long_key_is_narrowed_as_java_narrows_it() -> None:
+    """What a broker stores for a LONG value sent as a double: ``(v + 1e-6).toLong`` saturates at Long.MAX_VALUE
+    (found by tests/test_oracle_write.py with seed 2235357277: 2**63 - 3 sent as a double)."""
+    from kquotactl.core.keys import KEYS, format_value
+
+    key = KEYS["producer_byte_rate"]
+    assert format_value(key, float(2**63 - 3)) == str(2**63 - 1)
+    assert format_value(key, 2**63 - 3) == str(2**63 - 3)  # an int is written as given (the ZooKeeper path)
+    assert format_value(key, float("nan")) == "0"
+    assert format_value(key, -1e300) == str(-(2**63))
+    assert format_value(key, 1048576.0) == "1048576"

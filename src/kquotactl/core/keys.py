@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from kquotactl.core.errors import InvalidValue
 from kquotactl.core.javafmt import java_digit
+from kquotactl.core.throttlemath import java_long
 
 Number = int | float
 
@@ -262,10 +263,12 @@ def java_trim(text: str) -> str:
 def format_value(key: QuotaKey, value: Number) -> str:
     """The canonical stored string: integers for LONG/INT, Java ``Double.toString`` for DOUBLE.
 
-    This is what a broker's AlterClientQuotas path writes to ZooKeeper for the same value.
+    This is what a broker's AlterClientQuotas path writes to ZooKeeper for the same value: the request carries a
+    double, which the broker narrows to a long as Java does (``(v + 1e-6).toLong``: saturating, so 2**63 - 2 sent as
+    a double is stored as Long.MAX_VALUE). An ``int`` is written exactly as given (the ZooKeeper backend's path).
     """
     if key.integral:
-        return str(int(value))
+        return str(java_long(value)) if isinstance(value, float) else str(int(value))
     from kquotactl.core.javafmt import double_to_string
 
     return double_to_string(float(value))

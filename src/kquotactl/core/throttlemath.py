@@ -25,6 +25,18 @@ def java_round(x: float) -> int:
     return max(_LONG_MIN, min(_LONG_MAX, rounded))
 
 
+def java_long(x: float) -> int:
+    """A Java ``double`` narrowed to ``long`` (``(long) x``, Scala's ``.toLong``): toward zero, NaN gives 0, and
+    anything beyond the range saturates at ``Long.MIN/MAX_VALUE``."""
+    if x != x:
+        return 0
+    if x >= 2.0**63:
+        return _LONG_MAX
+    if x <= -(2.0**63):
+        return _LONG_MIN
+    return int(x)
+
+
 def java_int(x: int) -> int:
     """A Java ``long`` narrowed to ``int`` (``(int) x``, Scala's ``.toInt``): the low 32 bits, signed."""
     return ((x + 2**31) % 2**32) - 2**31

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.config.cluster import ConnectionOptions, typed_cluster
 
 CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
 
@@ -35,6 +35,9 @@ class AppState:
 
     def connection(self) -> ConnectionOptions:
         """The cluster to use: flags > environment > context (see kquotactl.config.contexts)."""
+        typed_only = typed_cluster(self.conn, self.context_name)
+        if typed_only is not None:  # no context involved: the contexts module (and pathlib) is not even loaded
+            return typed_only
         from kquotactl.config.contexts import resolve
 
         return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)

@@ -471,6 +471,20 @@ def test_help_imports_nothing_heavy() -> None:
     p, names = _imported("--help")
     assert p.returncode == 0 and "describe" in p.stdout, p.stderr[-2000:]
     assert sorted(_packages(names) & HEAVY) == []
+    assert "shutil" not in names  # the help width comes from kit.terminal_columns (shutil loads bz2, lzma...)
+
+
+@pytest.mark.parametrize("columns", [None, "", "0", "-3", "abc", "40", "132"])
+def test_help_width_is_shutils_terminal_width(monkeypatch, columns: str | None) -> None:
+    import shutil
+
+    from kquotactl.cli.kit import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
 
 
 @pytest.mark.parametrize("output", ["json", "table"])

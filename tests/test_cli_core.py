@@ -472,6 +472,7 @@ def test_help_imports_nothing_heavy() -> None:
     assert p.returncode == 0 and "describe" in p.stdout, p.stderr[-2000:]
     assert sorted(_packages(names) & HEAVY) == []
     assert "shutil" not in names  # the help width comes from kit.terminal_columns (shutil loads bz2, lzma...)
+    assert "kquotactl.cli.completion" not in names  # loaded only when completing
 
 
 @pytest.mark.parametrize("columns", [None, "", "0", "-3", "abc", "40", "132"])

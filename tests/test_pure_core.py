@@ -263,6 +263,18 @@ def test_piped_table_is_written_without_rich_and_reads_exactly_as_rich_lays_it_o
     assert len(direct.getvalue().splitlines()) == (len(records) + 1 if records else 1)
 
 
+@pytest.mark.parametrize("color", [False, True])
+def test_names_in_a_table_are_data_not_emoji_codes(color: bool) -> None:
+    import io
+
+    from kquotactl.core.model import QuotaRecord
+    from kquotactl.render.records import records_table
+
+    out = io.StringIO()
+    records_table([QuotaRecord(Entity(user=":smile: \u00e9"), {"producer_byte_rate": 1024})], out, color)  # é: rich
+    assert ":smile: \u00e9" in out.getvalue()
+
+
 def test_piped_table_falls_back_to_rich_for_what_plain_text_cannot_lay_out() -> None:
     from kquotactl.render.records import PIPE_WIDTH, plain_table
 

@@ -59,9 +59,9 @@ class ConnectionOptions:
             out = replace(out, command_config=env[ENV_COMMAND_CONFIG])
         if not out.zk_auth and env.get(ENV_ZK_AUTH):
             out = replace(out, zk_auth=[env[ENV_ZK_AUTH]])
-        if not out.zk_sasl_jaas:
-            m = re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", env.get("KAFKA_OPTS", ""))
-            if m and out.zookeeper:
+        if not out.zk_sasl_jaas and out.zookeeper and env.get("KAFKA_OPTS"):
+            m = re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", env["KAFKA_OPTS"])
+            if m:
                 out = replace(out, zk_sasl_jaas=m.group(1))
         return out
 

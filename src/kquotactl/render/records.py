@@ -121,7 +121,7 @@ NO_QUOTAS = "No quotas found."
 def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> None:
     """One row per entity, one column per entity type and per quota key present. Without colour, a table of plain
     printable ASCII that fits :data:`PIPE_WIDTH` is written directly (:func:`plain_table`, the layout rich gives
-    it, without loading rich's console: ~30 ms of a one-entity describe); anything else is laid out by rich."""
+    it, without importing rich's console: 10-15 ms of a one-entity describe); anything else is laid out by rich."""
     if not records and not color:
         out.write(NO_QUOTAS + "\n")
         return

@@ -444,33 +444,60 @@ def test_concurrent_processes_never_lose_an_update(chroot) -> None:
 
 # -- start-up cost ------------------------------------------------------------------------------------------
 
-PROBE = textwrap.dedent(
-    """
-    import sys
-    from kquotactl.cli.app import main
-    try:
-        main(sys.argv[1:])
-    except SystemExit:
-        pass
-    heavy = sorted(m for m in ("kazoo", "rich", "yaml", "kafka", "confluent_kafka", "pyspark", "pandas")
-                   if m in sys.modules)
-    print("HEAVY=" + ",".join(heavy), file=sys.stderr)
-    """
+# Third-party packages no start-up path may load unasked: each costs 10-500 ms before the first line is printed.
+HEAVY = frozenset(
+    {"kazoo", "rich", "yaml", "kafka", "confluent_kafka", "pyspark", "pyarrow", "duckdb", "matplotlib", "jsonschema"}
+    | {"pandas"}
 )
 
 
-def _heavy_modules(*args: str) -> list[str]:
-    p = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60)
-    line = [x for x in p.stderr.splitlines() if x.startswith("HEAVY=")][-1]
-    return [m for m in line[len("HEAVY=") :].split(",") if m]
+def _imported(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -X importtime -m kquotactl ARGS``: the finished process and the modules it imported (from the
+    interpreter's own import trace on stderr, so a lazy import anywhere counts)."""
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kquotactl", *args], capture_output=True, text=True, timeout=60
+    )
+    trace = [line for line in p.stderr.splitlines() if line.startswith("import time:")]
+    names = {line.rsplit("|", 1)[1].strip() for line in trace}
+    assert "click" in names, p.stderr[-2000:]  # the trace is there (an empty one would pass every check below)
+    return p, names
+
+
+def _packages(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
 
 
 def test_help_imports_nothing_heavy() -> None:
-    assert _heavy_modules("--help") == []
+    p, names = _imported("--help")
+    assert p.returncode == 0 and "describe" in p.stdout, p.stderr[-2000:]
+    assert sorted(_packages(names) & HEAVY) == []
+    assert "shutil" not in names  # the help width comes from kit.terminal_columns (shutil loads bz2, lzma...)
+    assert "kquotactl.cli.completion" not in names  # loaded only when completing
 
 
-def test_describe_imports_only_what_it_uses(chroot) -> None:
-    assert _heavy_modules("--zookeeper", chroot.connect, "describe", "-o", "json") == ["kazoo"]
+@pytest.mark.parametrize("columns", [None, "", "0", "-3", "abc", "40", "132"])
+def test_help_width_is_shutils_terminal_width(monkeypatch, columns: str | None) -> None:
+    import shutil
+
+    from kquotactl.cli.kit import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+
+
+@pytest.mark.parametrize("output", ["json", "table"])
+def test_describe_imports_only_what_it_uses(chroot, output: str) -> None:
+    """One describe against a real ZooKeeper loads the ZooKeeper client and nothing else heavy: no YAML, no Kafka
+    client, no Spark, Arrow, schema validator or plotting; a piped table of plain names not even rich's console; and
+    with the cluster typed on the command line, not the contexts' config file reader."""
+    assert zk(chroot, "alter", "--user", "alice", "--add-config", "producer_byte_rate=1048576").exit_code == 0
+    p, names = _imported("--zookeeper", chroot.connect, "describe", "--user", "alice", "-o", output)
+    assert p.returncode == 0 and "alice" in p.stdout and "1048576" in p.stdout, p.stderr[-2000:]
+    assert sorted(_packages(names) & HEAVY) == ["kazoo"]
+    assert "kquotactl.config.contexts" not in names
 
 
 def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> None:

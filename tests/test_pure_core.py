@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kquotactl.cli.entityargs import ENTITY_DEFAULT
 from kquotactl.core.entities import Entity
@@ -214,6 +216,72 @@ def test_table_layout_is_rich_own_with_widths_fixed_ahead(monkeypatch, names, co
     plain = io.StringIO()
     render.records_table(records, plain, color)
     assert fast.getvalue() == plain.getvalue()
+
+
+_ascii_names = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), _ascii_names),
+            st.one_of(st.none(), _ascii_names),
+            st.dictionaries(
+                st.sampled_from(["producer_byte_rate", "consumer_byte_rate", "request_percentage"]),
+                st.integers(1, 10**12),
+                min_size=1,
+            ),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_piped_table_is_written_without_rich_and_reads_exactly_as_rich_lays_it_out(cases, unparsed) -> None:
+    """Without colour, a plain-ASCII table that fits is written by ``plain_table`` (rich's console is not loaded):
+    character for character what rich writes, trailing spaces, names such as ":smile:" or "[/x]" included."""
+    import io
+
+    import kquotactl.render.records as render
+    from kquotactl.core.model import QuotaRecord
+
+    records = [
+        QuotaRecord(
+            Entity(user=u if u or c else "u", client_id=c),
+            config,
+            unparsed={"request_percentage": "NaN"} if unparsed and i == 0 else {},
+        )
+        for i, (u, c, config) in enumerate(cases)
+    ]
+    direct = io.StringIO()
+    render.records_table(records, direct, False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(render, "plain_table", lambda *a: None)  # rich lays it out
+        laid_out = io.StringIO()
+        render.records_table(records, laid_out, False)
+    assert direct.getvalue() == laid_out.getvalue()
+    assert len(direct.getvalue().splitlines()) == (len(records) + 1 if records else 1)
+
+
+@pytest.mark.parametrize("color", [False, True])
+def test_names_in_a_table_are_data_not_emoji_codes(color: bool) -> None:
+    import io
+
+    from kquotactl.core.model import QuotaRecord
+    from kquotactl.render.records import records_table
+
+    out = io.StringIO()
+    records_table([QuotaRecord(Entity(user=":smile: \u00e9"), {"producer_byte_rate": 1024})], out, color)  # é: rich
+    assert ":smile: \u00e9" in out.getvalue()
+
+
+def test_piped_table_falls_back_to_rich_for_what_plain_text_cannot_lay_out() -> None:
+    from kquotactl.render.records import PIPE_WIDTH, plain_table
+
+    assert plain_table(["USER", "k"], [False, True], [["alice", "10"]], PIPE_WIDTH) == ["USER    k", "alice  10"]
+    assert plain_table(["USER"], [False], [["日本"]], PIPE_WIDTH) is None  # wide characters: rich measures
+    assert plain_table(["USER"], [False], [["tab\there"]], PIPE_WIDTH) is None
+    assert plain_table(["USER"], [False], [["a" * 201]], PIPE_WIDTH) is None  # too wide: rich's blocks
 
 
 # -- stored state as brokers read it ------------------------------------------------------------------------------

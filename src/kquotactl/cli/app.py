@@ -1,7 +1,8 @@
 """The command line: parse, call the core and a backend, render. Nothing else lives here.
 
 Only click is imported at start-up; rich, kazoo, YAML and Kafka clients load inside the commands that
-use them, so ``kquotactl --help`` stays fast.
+use them, and shell completion (:mod:`kquotactl.cli.completion`, whose callbacks attach to options by name) only
+when completing, so ``kquotactl --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 import click
 
 from kquotactl import __version__
-from kquotactl.cli import completion as comp
 from kquotactl.cli.argv import normalize_argv
 from kquotactl.cli.helpwrap import install as _install_help_wrapping
 from kquotactl.cli.kit import (
@@ -147,7 +147,6 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "entity_names",
             multiple=True,
             metavar="NAME",
-            shell_complete=comp.complete_entity_name,
             help="Name for the --entity-type at the same position (never empty: --entity-default is the default).",
         ),
         click.option(
@@ -160,7 +159,6 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--user",
             metavar="NAME",
-            shell_complete=comp.complete_user,
             help="A user principal (same as --entity-type users --entity-name).",
         ),
         click.option(
@@ -168,13 +166,11 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--client-id",
             "client",
             metavar="NAME",
-            shell_complete=comp.complete_client,
             help="A client-id.",
         ),
         click.option(
             "--ip",
             metavar="ADDRESS",
-            shell_complete=comp.complete_ip,
             help="An IPv4/IPv6 address (connection_creation_rate only).",
         ),
         click.option("--user-defaults", is_flag=True, help="The default user."),
@@ -222,7 +218,6 @@ CI_REPORT_COMMANDS = ("validate", "plan")
     "--context",
     "context_name",
     metavar="NAME",
-    shell_complete=comp.complete_context,
     help="Use this named cluster from the config file (env KQUOTACTL_CONTEXT; see `kquotactl config`).",
 )
 @click.option(
@@ -340,7 +335,6 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
 @click.option(
     "--add-config",
     metavar="K=V,...",
-    shell_complete=comp.complete_add_config,
     help="Keys to set: k1=v1,k2=[v2,v3] (kafka-configs grammar). " + KEYS_HELP,
 )
 @click.option(
@@ -354,7 +348,6 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
     "delete_config",
     multiple=True,
     metavar="K,...",
-    shell_complete=comp.complete_delete_config,
     help="Keys to remove.",
 )
 @click.option("--if-exists", is_flag=True, help="Removing a key that is not set is not an error.")
@@ -456,7 +449,9 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
     debug = "--debug" in args
     try:
         if os.environ.get("_KQUOTACTL_COMPLETE"):
-            comp.install(cli)  # options of commands that did not attach completion callbacks themselves
+            from kquotactl.cli import completion
+
+            completion.install(cli)  # --user, --add-config... complete by option name (completion.BY_OPTION)
             cli.main(args=args, prog_name=prog_name)
             return
         _invoke(args, prog_name)

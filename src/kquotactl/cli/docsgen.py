@@ -131,7 +131,7 @@ def env_vars() -> list[tuple[str, str]]:
         (c.ENV_BOOTSTRAP, "Bootstrap servers, when no cluster option is given."),
         (c.ENV_COMMAND_CONFIG, "Admin client properties file, when --command-config is not given."),
         (c.ENV_ZK_AUTH, "ZooKeeper authentication (SCHEME:USER:PASSWORD), kept off the command line."),
-        (x.ENV_CONTEXT, "The context to use, when --context is not given."),
+        (c.ENV_CONTEXT, "The context to use, when --context is not given."),
         (x.ENV_CONFIG, "The config file, when --config is not given."),
         ("XDG_CONFIG_HOME", "Base directory of the config file (default ~/.config)."),
         ("KAFKA_OPTS", "Its -Djava.security.auth.login.config=FILE is the JAAS file for ZooKeeper SASL."),

@@ -7,6 +7,7 @@ connection options at module level, so ``kquotactl --help`` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any
 
 import click
 
-from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.config.cluster import ConnectionOptions, typed_cluster
 
 CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
 
@@ -35,6 +36,9 @@ class AppState:
 
     def connection(self) -> ConnectionOptions:
         """The cluster to use: flags > environment > context (see kquotactl.config.contexts)."""
+        typed_only = typed_cluster(self.conn, self.context_name)
+        if typed_only is not None:  # no context involved: the contexts module (and pathlib) is not even loaded
+            return typed_only
         from kquotactl.config.contexts import resolve
 
         return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
@@ -90,8 +94,34 @@ class _OnceParser:
         return opts, rest, order
 
 
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` (``COLUMNS``, else the width of the terminal stdout is, else 80)
+    without importing shutil and the compression modules it loads: ~5 ms of every ``--help``."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class AppContext(click.Context):
+    def make_formatter(self) -> click.HelpFormatter:
+        """click's help formatter at click's width (the terminal's, at most ``max_content_width``, at least 50)."""
+        width = self.terminal_width
+        if width is None and click.formatting.FORCED_WIDTH is None:  # CliRunner forces a width: click's own path
+            width = max(min(terminal_columns(), self.max_content_width or 80) - 2, 50)
+        return self.formatter_class(width=width, max_width=self.max_content_width)
+
+
 class OnceCommand(click.Command):
     """A command whose single-value options are refused when repeated (see :class:`_OnceParser`)."""
+
+    context_class = AppContext
 
     def make_parser(self, ctx: click.Context) -> Any:
         return _OnceParser(super().make_parser(ctx))
@@ -99,6 +129,7 @@ class OnceCommand(click.Command):
 
 class OnceGroup(click.Group):
     command_class = OnceCommand
+    context_class = AppContext
 
     def make_parser(self, ctx: click.Context) -> Any:
         return _OnceParser(super().make_parser(ctx))

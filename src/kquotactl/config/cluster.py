@@ -15,6 +15,7 @@ ENV_ZOOKEEPER = "KQUOTACTL_ZOOKEEPER"
 ENV_BOOTSTRAP = "KQUOTACTL_BOOTSTRAP_SERVER"
 ENV_COMMAND_CONFIG = "KQUOTACTL_COMMAND_CONFIG"
 ENV_ZK_AUTH = "KQUOTACTL_ZK_AUTH"
+ENV_CONTEXT = "KQUOTACTL_CONTEXT"  # a context chosen by name (kquotactl.config.contexts)
 
 
 @dataclass
@@ -41,6 +42,10 @@ class ConnectionOptions:
     def target(self) -> str:
         return self.zookeeper or self.bootstrap_server or self.bootstrap_controller or "?"
 
+    @property
+    def has_cluster(self) -> bool:
+        return bool(self.zookeeper or self.bootstrap_server or self.bootstrap_controller)
+
     def with_env(self, env: Mapping[str, str] | None = None) -> ConnectionOptions:
         """Fill what flags left empty from the environment (flags win)."""
         env = os.environ if env is None else env
@@ -54,9 +59,9 @@ class ConnectionOptions:
             out = replace(out, command_config=env[ENV_COMMAND_CONFIG])
         if not out.zk_auth and env.get(ENV_ZK_AUTH):
             out = replace(out, zk_auth=[env[ENV_ZK_AUTH]])
-        if not out.zk_sasl_jaas:
-            m = re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", env.get("KAFKA_OPTS", ""))
-            if m and out.zookeeper:
+        if not out.zk_sasl_jaas and out.zookeeper and env.get("KAFKA_OPTS"):
+            m = re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", env["KAFKA_OPTS"])
+            if m:
                 out = replace(out, zk_sasl_jaas=m.group(1))
         return out
 
@@ -88,6 +93,19 @@ class ConnectionOptions:
         if self.command_config and self.zookeeper:
             raise UsageError("--command-config applies to --bootstrap-server/--bootstrap-controller only")
         return self
+
+
+def typed_cluster(
+    opts: ConnectionOptions, context_name: str | None, env: Mapping[str, str] | None = None
+) -> ConnectionOptions | None:
+    """The flags filled from the environment, when they name a cluster and no context was chosen (``--context``,
+    ``KQUOTACTL_CONTEXT``): then no context is involved and no config file is read. None otherwise: the contexts
+    decide (:func:`kquotactl.config.contexts.resolve`)."""
+    env = os.environ if env is None else env
+    if context_name or env.get(ENV_CONTEXT):
+        return None
+    merged = opts.with_env(env)
+    return merged if merged.has_cluster else None
 
 
 def unreachable(hosts: list[tuple[str, int]], timeout: float) -> str | None:

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.config.cluster import ENV_CONTEXT, ConnectionOptions, typed_cluster
 from kquotactl.core.errors import UsageError
 
-ENV_CONTEXT = "KQUOTACTL_CONTEXT"
 ENV_CONFIG = "KQUOTACTL_CONFIG"
 
 # context key -> ConnectionOptions field
@@ -268,10 +267,6 @@ def _read_yaml(p: Path) -> Any:
         raise UsageError(f"{p}:{at} is not valid YAML ({getattr(e, 'problem', None) or e})") from None
 
 
-def _has_cluster(opts: ConnectionOptions) -> bool:
-    return bool(opts.zookeeper or opts.bootstrap_server or opts.bootstrap_controller)
-
-
 def apply_context(
     opts: ConnectionOptions,
     ctx: Context,
@@ -286,7 +281,7 @@ def apply_context(
     """
     defaults = defaults or ConnectionOptions()
     changes: dict[str, Any] = {}
-    has_cluster = _has_cluster(opts)
+    has_cluster = opts.has_cluster
     for key, attr in FIELDS.items():
         if key not in ctx.settings or attr in explicit:
             continue
@@ -324,10 +319,10 @@ def resolve(
     """flags > environment > context. ``opts`` holds the flags (``typed``: those given on the command line);
     the result may still have no cluster (``ConnectionOptions.check`` then says what to pass)."""
     env = os.environ if env is None else env
+    typed_only = typed_cluster(opts, context_name, env)
+    if typed_only is not None:
+        return typed_only  # a cluster typed by hand (or in the environment): no context involved
     merged = opts.with_env(env)
-    explicit = context_name or env.get(ENV_CONTEXT)
-    if not explicit and _has_cluster(merged):
-        return merged  # a cluster typed by hand (or in the environment): no context involved
     config = load_config(config_path, env)
     ctx, how = select_context(config, context_name, env)
     if ctx is None:

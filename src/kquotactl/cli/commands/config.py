@@ -53,7 +53,7 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
     """
     import os
 
-    from kquotactl.config.contexts import ENV_CONTEXT
+    from kquotactl.config.cluster import ENV_CONTEXT
 
     config = _config(ctx)
     active = os.environ.get(ENV_CONTEXT) or config.current
@@ -128,7 +128,7 @@ def current_context(ctx: click.Context) -> None:
     """
     import os
 
-    from kquotactl.config.contexts import ENV_CONTEXT
+    from kquotactl.config.cluster import ENV_CONTEXT
     from kquotactl.core.errors import UsageError
 
     config = _config(ctx)

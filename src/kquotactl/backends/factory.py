@@ -114,7 +114,7 @@ def open_backend(opts: ConnectionOptions) -> QuotaBackend:
 
         return ZooKeeperBackend(zk_settings(opts))
     try:
-        from kquotactl.backends.kafka.quotas import open_admin_backend  # type: ignore[import-not-found]
+        from kquotactl.backends.kafka.quotas import open_admin_backend
     except ImportError as e:
         if "kquotactl.backends.kafka.quotas" in str(e):
             raise UsageError(

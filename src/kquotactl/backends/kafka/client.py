@@ -90,7 +90,7 @@ class QuotaWire:
         except (ValueError, Errors.KafkaConfigurationError) as e:
             raise QuotaError(f"bad bootstrap address {bootstrap!r}: {e}") from None
         self._net.start()
-        self._conn = None
+        self._conn: Any = None  # a kafka-python connection (the library ships no types)
         self._brokers: dict[int, Any] = {}  # broker id -> connection, for per-broker config resources
         try:
             self._conn = self._manager.run(self._connect)

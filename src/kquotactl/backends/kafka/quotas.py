@@ -259,9 +259,9 @@ class AdminBackend:
         wanted = {wire_key(entity_to_wire(e)): e for e in entities}
         out = {}
         for pairs, values in self.wire.describe([], False):
-            e = wanted.get(wire_key(pairs))
-            if e is not None:
-                out[e] = typed_values(e, values)
+            match = wanted.get(wire_key(pairs))
+            if match is not None:
+                out[match] = typed_values(match, values)
         return out
 
     # -- writes ----------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, Number
 from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing
 from kquotactl.core.sanitizer import sanitize
-from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, quota_throttle_ms
+from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
+from kquotactl.core.throttlemath import quota_throttle_ms
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def quota_id(key: str, qid_user: str | None, qid_client: str | None, qid_ip: str
 
 def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str, Any]:
     """``{"summary": {...}, "quota_ids": [...]}`` from an engine's result; identical for both engines."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for s in result.stats:
         if s.key in IP_MODEL_KEYS:
             entity = Entity(ip=s.qid_ip) if s.level == 1 else Entity(ip=DEFAULT)
@@ -217,7 +218,8 @@ def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str,
             }
         )
     rows.sort(key=lambda r: (-r["total_throttle_ms"], -r["seconds_throttled"], r["key"], sorted(r["quota_id"].items())))
-    span = 0 if result.first_sample is None else (result.last_sample - result.first_sample + 1) * window.size_s
+    first, last = result.first_sample, result.last_sample  # both set, or neither (no sample)
+    span = 0 if first is None or last is None else (last - first + 1) * window.size_s
     traffic = {}
     for key in MODEL_KEYS:
         t = result.totals.get(key, KeyTotals())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from kquotactl.core.keys import KEYS
 from kquotactl.core.sanitizer import desanitize
@@ -296,7 +296,8 @@ def figure(
     its throttle on a right axis), then throttled seconds per quota-id in the same colours; legend and title
     outside the panels."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
@@ -305,7 +306,7 @@ def figure(
 
     rates = rates or {}
     rows = [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][: min(top, MAX_PANELS)]
-    by_id = {}
+    by_id: dict[tuple[str, int, str], tuple[Any, ...]] = {}  # (key, level, label) -> the engine's quota-id
     for sid in (*timeline, *rates):
         key, level, qu, qc, qip = sid
         by_id[(key, level, qid_label(quota_id(key, qu, qc, qip)))] = sid
@@ -316,7 +317,7 @@ def figure(
     panels_h, bar_h = 3.3 * nrows + 0.5, (1.0 + 0.42 * len(rows) if rows else 0.0)
     fig = Figure(figsize=(6.4 * ncols if ncols > 1 else 11, 0.6 + panels_h + bar_h), layout="constrained")
     FigureCanvasAgg(fig)  # draws without a display (and without pyplot's global state)
-    fig.get_layout_engine().set(h_pad=0.03, hspace=0.01)
+    cast(ConstrainedLayoutEngine, fig.get_layout_engine()).set(h_pad=0.03, hspace=0.01)  # layout="constrained"
     line1, line2 = _title(report, len(rows), first_sample, size_s, replayed or {})
     chars = int(fig.get_figwidth() * 13)  # what fits at 11 pt
     fig.suptitle(f"{wrap(line1, chars)}\n{wrap(line2, chars)}", fontsize=11, x=0.01, ha="left")
@@ -325,7 +326,7 @@ def figure(
         ax.text(0.5, 0.5, "nothing throttled", ha="center", va="center", transform=ax.transAxes, fontsize=14)
         ax.set_axis_off()
         return fig
-    top_fig, bottom_fig = fig.subfigures(2, 1, height_ratios=[panels_h, bar_h])
+    top_fig, bottom_fig = cast("Sequence[SubFigure]", fig.subfigures(2, 1, height_ratios=[panels_h, bar_h]))
     cells = top_fig.add_gridspec(2 * nrows, ncols, height_ratios=[3, 1.15] * nrows)
     first_ax = None
     for i, r in enumerate(rows):
@@ -336,10 +337,10 @@ def figure(
         ax.set_gid(f"rate-{i}")
         thr.set_gid(f"throttle-{i}")
         key = r["key"]
-        sid = by_id.get((key, r["level"], qid_label(r["quota_id"])))
+        panel = by_id.get((key, r["level"], qid_label(r["quota_id"])))
         limit = float(r["limit"])
         div, unit = rate_scale(key, max(limit, r["max_rate"]))
-        xs, ys = _steps(rates.get(sid, ()), base, size_s, div) if sid else ([], [])
+        xs, ys = _steps(rates.get(panel, ()), base, size_s, div) if panel else ([], [])
         ax.plot(xs, ys, color=color, linewidth=1.8, label="observed rate", gid="rate")
         ax.axhline(limit / div, color="black", linestyle="--", linewidth=1.2, label="limit", gid="limit")
         ax.set_ylim(0, max(limit, r["max_rate"]) / div * 1.12)
@@ -348,7 +349,7 @@ def figure(
         ax.tick_params(labelbottom=False)
         ax.grid(axis="y", color="0.9")
         tdiv, tunit = throttle_scale(r["max_throttle_ms"])
-        tx, ty = _steps(timeline.get(sid, ()), base, size_s, tdiv) if sid else ([], [])
+        tx, ty = _steps(timeline.get(panel, ()), base, size_s, tdiv) if panel else ([], [])
         thr.fill_between(tx, ty, color=color, alpha=0.45, linewidth=0, label="throttle")
         thr.plot(tx, ty, color=color, linewidth=1.0)
         thr.set_ylim(0, max(r["max_throttle_ms"] / tdiv, 1e-9) * 1.2)

@@ -21,7 +21,9 @@ No Python UDFs and no RDDs, so the same plan runs in ``local[*]``, on a cluster 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
+from functools import reduce
 from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity
@@ -411,7 +413,7 @@ def run(
     from pyspark.sql import functions as F
 
     nrows, first, last = bounds(traffic)
-    if first is None:
+    if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
     swept = sweep(resolved_usage(traffic, rows), window, int(last))
     if timeline_top:
@@ -431,18 +433,20 @@ def run(
             t.units_unlimited += r["units"]
     for r in limited:
         totals[MODEL_KEYS[r["k"]]].units_throttled += r["units_throttled"]
-        qid = [None if r[part] is None else names[(i, r[part])] for i, part in enumerate(QID_PARTS)]
+        qu, qc, qip = (None if r[part] is None else names[(i, r[part])] for i, part in enumerate(QID_PARTS))
         st = QidStats(
             MODEL_KEYS[r["k"]],
             r["level"],
-            *qid,
+            qu,
+            qc,
+            qip,
             int(r["seconds_throttled"]),
             float(r["max_rate"]),
             int(r["total_throttle_ms"]),
             int(r["max_throttle_ms"]),
         )
         stats.append(st)
-        hashed[(st.key, st.level, *qid)] = tuple(r[c] for c in QID)
+        hashed[(st.key, st.level, qu, qc, qip)] = tuple(r[c] for c in QID)
     result = EngineResult(nrows, int(first), int(last), stats, totals)
     timeline: dict = {}
     rates: dict = {}
@@ -450,13 +454,20 @@ def run(
         top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
         if top:
             by_hash = {hashed[sid]: sid for sid in ((s.key, s.level, s.qid_user, s.qid_client, s.qid_ip) for s in top)}
-            cond = None
-            for h in by_hash:
-                c = None
-                for col, v in zip(QID, h, strict=True):
-                    term = F.col(col).isNull() if v is None else (F.col(col) == v)
-                    c = term if c is None else c & term
-                cond = c if cond is None else cond | c
+            # (one quota-id's columns and-ed) or-ed over the quota-ids, left to right
+            cond = reduce(
+                operator.or_,
+                (
+                    reduce(
+                        operator.and_,
+                        (
+                            F.col(col).isNull() if v is None else (F.col(col) == v)
+                            for col, v in zip(QID, h, strict=True)
+                        ),
+                    )
+                    for h in by_hash
+                ),
+            )
             picked = swept.where(cond & (F.col("len") > 0)).select(*QID, "p", "len", "ms", "rate")
             for r in picked.toArrow().to_pylist():
                 sid = by_hash[tuple(r[c] for c in QID)]

@@ -80,7 +80,7 @@ def replay(bytes_by: Mapping[tuple[int, str], int], first: int, last: int, cfg: 
         for topic, b in accepted.items():
             win[topic] += b
             total_win += b
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"topic": t, "threshold": thr[t][0], "explicit": thr[t][1], **stats[t]}
         for t in sorted(thr, key=lambda t: (-stats[t]["bytes_dropped"], t))
     ]

@@ -1,0 +1,85 @@
+"""The type checker, as `make lint` runs it: mypy over the package with pyproject's [tool.mypy] (every module
+checked, kquotactl.core strictly), and proof that the strict part bites: a core function stripped of its
+annotations (a --shadow-file copy, the tree is not touched) is an error, in every core module.
+
+Marked ``typecheck``: it runs in CI's `make test` like every test (deselect it with ``-m "not typecheck"``).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.typecheck
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ROOT / "src" / "kquotactl" / "core"
+
+
+def _mypy(*args: str) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("mypy", reason="mypy is in the dev extra (requirements-dev.txt): run `make setup`")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def _unannotated(source: str) -> tuple[str, str] | None:
+    """``source`` with the first annotated function's annotations removed (parameters and return), and that
+    function's name; None if the module has no annotated function."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            args += [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+            if node.returns is None and not any(a.annotation for a in args):
+                continue
+            node.returns = None
+            for a in args:
+                a.annotation = None
+            return ast.unparse(tree), node.name
+    return None
+
+
+def test_the_package_type_checks() -> None:
+    """What `make lint` runs: no error anywhere (the configuration is pyproject's)."""
+    r = _mypy()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Success: no issues found" in r.stdout
+
+
+def test_a_core_function_without_annotations_is_an_error_in_every_core_module(tmp_path: Path) -> None:
+    shadows: list[str] = []
+    stripped: dict[str, str] = {}  # path as mypy reports it -> the function
+    for module in sorted(CORE.glob("*.py")):
+        found = _unannotated(module.read_text())
+        if found is None:
+            continue  # no function to strip (constants only)
+        text, name = found
+        copy = tmp_path / module.name
+        copy.write_text(text)
+        rel = module.relative_to(ROOT).as_posix()
+        shadows += ["--shadow-file", rel, str(copy)]
+        stripped[rel] = name
+    assert len(stripped) >= 15, stripped  # the core's modules, bar constant-only ones
+
+    r = _mypy("--no-warn-unused-configs", "--cache-dir", str(tmp_path / "cache"), *shadows, "src/kquotactl/core")
+    assert r.returncode == 1, r.stdout + r.stderr
+    flagged = {line.split(":", 1)[0] for line in r.stdout.splitlines() if "[no-untyped-def]" in line}
+    missed = {rel: name for rel, name in stripped.items() if rel not in flagged}
+    assert not missed, f"unannotated functions mypy accepted: {missed}\n{r.stdout}"
+
+
+def test_outside_the_core_a_missing_annotation_is_allowed(tmp_path: Path) -> None:
+    """The strict flags are the core's: the same stripping in a renderer passes (checked, not strict)."""
+    module = ROOT / "src" / "kquotactl" / "render" / "outfiles.py"
+    found = _unannotated(module.read_text())
+    assert found is not None
+    copy = tmp_path / module.name
+    copy.write_text(found[0])
+    rel = module.relative_to(ROOT).as_posix()
+    r = _mypy("--no-warn-unused-configs", "--cache-dir", str(tmp_path / "cache"), "--shadow-file", rel, str(copy), rel)
+    assert r.returncode == 0, r.stdout + r.stderr

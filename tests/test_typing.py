@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,8 @@ import pytest
 pytestmark = pytest.mark.typecheck
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ROOT / "src" / "kquotactl" / "core"
+SRC = ROOT / "src"
+CORE = SRC / "kquotactl" / "core"
 
 
 def _mypy(*args: str) -> subprocess.CompletedProcess[str]:
@@ -83,3 +86,49 @@ def test_outside_the_core_a_missing_annotation_is_allowed(tmp_path: Path) -> Non
     rel = module.relative_to(ROOT).as_posix()
     r = _mypy("--no-warn-unused-configs", "--cache-dir", str(tmp_path / "cache"), "--shadow-file", rel, str(copy), rel)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _ignored_modules() -> set[str]:
+    """Modules whose errors pyproject's mypy configuration ignores (the temporary override while they move)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    out: set[str] = set()
+    for o in config.get("overrides", []):
+        if o.get("ignore_errors"):
+            out.update([o["module"]] if isinstance(o["module"], str) else o["module"])
+    return out
+
+
+def _backend_annotations(tree: ast.Module) -> Iterator[tuple[int, str, str]]:
+    """(line, what, annotation) for each annotated backend: parameters, variables and attributes named
+    ``*backend``, and the return of functions named ``*backend``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            for a in args:
+                if a.arg.endswith("backend") and a.annotation is not None:
+                    yield a.lineno, a.arg, ast.unparse(a.annotation)
+            if node.name.endswith("backend") and node.returns is not None:
+                yield node.lineno, f"{node.name}()", ast.unparse(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+            if name.endswith("backend"):
+                yield node.lineno, name, ast.unparse(node.annotation)
+
+
+def test_no_backend_is_typed_any() -> None:
+    """A backend is a QuotaBackend (kquotactl.backends.base) or a concrete backend class, never Any: the
+    Protocol is what lets mypy check every call made on one. (Modules under the temporary ignore are skipped
+    until it is lifted.)"""
+    ignored = _ignored_modules()
+    offenders, seen = [], 0
+    for path in sorted((SRC / "kquotactl").rglob("*.py")):
+        module = ".".join(path.relative_to(SRC).with_suffix("").parts)
+        if any(module == m or (m.endswith(".*") and module.startswith(m[:-1])) for m in ignored):
+            continue
+        for line, what, annotation in _backend_annotations(ast.parse(path.read_text())):
+            seen += 1
+            if "Any" in annotation or annotation in ("object", "'object'"):
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: {what}: {annotation}")
+    assert seen >= 5, seen  # AppState.backend, the completion helpers, connection-rate, the factory...
+    assert not offenders, "\n".join(offenders)

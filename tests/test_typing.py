@@ -1,6 +1,6 @@
-"""The type checker, as `make lint` runs it: mypy over the package with pyproject's [tool.mypy] (every module
-checked, kquotactl.core strictly), and proof that the strict part bites: a core function stripped of its
-annotations (a --shadow-file copy, the tree is not touched) is an error, in every core module.
+"""The type checker, as `make lint` runs it: mypy over the package with pyproject's [tool.mypy] (every function
+annotated and checked, kquotactl.core under the rest of --strict too), and proof that it bites: a core function
+stripped of its annotations (a --shadow-file copy, the tree is not touched) is an error, in every core module.
 
 Marked ``typecheck``: it runs in CI's `make test` like every test (deselect it with ``-m "not typecheck"``).
 """
@@ -76,8 +76,8 @@ def test_a_core_function_without_annotations_is_an_error_in_every_core_module(tm
     assert not missed, f"unannotated functions mypy accepted: {missed}\n{r.stdout}"
 
 
-def test_outside_the_core_a_missing_annotation_is_allowed(tmp_path: Path) -> None:
-    """The strict flags are the core's: the same stripping in a renderer passes (checked, not strict)."""
+def test_outside_the_core_a_missing_annotation_is_an_error_too(tmp_path: Path) -> None:
+    """Every function of the package is annotated (the core adds the rest of --strict): a renderer too."""
     module = ROOT / "src" / "kquotactl" / "render" / "outfiles.py"
     found = _unannotated(module.read_text())
     assert found is not None
@@ -85,7 +85,8 @@ def test_outside_the_core_a_missing_annotation_is_allowed(tmp_path: Path) -> Non
     copy.write_text(found[0])
     rel = module.relative_to(ROOT).as_posix()
     r = _mypy("--no-warn-unused-configs", "--cache-dir", str(tmp_path / "cache"), "--shadow-file", rel, str(copy), rel)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"{rel}:" in r.stdout and "[no-untyped-def]" in r.stdout, r.stdout
 
 
 def _ignored_modules() -> set[str]:

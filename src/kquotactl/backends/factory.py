@@ -15,10 +15,10 @@ from kquotactl.core.errors import UsageError
 
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
-    from kquotactl.backends.zookeeper.backend import TlsSettings
+    from kquotactl.backends.zookeeper.backend import TlsSettings, ZkSettings
 
 
-def zk_settings(opts: ConnectionOptions):  # -> ZkSettings (kazoo-free import)
+def zk_settings(opts: ConnectionOptions) -> ZkSettings:
     from kquotactl.backends.zookeeper.backend import ZkSettings
 
     digest: list[str] = []

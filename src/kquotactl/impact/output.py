@@ -264,7 +264,9 @@ def _steps(intervals: Sequence[tuple[int, int, float]], base: int, size_s: int, 
     return xs, ys
 
 
-def _title(report: Mapping[str, Any], shown: int, first_sample: int | None, size_s: int, replayed: Mapping[str, str]):
+def _title(
+    report: Mapping[str, Any], shown: int, first_sample: int | None, size_s: int, replayed: Mapping[str, str]
+) -> tuple[str, str]:
     import datetime as dt
 
     s = report["summary"]

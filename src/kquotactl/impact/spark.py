@@ -22,7 +22,7 @@ No Python UDFs and no RDDs, so the same plan runs in ``local[*]``, on a cluster 
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
 from typing import Any
 
@@ -170,7 +170,9 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
     """The quota table split by what each level looks up, pivoted to one column per (level, key)."""
     from pyspark.sql import types as T
 
-    def frame(keycols: list[str], levels: tuple[int, ...], keys: tuple[str, ...], pick) -> Any:
+    def frame(
+        keycols: list[str], levels: tuple[int, ...], keys: tuple[str, ...], pick: Callable[[QuotaRow], bool]
+    ) -> Any:
         entries: dict[tuple, dict[str, float]] = {}
         for r in rows:
             if r.level in levels and r.key in keys and pick(r):

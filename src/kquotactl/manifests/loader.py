@@ -246,7 +246,8 @@ class _Reader:
         if not isinstance(node, yaml.ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
             self.problem(node, f"{what} must be a string")
             return None
-        return node.value
+        value: str = node.value  # a scalar's value is its text
+        return value
 
     def entity(self, node: Any) -> Entity | None:
         comps = self.mapping(node, "entity", tuple(ENTITY_KEYS))
@@ -306,7 +307,8 @@ class _Reader:
         if node.tag == _TAG_BOOL:
             self.problem(node, f"{key} name {node.value!r} reads as a boolean in YAML: quote it")
             return None
-        return node.value  # the literal spelling, also for names that look like numbers
+        name: str = node.value  # the literal spelling, also for names that look like numbers
+        return name
 
     def config(self, node: Any, entity: Entity) -> tuple[dict[str, Number] | None, dict[str, Source]]:
         import yaml
@@ -540,4 +542,7 @@ def json_schema() -> dict[str, Any]:
     import json
     from importlib.resources import files
 
-    return json.loads(files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(
+        files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8")
+    )
+    return schema

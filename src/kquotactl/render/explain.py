@@ -22,7 +22,7 @@ from kquotactl.core.explain import (
 )
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
-from kquotactl.render.records import counted
+from kquotactl.core.wording import counted
 
 if TYPE_CHECKING:  # rich loads with the first table
     from rich.console import Console

@@ -64,7 +64,8 @@ def classpath(*dirs: Path) -> str:
 def free_port() -> int:
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def four_letter(port: int, word: str, timeout: float = 2.0) -> str:

@@ -242,7 +242,8 @@ class QuotaWire:
         """Run ``go`` on the I/O thread; kafka-python's errors become one line (:class:`BackendUnavailable`)."""
         who = who or self.what
         try:
-            return self._manager.run(go)
+            result: T = self._manager.run(go)
+            return result
         except Errors.IncompatibleBrokerVersion:
             if self.controller and isinstance(request, DescribeClientQuotasRequest):
                 raise BackendUnavailable(

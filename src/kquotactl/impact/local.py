@@ -18,17 +18,15 @@ from kquotactl.impact.model import (
     EngineResult,
     KeyTotals,
     QidStats,
+    Rates,
+    Sid,
+    Timeline,
     Window,
     qid_parts,
 )
 
-# a quota-id of one key: (key, level, qid_user, qid_client, qid_ip)
-Sid = tuple[str, int, str | None, str | None, str | None]
 # sid -> {sample: units}
 Series = dict[Sid, dict[int, int]]
-Timeline = dict[Sid, list[tuple[int, int, int]]]
-# sid -> [(start_sample, end_sample, rate)], the window rate on each interval
-Rates = dict[Sid, list[tuple[int, int, float]]]
 
 
 def run(

@@ -153,6 +153,14 @@ def qid_parts(level: int, user: str, client_id: str) -> tuple[str, str]:
 # -- engine output → report ----------------------------------------------------------------------
 
 
+#: a quota-id of one key, as the engines key their results: (key, level, qid_user, qid_client, qid_ip)
+Sid = tuple[str, int, str | None, str | None, str | None]
+#: sid -> [(start_sample, end_sample, throttle_ms)], each throttled interval
+Timeline = dict[Sid, list[tuple[int, int, int]]]
+#: sid -> [(start_sample, end_sample, rate)], the window rate on each interval
+Rates = dict[Sid, list[tuple[int, int, float]]]
+
+
 @dataclass
 class QidStats:
     """What an engine computes per (key, level, quota-id); names are raw."""

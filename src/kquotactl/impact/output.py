@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from kquotactl.core.keys import KEYS
 from kquotactl.core.sanitizer import desanitize
+
+if TYPE_CHECKING:
+    from kquotactl.impact.model import Sid
 
 COLUMNS = (
     "key",
@@ -122,12 +125,12 @@ def flat_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def write_files(
     report: Mapping[str, Any],
-    timeline: Mapping[tuple, Sequence[tuple[int, int, int]]],
+    timeline: Mapping[Sid, Sequence[tuple[int, int, int]]],
     out_dir: str | Path,
     top: int,
     size_s: int,
     first_sample: int | None,
-    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    rates: Mapping[Sid, Sequence[tuple[int, int, float]]] | None = None,
     replayed: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """``quota_ids.parquet``, ``quota_ids.csv``, ``summary.json`` and ``impact.png`` in ``out_dir``."""
@@ -250,7 +253,9 @@ COLORS = (
 )  # one per quota-id, the same on its panel and its bar (matplotlib's tab10, then two darker ones)
 
 
-def _steps(intervals: Sequence[tuple[int, int, float]], base: int, size_s: int, div: float) -> tuple[list, list]:
+def _steps(
+    intervals: Sequence[tuple[int, int, float]], base: int, size_s: int, div: float
+) -> tuple[list[float], list[float]]:
     """Step-line points for ``(start_sample, end_sample, value)`` intervals, 0 in the gaps between them."""
     xs: list[float] = []
     ys: list[float] = []
@@ -287,11 +292,11 @@ def _title(
 
 def figure(
     report: Mapping[str, Any],
-    timeline: Mapping[tuple, Sequence[tuple[int, int, int]]],
+    timeline: Mapping[Sid, Sequence[tuple[int, int, int]]],
     top: int,
     size_s: int,
     first_sample: int | None,
-    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    rates: Mapping[Sid, Sequence[tuple[int, int, float]]] | None = None,
     replayed: Mapping[str, str] | None = None,
 ) -> Any:
     """The impact picture as a matplotlib Figure: one panel per top quota-id (its window rate against its limit,
@@ -308,7 +313,7 @@ def figure(
 
     rates = rates or {}
     rows = [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][: min(top, MAX_PANELS)]
-    by_id: dict[tuple[str, int, str], tuple[Any, ...]] = {}  # (key, level, label) -> the engine's quota-id
+    by_id: dict[tuple[str, int, str], Sid] = {}  # (key, level, label) -> the engine's quota-id
     for sid in (*timeline, *rates):
         key, level, qu, qc, qip = sid
         by_id[(key, level, qid_label(quota_id(key, qu, qc, qip)))] = sid
@@ -399,12 +404,12 @@ def figure(
 
 def plot(
     report: Mapping[str, Any],
-    timeline: Mapping[tuple, Sequence[tuple[int, int, int]]],
+    timeline: Mapping[Sid, Sequence[tuple[int, int, int]]],
     path: Path,
     top: int,
     size_s: int,
     first_sample: int | None,
-    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    rates: Mapping[Sid, Sequence[tuple[int, int, float]]] | None = None,
     replayed: Mapping[str, str] | None = None,
 ) -> None:
     """Write :func:`figure` as a PNG (Agg, no display needed)."""

@@ -39,6 +39,9 @@ from kquotactl.impact.model import (
     KeyTotals,
     QidStats,
     QuotaRow,
+    Rates,
+    Sid,
+    Timeline,
     Window,
 )
 from kquotactl.impact.readers import detect_format
@@ -173,7 +176,7 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
     def frame(
         keycols: list[str], levels: tuple[int, ...], keys: tuple[str, ...], pick: Callable[[QuotaRow], bool]
     ) -> Any:
-        entries: dict[tuple, dict[str, float]] = {}
+        entries: dict[tuple[Any, ...], dict[str, float]] = {}
         for r in rows:
             if r.level in levels and r.key in keys and pick(r):
                 ident = tuple(getattr(r, c) for c in keycols)
@@ -198,7 +201,7 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
     }
 
 
-def _local_frame(spark: Any, schema: Any, rows: list[tuple]) -> Any:
+def _local_frame(spark: Any, schema: Any, rows: list[tuple[Any, ...]]) -> Any:
     """A small driver-side table as a DataFrame through Arrow: no Python worker (and no executor Python) needed."""
     import pyarrow as pa
 
@@ -408,7 +411,7 @@ def bounds(traffic: Any) -> tuple[int, int | None, int | None]:
 
 def run(
     traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0
-) -> tuple[EngineResult, dict, dict]:
+) -> tuple[EngineResult, Timeline, Rates]:
     """Compute the model; with ``timeline_top`` also the throttle intervals of that many top quota-ids and their
     rate on every interval (the local engine's ``timelines``)."""
     from pyspark import StorageLevel
@@ -424,7 +427,7 @@ def run(
     limited = [r for r in table if r["level"] > 0]
     names = _names(traffic, limited)
     stats: list[QidStats] = []
-    hashed: dict[tuple, tuple] = {}  # quota-id as the report names it -> as the Spark rows spell it
+    hashed: dict[Sid, tuple[Any, ...]] = {}  # quota-id as the report names it -> as the Spark rows spell it
     totals = {k: KeyTotals() for k in MODEL_KEYS}
     for r in table:
         t = totals[MODEL_KEYS[r["k"]]]
@@ -450,8 +453,8 @@ def run(
         stats.append(st)
         hashed[(st.key, st.level, qu, qc, qip)] = tuple(r[c] for c in QID)
     result = EngineResult(nrows, int(first), int(last), stats, totals)
-    timeline: dict = {}
-    rates: dict = {}
+    timeline: Timeline = {}
+    rates: Rates = {}
     if timeline_top:
         top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
         if top:
@@ -477,13 +480,15 @@ def run(
                 rates.setdefault(sid, []).append((r["p"], end, float(r["rate"])))
                 if r["ms"] > 0:
                     timeline.setdefault(sid, []).append((r["p"], end, r["ms"]))
-            for v in (*timeline.values(), *rates.values()):
-                v.sort()
+            for intervals in timeline.values():
+                intervals.sort()
+            for rated in rates.values():
+                rated.sort()
         swept.unpersist()
     return result, timeline, rates
 
 
-def _names(traffic: Any, limited: list[dict]) -> dict[tuple[int, int], str]:
+def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
     """(part index in ``QID_PARTS``, hash) -> the name, for every hash the report holds.
 
     One pass over the traffic's name columns, semi-joined with the (small) set of wanted hashes. A hash that two

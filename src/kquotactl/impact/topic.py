@@ -48,7 +48,9 @@ class TopicConfig:
         return {t: (self.explicit[t], True) if t in self.explicit else (share, False) for t in topics}
 
 
-def replay(bytes_by: Mapping[tuple[int, str], int], first: int, last: int, cfg: TopicConfig, window: Window) -> dict:
+def replay(
+    bytes_by: Mapping[tuple[int, str], int], first: int, last: int, cfg: TopicConfig, window: Window
+) -> dict[str, Any]:
     """Per topic: threshold, bytes in, bytes dropped, seconds with drops; plus broker totals."""
     cfg.check()
     by_sample: dict[int, dict[str, int]] = defaultdict(dict)

@@ -51,7 +51,7 @@ def dump_manifest_yaml(doc: Mapping[str, Any], out: IO[str] | None = None, chunk
         style = '"' if data == DEFAULT_MARKER else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
-    def flow_repr(dumper: Any, data: dict) -> Any:
+    def flow_repr(dumper: Any, data: dict[str, Any]) -> Any:
         return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True)
 
     Dumper.add_representer(str, str_repr)
@@ -81,5 +81,5 @@ def dump_manifest_yaml(doc: Mapping[str, Any], out: IO[str] | None = None, chunk
     return target.getvalue() if out is None else None  # type: ignore[attr-defined]
 
 
-class _Flow(dict):
+class _Flow(dict[str, Any]):
     """A mapping written in flow style (``{user: alice}``)."""

@@ -94,7 +94,7 @@ class _KafkaBase:
     workdir: Path | None = None
     port: int = 0
     supports_quota_api: bool = True  # False for brokers older than 2.6 (ready = handshake answered)
-    _proc: subprocess.Popen | None = None
+    _proc: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:

@@ -100,7 +100,7 @@ class ZooKeeperServer:
     jvm_opts: list[str] = field(default_factory=list)
     log_level: str = "WARN"
     workdir: Path | None = None
-    _proc: subprocess.Popen | None = None
+    _proc: subprocess.Popen[bytes] | None = None
     _own_workdir: bool = False
 
     @property

@@ -271,7 +271,7 @@ class AdminBackend:
         changes: Sequence[EntityChange],
         *,
         validate_only: bool = False,
-        expected: dict | None = None,
+        expected: dict[Entity, Mapping[str, Number]] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         """Read, plan (pure), then send batched entries; see the module docstring."""

@@ -1,6 +1,6 @@
 # kquotactl — the two commands a fresh machine needs:
 #   make demo   run the main job: a throw-away local ZooKeeper, a few alter/describe calls, then stop it
-#   make test   run the whole test suite (what CI's .ci/run runs)
+#   make test   run the whole test suite (what CI's .ci/run runs, after make lint: ruff and mypy)
 # Everything they need (Python packages, Java artifacts from Maven Central) is installed by `make setup`.
 
 PYTHON ?= python3
@@ -26,9 +26,11 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -m "not kafka and not spark and not slow" $(PYTEST_ARGS)
 
+# ruff, then mypy ([tool.mypy] in pyproject.toml: the package checked, kquotactl.core strictly)
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 
 # The development/CI environment, pinned with hashes: re-resolve pyproject's ranges to the newest versions, then
 # run `make test` before committing the new requirements-dev.txt.
@@ -50,4 +52,4 @@ impact-zip: setup  # the package as a zip for spark-submit --py-files (see docs/
 	$(BIN)/python -m kquotactl.impact.package dist/kquotactl.zip
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build dist src/*.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build dist src/*.egg-info

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator
-from typing import IO
+from typing import IO, Any
 
 from kquotactl.core.errors import QuotaError, UsageError
 from kquotactl.core.explain import Connection
@@ -30,7 +30,7 @@ def _first_line(lines: Iterator[str]) -> tuple[str | None, Iterator[str]]:
     return None, lines
 
 
-def _pick(row: dict, names: tuple[str, ...]) -> str | None:
+def _pick(row: dict[str, Any], names: tuple[str, ...]) -> str | None:
     for n in names:
         if n in row:
             v = row[n]
@@ -42,7 +42,7 @@ def _pick(row: dict, names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _connection(row: dict) -> Connection:
+def _connection(row: dict[str, Any]) -> Connection:
     return Connection.of(user=_pick(row, USER_COLUMNS), client_id=_pick(row, CLIENT_COLUMNS), ip=_pick(row, IP_COLUMNS))
 
 

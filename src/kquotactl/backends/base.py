@@ -10,10 +10,12 @@ import a Kafka client.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from kquotactl.core.entities import Entity
 from kquotactl.core.filters import EntityFilter
+from kquotactl.core.keys import Number
 from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
 
 ProgressCallback = Callable[[int], None]
@@ -34,7 +36,7 @@ class QuotaBackend(Protocol):
         changes: Sequence[EntityChange],
         *,
         validate_only: bool = False,
-        expected: dict | None = None,
+        expected: dict[Entity, Mapping[str, Number]] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         """Apply each change atomically per entity, in order.

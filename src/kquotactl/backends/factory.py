@@ -15,10 +15,10 @@ from kquotactl.core.errors import UsageError
 
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
-    from kquotactl.backends.zookeeper.backend import TlsSettings
+    from kquotactl.backends.zookeeper.backend import TlsSettings, ZkSettings
 
 
-def zk_settings(opts: ConnectionOptions):  # -> ZkSettings (kazoo-free import)
+def zk_settings(opts: ConnectionOptions) -> ZkSettings:
     from kquotactl.backends.zookeeper.backend import ZkSettings
 
     digest: list[str] = []
@@ -114,7 +114,7 @@ def open_backend(opts: ConnectionOptions) -> QuotaBackend:
 
         return ZooKeeperBackend(zk_settings(opts))
     try:
-        from kquotactl.backends.kafka.quotas import open_admin_backend  # type: ignore[import-not-found]
+        from kquotactl.backends.kafka.quotas import open_admin_backend
     except ImportError as e:
         if "kquotactl.backends.kafka.quotas" in str(e):
             raise UsageError(

@@ -7,11 +7,13 @@ run in CI with no ZooKeeper or broker. Writing is refused: a manifest is changed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kquotactl.backends.base import ProgressCallback
+from kquotactl.core.entities import Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.filters import EntityFilter
+from kquotactl.core.keys import Number
 from kquotactl.core.manifest import Manifest
 from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
 from kquotactl.manifests.loader import load_manifests
@@ -44,7 +46,7 @@ class ManifestBackend:
         changes: Sequence[EntityChange],
         *,
         validate_only: bool = False,
-        expected: dict | None = None,
+        expected: dict[Entity, Mapping[str, Number]] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         raise UsageError("the offline manifest backend is read-only: edit the manifest file instead")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,9 @@ from kquotactl.cli.kit import (
 )
 from kquotactl.config.cluster import ConnectionOptions
 from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, one_line
+
+if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
+    from kquotactl.backends.base import QuotaBackend
 
 _install_help_wrapping()  # help keeps option names whole and folds long examples to the terminal's width
 
@@ -186,11 +189,11 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return stacked(opts, f)
 
 
-def _dialect(backend: Any) -> str:
+def _dialect(backend: QuotaBackend) -> str:
     return "zookeeper" if getattr(backend, "name", "") == "zookeeper" else "bootstrap"
 
 
-def _flush_warnings(state: AppState, backend: Any) -> None:
+def _flush_warnings(state: AppState, backend: QuotaBackend) -> None:
     for w in getattr(backend, "warnings", []):
         state.warn(w)
 
@@ -471,7 +474,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             click.echo(f"{prog_name}: error: {one_line(message)}{where}", err=True)
         sys.exit(EXIT_ERROR)
     except click.ClickException as e:
-        e.message = one_line(e.message)
+        e.message = one_line(e.message)  # type: ignore[misc]  # click types message Final; show() prints it
         e.show()
         sys.exit(EXIT_ERROR)
     except click.exceptions.Abort:

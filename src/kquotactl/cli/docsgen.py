@@ -184,8 +184,8 @@ def man_page(page: Page, all_pages: list[Page]) -> str:
             out += [".PP", ".nf", *[_line(ln) for ln in text.split("\n")], ".fi"]
         else:
             out += [".PP", _line(text)]
-    options = [p.get_help_record(ctx) for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
-    options = [r for r in options if r]
+    records = [p.get_help_record(ctx) for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
+    options = [r for r in records if r]
     if options:
         out.append(".SH OPTIONS")
         for term, help_ in options:

@@ -108,8 +108,8 @@ class EntityArgs:
         names: list[str] = []
         for i, n in enumerate(self.entity_names):
             if n == "":
-                t = EntityType.from_plural(self.entity_types[i]) if i < len(self.entity_types) else None
-                hint = f"--entity-default (or {_DEFAULTS_FLAG[t]})" if t else "--entity-default"
+                etype = EntityType.from_plural(self.entity_types[i]) if i < len(self.entity_types) else None
+                hint = f"--entity-default (or {_DEFAULTS_FLAG[etype]})" if etype else "--entity-default"
                 raise UsageError(f"--entity-name is empty (an unset variable?): for the default entity, say {hint}")
             if n == DEFAULT_MARKER and i < len(self.entity_types):
                 self._check_marker(EntityType.from_plural(self.entity_types[i]), "--entity-name", "--entity-default")

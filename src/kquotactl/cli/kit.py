@@ -11,11 +11,14 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kquotactl.config.cluster import ConnectionOptions, typed_cluster
+
+if TYPE_CHECKING:  # the backends load lazily: `kquotactl --help` imports none of them
+    from kquotactl.backends.base import QuotaBackend
 
 CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
 
@@ -32,7 +35,7 @@ class AppState:
     context_name: str | None = None  # --context (else KQUOTACTL_CONTEXT, else the file's current-context)
     config_path: str | None = None  # --config (else KQUOTACTL_CONFIG, else XDG)
     explicit: frozenset[str] = frozenset()  # connection fields typed on the command line (a context never overrides)
-    _backend: Any = None
+    _backend: QuotaBackend | None = None
 
     def connection(self) -> ConnectionOptions:
         """The cluster to use: flags > environment > context (see kquotactl.config.contexts)."""
@@ -43,7 +46,7 @@ class AppState:
 
         return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
 
-    def backend(self, ctx: click.Context) -> Any:
+    def backend(self, ctx: click.Context) -> QuotaBackend:
         if self._backend is None:
             from kquotactl.backends.factory import open_backend
 

@@ -361,7 +361,7 @@ def set_context_doc(
     removed, every other setting kept. Returns (new document, created). The result is validated like the
     file is read; a problem is a UsageError and nothing is returned. ``data`` is not modified."""
     doc = _editable(data, path)
-    entries = doc.get("contexts")
+    entries: Any = doc.get("contexts")  # a mapping or a list, as the YAML has it
     found = _find(entries, name)
     old = entries[found] if found is not None else {}
     body: dict[str, Any] = dict(old) if isinstance(old, dict) else {}
@@ -402,7 +402,7 @@ def delete_context_doc(data: Any, name: str, path: Path = Path("config.yaml")) -
     """``data`` without context ``name``; if it was the current-context, that key is removed too (like nothing
     was ever selected). Returns (new document, was current)."""
     doc = _editable(data, path)
-    entries = doc.get("contexts")
+    entries: Any = doc.get("contexts")  # a mapping or a list, as the YAML has it
     found = _find(entries, name)
     if found is None:
         names = _names(entries)

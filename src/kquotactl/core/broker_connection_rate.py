@@ -49,7 +49,7 @@ class RateSetting:
     value: int
     source: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | int | None]:
         return {"broker": self.broker, "listener": self.listener, KEY: self.value, "source": self.source}
 
 
@@ -75,7 +75,7 @@ def settings_from_configs(broker: str | None, configs: Mapping[str, tuple[str | 
 def sort_settings(settings: Iterable[RateSetting]) -> list[RateSetting]:
     """Cluster default first, then brokers by id; the whole-broker value before listeners."""
 
-    def key(r: RateSetting) -> tuple:
+    def key(r: RateSetting) -> tuple[tuple[int, int, str], bool, str]:
         b = (0, 0, "") if r.broker is None else (1, int(r.broker), "") if r.broker.isdigit() else (1, 0, r.broker)
         return (b, r.listener is not None, r.listener or "")
 

@@ -40,6 +40,8 @@ class _Default:
 
 DEFAULT: Final = _Default()
 Name = str | _Default
+#: :meth:`Entity.sort_key`: the kind rank, then (presence, name) of the user, the client-id and the ip
+EntitySortKey = tuple[int, tuple[int, str], tuple[int, str], tuple[int, str]]
 
 
 class EntityType(StrEnum):
@@ -128,11 +130,11 @@ class Entity:
         if user is None and client_id is None and ip is None:
             raise InvalidRequest("Invalid empty client quota entity")
         return cls(
-            user=user if user is None or user is DEFAULT else check_name(EntityType.USER, user),
+            user=user if user is None or isinstance(user, _Default) else check_name(EntityType.USER, user),
             client_id=client_id
-            if client_id is None or client_id is DEFAULT
+            if client_id is None or isinstance(client_id, _Default)
             else check_name(EntityType.CLIENT_ID, client_id),
-            ip=ip if ip is None or ip is DEFAULT else check_name(EntityType.IP, ip),
+            ip=ip if ip is None or isinstance(ip, _Default) else check_name(EntityType.IP, ip),
         )
 
     @classmethod
@@ -220,7 +222,7 @@ class Entity:
         """Short human label: ``user=alice client-id=<default>``."""
         return " ".join(f"{t.value}={display_name(n)}" for t, n in self.components().items())
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> EntitySortKey:
         """Users, then pairs, then clients, then ips; the default before names."""
 
         def k(n: Name | None) -> tuple[int, str]:

@@ -268,7 +268,7 @@ def explain_json(
             w = words.get((sharing, level, key))
             if w is None:
                 w = words[(sharing, level, key)] = _sharing_words(sharing, level, conn, key)
-            d: dict[str, Any] = {
+            d = {
                 "key": key,
                 "limit": limit,
                 "level": level,
@@ -307,7 +307,7 @@ class LineEncoder:
     """
 
     def __init__(self, index: QuotaIndex, throttle: ThrottleModel | None = None) -> None:
-        from json.encoder import encode_basestring  # type: ignore[attr-defined]
+        from json.encoder import encode_basestring
 
         self.index = index
         self.throttle = throttle if throttle is not None and throttle.observed else None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity, Name
 from kquotactl.core.keys import KEYS, Number
@@ -40,7 +41,7 @@ class LintWarning:
     def __str__(self) -> str:
         return f"{self.source}: warning: {self.message}" if self.source else f"warning: {self.message}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "source": str(self.source) if self.source else None,
             "entity": self.entity.to_json(),
@@ -145,9 +146,9 @@ def _shadowed(
     if not by_shadow:
         return []
     out = []
-    dead = sum(len(v) for v in by_shadow.values())
+    n_dead = sum(len(v) for v in by_shadow.values())
     for shadow, keys in by_shadow.items():
-        what = "never applies" if dead == len(entry.config) else f"{', '.join(keys)} never applies"
+        what = "never applies" if n_dead == len(entry.config) else f"{', '.join(keys)} never applies"
         if shadow is None:
             why = "the broker never consults it for any connection it could match"
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import InvalidConfigs, InvalidValue, UsageError
@@ -40,8 +41,8 @@ class QuotaRecord:
     unparsed: Mapping[str, str] = field(default_factory=dict)
     wire: WireEntry | None = field(default=None, compare=False)  # admin API: the response as it came
 
-    def to_json(self) -> dict:
-        out: dict = {"entity": self.entity.to_json(), "config": dict(self.config)}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"entity": self.entity.to_json(), "config": dict(self.config)}
         if self.unparsed:
             out["not_applied"] = {
                 k: {"stored": v, "reason": not_applied_reason(KEYS[k], v)} for k, v in self.unparsed.items()
@@ -135,7 +136,7 @@ class EntityResult:
     after: Mapping[str, Number] = field(default_factory=dict)
     message: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "entity": self.entity.to_json(),
             "outcome": self.outcome.value,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.entities import DEFAULT, Entity, EntitySortKey
 from kquotactl.core.errors import QuotaError, UsageError
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.core.manifest import Manifest, entity_path_text
@@ -303,7 +303,7 @@ def precedence(entity: Entity) -> int:
     raise AssertionError(entity)  # pragma: no cover - every user/client entity is one of the 8 levels
 
 
-def _apply_order(d: EntityDiff) -> tuple:
+def _apply_order(d: EntityDiff) -> tuple[int, int, EntitySortKey]:
     if not d.removes:
         return (0, 0, d.entity.sort_key())  # adding limits opens no window: any order is safe
     return (2 if not d.sets else 1, precedence(d.entity), d.entity.sort_key())

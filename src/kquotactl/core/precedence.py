@@ -222,10 +222,10 @@ class QuotaIndex:
         key_bits: dict[str, int] = {}
         for e, cfg in self._by_entity.items():
             if e.ip is not None:
-                k = _ip_key(e.ip)
-                self._ips[k] = cfg
-                self._ip_entity[k] = e
-                self._ip_spellings.setdefault(k, []).append(e)
+                ipk = _ip_key(e.ip)
+                self._ips[ipk] = cfg
+                self._ip_entity[ipk] = e
+                self._ip_spellings.setdefault(ipk, []).append(e)
                 continue
             self._pairs[(e.user, e.client_id)] = cfg
             self._pair_entity[(e.user, e.client_id)] = e
@@ -357,7 +357,7 @@ class QuotaIndex:
             return [(k, *self._raw(k, user, client_id, cfgs)) for k in CLIENT_KEYS]
         present = [(i, cfg) for i, cfg in enumerate(cfgs) if cfg]
         su = _sanitized(user)
-        out = []
+        out: list[tuple[str, Number | None, int | None, Entity | None, Sharing, tuple[str, str]]] = []
         for key in CLIENT_KEYS:
             for i, cfg in present:
                 if key in cfg:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.inet import IpKind, address_key, read_ip_name
@@ -45,7 +46,7 @@ class StoredFinding:
     def __str__(self) -> str:
         return self.message
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"entity": self.entity.to_json(), "keys": list(self.keys), "code": self.code, "message": self.message}
 
 

@@ -12,7 +12,17 @@ from typing import Any
 
 from kquotactl.core.errors import UsageError
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, Window, check_limits, quota_table, report
+from kquotactl.impact.model import (
+    CLIENT_MODEL_KEYS,
+    IP_MODEL_KEYS,
+    Rates,
+    Sid,
+    Timeline,
+    Window,
+    check_limits,
+    quota_table,
+    report,
+)
 from kquotactl.impact.readers import detect_format
 
 AUTO_LOCAL_MAX_BYTES = 32 * 1024 * 1024  # inputs below this run on the local engine with --engine auto
@@ -21,11 +31,11 @@ AUTO_LOCAL_MAX_BYTES = 32 * 1024 * 1024  # inputs below this run on the local en
 @dataclass
 class Analysis:
     report: dict[str, Any]
-    timeline: dict[tuple, list[tuple[int, int, int]]] = field(default_factory=dict)
+    timeline: Timeline = field(default_factory=dict)
     first_sample: int | None = None
     pairs: list[tuple[str, str]] = field(default_factory=list)  # distinct (user, client-id), for --compare
     ips: list[str] = field(default_factory=list)
-    rates: dict[tuple, list[tuple[int, int, float]]] = field(default_factory=dict)  # the timeline's quota-ids
+    rates: Rates = field(default_factory=dict)  # the timeline's quota-ids
 
 
 def choose_engine(engine: str, path: str) -> str:
@@ -55,10 +65,10 @@ class Runner:
         self.master = master
         self.conf = dict(conf or {})
         self.status = status or (lambda _m: None)
-        self._columns: dict[str, list] | None = None
+        self._columns: dict[str, list[Any]] | None = None
         self._spark: Any = None
         self._traffic: Any = None
-        self._full_timeline: dict = {}
+        self._full_timeline: Timeline = {}
         self._bounds: tuple[int | None, int | None] = (None, None)
 
     def analyze(self, index: QuotaIndex, top: int = 0, distinct: bool = False) -> Analysis:
@@ -131,7 +141,7 @@ def topic_threshold(runner: Runner, index: QuotaIndex, cfg: Any) -> dict[str, An
     return out
 
 
-def _top_timeline(tl: Mapping[tuple, list], top: int) -> dict[tuple, list]:
+def _top_timeline(tl: Mapping[Sid, list[tuple[int, int, int]]], top: int) -> Timeline:
     ranked = sorted(tl.items(), key=lambda kv: -sum((e - s) * ms for s, e, ms in kv[1]))
     return dict(ranked[:top])
 
@@ -140,12 +150,12 @@ def compare(new: Analysis, base: Analysis, new_index: QuotaIndex, base_index: Qu
     """What changes between two quota sets on the same traffic (``new`` is the proposed set)."""
     from kquotactl.impact.output import qid_label
 
-    def throttled(a: Analysis) -> dict[tuple[str, str], dict]:
+    def throttled(a: Analysis) -> dict[tuple[str, str], dict[str, Any]]:
         return {(r["key"], qid_label(r["quota_id"])): r for r in a.report["quota_ids"] if r["seconds_throttled"] > 0}
 
     tn, tb = throttled(new), throttled(base)
 
-    def brief(r: dict) -> dict:
+    def brief(r: dict[str, Any]) -> dict[str, Any]:
         keep = ("key", "quota_id", "level", "entity_path", "limit", "seconds_throttled", "total_throttle_ms")
         return {k: r[k] for k in keep}
 

@@ -18,15 +18,15 @@ from kquotactl.impact.model import (
     EngineResult,
     KeyTotals,
     QidStats,
+    Rates,
+    Sid,
+    Timeline,
     Window,
     qid_parts,
 )
 
-# (key, level, qid_user, qid_client, qid_ip) -> {sample: units}
-Series = dict[tuple[str, int, str | None, str | None, str | None], dict[int, int]]
-Timeline = dict[tuple[str, int, str | None, str | None, str | None], list[tuple[int, int, int]]]
-# (key, level, qid_user, qid_client, qid_ip) -> [(start_sample, end_sample, rate)], the window rate on each interval
-Rates = dict[tuple[str, int, str | None, str | None, str | None], list[tuple[int, int, float]]]
+# sid -> {sample: units}
+Series = dict[Sid, dict[int, int]]
 
 
 def run(
@@ -51,20 +51,23 @@ def timelines(
     return EngineResult(rows, first, last, stats, totals), tl, rates
 
 
-def _usage(columns: Mapping[str, Sequence[Any]], index: QuotaIndex):
+def _usage(
+    columns: Mapping[str, Sequence[Any]], index: QuotaIndex
+) -> tuple[Series, dict[Sid, float], dict[str, KeyTotals], int, int | None, int | None]:
     """Sum units per (key, level, quota-id, sample), resolving each distinct pair/ip once."""
-    limits: dict[tuple, float] = {}
+    limits: dict[Sid, float] = {}
     series: Series = defaultdict(lambda: defaultdict(int))
     totals = {k: KeyTotals() for k in (*CLIENT_MODEL_KEYS, *IP_MODEL_KEYS)}
-    pair_cache: dict[tuple[str, str], list[tuple[str, str, tuple | None]]] = {}
-    ip_cache: dict[str, tuple | None] = {}
+    pair_cache: dict[tuple[str, str], list[Sid | None]] = {}
+    ip_cache: dict[str, Sid | None] = {}
     samples = columns["sample"]
     users, clients, ips = columns["user"], columns["client_id"], columns["ip"]
     client_cols = [(k, columns["u_" + USAGE[k].column]) for k in CLIENT_MODEL_KEYS]
     conn_key = IP_MODEL_KEYS[0]
     conns = columns["u_" + USAGE[conn_key].column]
     rows = 0
-    first = last = None
+    first: int | None = None
+    last: int | None = None
     for i, s in enumerate(samples):
         if s is None:
             continue
@@ -103,9 +106,9 @@ def _usage(columns: Mapping[str, Sequence[Any]], index: QuotaIndex):
     return series, limits, totals, rows, first, last
 
 
-def _resolve(index: QuotaIndex, limits: dict[tuple, float], key: str, user: str, client_id: str) -> tuple | None:
+def _resolve(index: QuotaIndex, limits: dict[Sid, float], key: str, user: str, client_id: str) -> Sid | None:
     r = index.resolve(key, user, client_id)
-    if r.level is None:
+    if r.level is None or r.limit is None:  # a level always comes with its limit
         return None
     qu, qc = qid_parts(r.level, user, client_id)
     sid = (key, r.level, qu, qc, None)
@@ -113,9 +116,9 @@ def _resolve(index: QuotaIndex, limits: dict[tuple, float], key: str, user: str,
     return sid
 
 
-def _resolve_ip(index: QuotaIndex, limits: dict[tuple, float], key: str, ip: str) -> tuple | None:
+def _resolve_ip(index: QuotaIndex, limits: dict[Sid, float], key: str, ip: str) -> Sid | None:
     r = index.resolve_ip(ip, key)
-    if r.level is None:
+    if r.level is None or r.limit is None:  # a level always comes with its limit
         return None
     sid = (key, r.level, None, None, ip)
     limits[sid] = float(r.limit)
@@ -128,7 +131,7 @@ def _evaluate(
     window: Window,
     first: int | None,
     last: int | None,
-    limits: Mapping[tuple, float],
+    limits: Mapping[Sid, float],
     keep: bool = False,
 ) -> tuple[list[QidStats], Timeline, Rates]:
     """The event sweep of :mod:`kquotactl.impact.model` per quota-id."""
@@ -136,6 +139,8 @@ def _evaluate(
     stats: list[QidStats] = []
     tl: Timeline = {}
     rates: Rates = {}
+    if last is None:  # no sample, no series
+        return stats, tl, rates
     for sid, by_sample in series.items():
         key = sid[0]
         limit = limits[sid]
@@ -183,11 +188,11 @@ def topic_usage(
     """Produce bytes per (sample, topic), and per topic the bytes that client quotas would have throttled
     (those in a throttled sample of the row's ``producer_byte_rate`` quota-id)."""
     key = "producer_byte_rate"
-    throttled: dict[tuple, set[int]] = {
+    throttled: dict[Sid, set[int]] = {
         sid: {t for s, e, _ in iv for t in range(s, e)} for sid, iv in timeline.items() if sid[0] == key
     }
-    limits: dict[tuple, float] = {}
-    cache: dict[tuple[str, str], tuple | None] = {}
+    limits: dict[Sid, float] = {}
+    cache: dict[tuple[str, str], Sid | None] = {}
     by: dict[tuple[int, str], int] = defaultdict(int)
     client: dict[str, int] = defaultdict(int)
     units = columns["u_" + USAGE[key].column]

@@ -29,7 +29,8 @@ from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, Number
 from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing
 from kquotactl.core.sanitizer import sanitize
-from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, quota_throttle_ms
+from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
+from kquotactl.core.throttlemath import quota_throttle_ms
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,14 @@ def qid_parts(level: int, user: str, client_id: str) -> tuple[str, str]:
 # -- engine output → report ----------------------------------------------------------------------
 
 
+#: a quota-id of one key, as the engines key their results: (key, level, qid_user, qid_client, qid_ip)
+Sid = tuple[str, int, str | None, str | None, str | None]
+#: sid -> [(start_sample, end_sample, throttle_ms)], each throttled interval
+Timeline = dict[Sid, list[tuple[int, int, int]]]
+#: sid -> [(start_sample, end_sample, rate)], the window rate on each interval
+Rates = dict[Sid, list[tuple[int, int, float]]]
+
+
 @dataclass
 class QidStats:
     """What an engine computes per (key, level, quota-id); names are raw."""
@@ -195,7 +204,7 @@ def quota_id(key: str, qid_user: str | None, qid_client: str | None, qid_ip: str
 
 def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str, Any]:
     """``{"summary": {...}, "quota_ids": [...]}`` from an engine's result; identical for both engines."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for s in result.stats:
         if s.key in IP_MODEL_KEYS:
             entity = Entity(ip=s.qid_ip) if s.level == 1 else Entity(ip=DEFAULT)
@@ -217,7 +226,8 @@ def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str,
             }
         )
     rows.sort(key=lambda r: (-r["total_throttle_ms"], -r["seconds_throttled"], r["key"], sorted(r["quota_id"].items())))
-    span = 0 if result.first_sample is None else (result.last_sample - result.first_sample + 1) * window.size_s
+    first, last = result.first_sample, result.last_sample  # both set, or neither (no sample)
+    span = 0 if first is None or last is None else (last - first + 1) * window.size_s
     traffic = {}
     for key in MODEL_KEYS:
         t = result.totals.get(key, KeyTotals())

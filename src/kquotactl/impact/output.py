@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from kquotactl.core.keys import KEYS
 from kquotactl.core.sanitizer import desanitize
+
+if TYPE_CHECKING:
+    from kquotactl.impact.model import Sid
 
 COLUMNS = (
     "key",
@@ -122,12 +125,12 @@ def flat_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def write_files(
     report: Mapping[str, Any],
-    timeline: Mapping[tuple, Sequence[tuple[int, int, int]]],
+    timeline: Mapping[Sid, Sequence[tuple[int, int, int]]],
     out_dir: str | Path,
     top: int,
     size_s: int,
     first_sample: int | None,
-    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    rates: Mapping[Sid, Sequence[tuple[int, int, float]]] | None = None,
     replayed: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """``quota_ids.parquet``, ``quota_ids.csv``, ``summary.json`` and ``impact.png`` in ``out_dir``."""
@@ -250,7 +253,9 @@ COLORS = (
 )  # one per quota-id, the same on its panel and its bar (matplotlib's tab10, then two darker ones)
 
 
-def _steps(intervals: Sequence[tuple[int, int, float]], base: int, size_s: int, div: float) -> tuple[list, list]:
+def _steps(
+    intervals: Sequence[tuple[int, int, float]], base: int, size_s: int, div: float
+) -> tuple[list[float], list[float]]:
     """Step-line points for ``(start_sample, end_sample, value)`` intervals, 0 in the gaps between them."""
     xs: list[float] = []
     ys: list[float] = []
@@ -264,7 +269,9 @@ def _steps(intervals: Sequence[tuple[int, int, float]], base: int, size_s: int, 
     return xs, ys
 
 
-def _title(report: Mapping[str, Any], shown: int, first_sample: int | None, size_s: int, replayed: Mapping[str, str]):
+def _title(
+    report: Mapping[str, Any], shown: int, first_sample: int | None, size_s: int, replayed: Mapping[str, str]
+) -> tuple[str, str]:
     import datetime as dt
 
     s = report["summary"]
@@ -285,18 +292,19 @@ def _title(report: Mapping[str, Any], shown: int, first_sample: int | None, size
 
 def figure(
     report: Mapping[str, Any],
-    timeline: Mapping[tuple, Sequence[tuple[int, int, int]]],
+    timeline: Mapping[Sid, Sequence[tuple[int, int, int]]],
     top: int,
     size_s: int,
     first_sample: int | None,
-    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    rates: Mapping[Sid, Sequence[tuple[int, int, float]]] | None = None,
     replayed: Mapping[str, str] | None = None,
 ) -> Any:
     """The impact picture as a matplotlib Figure: one panel per top quota-id (its window rate against its limit,
     its throttle on a right axis), then throttled seconds per quota-id in the same colours; legend and title
     outside the panels."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
@@ -305,7 +313,7 @@ def figure(
 
     rates = rates or {}
     rows = [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][: min(top, MAX_PANELS)]
-    by_id = {}
+    by_id: dict[tuple[str, int, str], Sid] = {}  # (key, level, label) -> the engine's quota-id
     for sid in (*timeline, *rates):
         key, level, qu, qc, qip = sid
         by_id[(key, level, qid_label(quota_id(key, qu, qc, qip)))] = sid
@@ -316,7 +324,7 @@ def figure(
     panels_h, bar_h = 3.3 * nrows + 0.5, (1.0 + 0.42 * len(rows) if rows else 0.0)
     fig = Figure(figsize=(6.4 * ncols if ncols > 1 else 11, 0.6 + panels_h + bar_h), layout="constrained")
     FigureCanvasAgg(fig)  # draws without a display (and without pyplot's global state)
-    fig.get_layout_engine().set(h_pad=0.03, hspace=0.01)
+    cast(ConstrainedLayoutEngine, fig.get_layout_engine()).set(h_pad=0.03, hspace=0.01)  # layout="constrained"
     line1, line2 = _title(report, len(rows), first_sample, size_s, replayed or {})
     chars = int(fig.get_figwidth() * 13)  # what fits at 11 pt
     fig.suptitle(f"{wrap(line1, chars)}\n{wrap(line2, chars)}", fontsize=11, x=0.01, ha="left")
@@ -325,7 +333,7 @@ def figure(
         ax.text(0.5, 0.5, "nothing throttled", ha="center", va="center", transform=ax.transAxes, fontsize=14)
         ax.set_axis_off()
         return fig
-    top_fig, bottom_fig = fig.subfigures(2, 1, height_ratios=[panels_h, bar_h])
+    top_fig, bottom_fig = cast("Sequence[SubFigure]", fig.subfigures(2, 1, height_ratios=[panels_h, bar_h]))
     cells = top_fig.add_gridspec(2 * nrows, ncols, height_ratios=[3, 1.15] * nrows)
     first_ax = None
     for i, r in enumerate(rows):
@@ -336,10 +344,10 @@ def figure(
         ax.set_gid(f"rate-{i}")
         thr.set_gid(f"throttle-{i}")
         key = r["key"]
-        sid = by_id.get((key, r["level"], qid_label(r["quota_id"])))
+        panel = by_id.get((key, r["level"], qid_label(r["quota_id"])))
         limit = float(r["limit"])
         div, unit = rate_scale(key, max(limit, r["max_rate"]))
-        xs, ys = _steps(rates.get(sid, ()), base, size_s, div) if sid else ([], [])
+        xs, ys = _steps(rates.get(panel, ()), base, size_s, div) if panel else ([], [])
         ax.plot(xs, ys, color=color, linewidth=1.8, label="observed rate", gid="rate")
         ax.axhline(limit / div, color="black", linestyle="--", linewidth=1.2, label="limit", gid="limit")
         ax.set_ylim(0, max(limit, r["max_rate"]) / div * 1.12)
@@ -348,7 +356,7 @@ def figure(
         ax.tick_params(labelbottom=False)
         ax.grid(axis="y", color="0.9")
         tdiv, tunit = throttle_scale(r["max_throttle_ms"])
-        tx, ty = _steps(timeline.get(sid, ()), base, size_s, tdiv) if sid else ([], [])
+        tx, ty = _steps(timeline.get(panel, ()), base, size_s, tdiv) if panel else ([], [])
         thr.fill_between(tx, ty, color=color, alpha=0.45, linewidth=0, label="throttle")
         thr.plot(tx, ty, color=color, linewidth=1.0)
         thr.set_ylim(0, max(r["max_throttle_ms"] / tdiv, 1e-9) * 1.2)
@@ -396,12 +404,12 @@ def figure(
 
 def plot(
     report: Mapping[str, Any],
-    timeline: Mapping[tuple, Sequence[tuple[int, int, int]]],
+    timeline: Mapping[Sid, Sequence[tuple[int, int, int]]],
     path: Path,
     top: int,
     size_s: int,
     first_sample: int | None,
-    rates: Mapping[tuple, Sequence[tuple[int, int, float]]] | None = None,
+    rates: Mapping[Sid, Sequence[tuple[int, int, float]]] | None = None,
     replayed: Mapping[str, str] | None = None,
 ) -> None:
     """Write :func:`figure` as a PNG (Agg, no display needed)."""

@@ -53,7 +53,7 @@ def read_table(path: str | Path) -> Any:
     return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
 
 
-def normalize(table: Any, window: Window) -> dict[str, list]:
+def normalize(table: Any, window: Window) -> dict[str, list[Any]]:
     """Column lists: ``sample`` (int), the three names (str) and ``u_<column>`` integer units per row."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -61,7 +61,7 @@ def normalize(table: Any, window: Window) -> dict[str, list]:
     if "ts" not in table.column_names:
         raise UsageError("traffic has no 'ts' column (epoch seconds or a timestamp)")
     n = table.num_rows
-    out: dict[str, list] = {"sample": sample_column(table.column("ts"), window.size_s).to_pylist()}
+    out: dict[str, list[Any]] = {"sample": sample_column(table.column("ts"), window.size_s).to_pylist()}
     for name in ID_COLUMNS:
         if name in table.column_names:
             col = pc.fill_null(pc.cast(table.column(name), pa.string()), "")

@@ -21,7 +21,9 @@ No Python UDFs and no RDDs, so the same plan runs in ``local[*]``, on a cluster 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from functools import reduce
 from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity
@@ -37,6 +39,9 @@ from kquotactl.impact.model import (
     KeyTotals,
     QidStats,
     QuotaRow,
+    Rates,
+    Sid,
+    Timeline,
     Window,
 )
 from kquotactl.impact.readers import detect_format
@@ -168,8 +173,10 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
     """The quota table split by what each level looks up, pivoted to one column per (level, key)."""
     from pyspark.sql import types as T
 
-    def frame(keycols: list[str], levels: tuple[int, ...], keys: tuple[str, ...], pick) -> Any:
-        entries: dict[tuple, dict[str, float]] = {}
+    def frame(
+        keycols: list[str], levels: tuple[int, ...], keys: tuple[str, ...], pick: Callable[[QuotaRow], bool]
+    ) -> Any:
+        entries: dict[tuple[Any, ...], dict[str, float]] = {}
         for r in rows:
             if r.level in levels and r.key in keys and pick(r):
                 ident = tuple(getattr(r, c) for c in keycols)
@@ -194,7 +201,7 @@ def _tables(spark: Any, rows: Sequence[QuotaRow]) -> dict[str, Any]:
     }
 
 
-def _local_frame(spark: Any, schema: Any, rows: list[tuple]) -> Any:
+def _local_frame(spark: Any, schema: Any, rows: list[tuple[Any, ...]]) -> Any:
     """A small driver-side table as a DataFrame through Arrow: no Python worker (and no executor Python) needed."""
     import pyarrow as pa
 
@@ -404,14 +411,14 @@ def bounds(traffic: Any) -> tuple[int, int | None, int | None]:
 
 def run(
     traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0
-) -> tuple[EngineResult, dict, dict]:
+) -> tuple[EngineResult, Timeline, Rates]:
     """Compute the model; with ``timeline_top`` also the throttle intervals of that many top quota-ids and their
     rate on every interval (the local engine's ``timelines``)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     nrows, first, last = bounds(traffic)
-    if first is None:
+    if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
     swept = sweep(resolved_usage(traffic, rows), window, int(last))
     if timeline_top:
@@ -420,7 +427,7 @@ def run(
     limited = [r for r in table if r["level"] > 0]
     names = _names(traffic, limited)
     stats: list[QidStats] = []
-    hashed: dict[tuple, tuple] = {}  # quota-id as the report names it -> as the Spark rows spell it
+    hashed: dict[Sid, tuple[Any, ...]] = {}  # quota-id as the report names it -> as the Spark rows spell it
     totals = {k: KeyTotals() for k in MODEL_KEYS}
     for r in table:
         t = totals[MODEL_KEYS[r["k"]]]
@@ -431,32 +438,41 @@ def run(
             t.units_unlimited += r["units"]
     for r in limited:
         totals[MODEL_KEYS[r["k"]]].units_throttled += r["units_throttled"]
-        qid = [None if r[part] is None else names[(i, r[part])] for i, part in enumerate(QID_PARTS)]
+        qu, qc, qip = (None if r[part] is None else names[(i, r[part])] for i, part in enumerate(QID_PARTS))
         st = QidStats(
             MODEL_KEYS[r["k"]],
             r["level"],
-            *qid,
+            qu,
+            qc,
+            qip,
             int(r["seconds_throttled"]),
             float(r["max_rate"]),
             int(r["total_throttle_ms"]),
             int(r["max_throttle_ms"]),
         )
         stats.append(st)
-        hashed[(st.key, st.level, *qid)] = tuple(r[c] for c in QID)
+        hashed[(st.key, st.level, qu, qc, qip)] = tuple(r[c] for c in QID)
     result = EngineResult(nrows, int(first), int(last), stats, totals)
-    timeline: dict = {}
-    rates: dict = {}
+    timeline: Timeline = {}
+    rates: Rates = {}
     if timeline_top:
         top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
         if top:
             by_hash = {hashed[sid]: sid for sid in ((s.key, s.level, s.qid_user, s.qid_client, s.qid_ip) for s in top)}
-            cond = None
-            for h in by_hash:
-                c = None
-                for col, v in zip(QID, h, strict=True):
-                    term = F.col(col).isNull() if v is None else (F.col(col) == v)
-                    c = term if c is None else c & term
-                cond = c if cond is None else cond | c
+            # (one quota-id's columns and-ed) or-ed over the quota-ids, left to right
+            cond = reduce(
+                operator.or_,
+                (
+                    reduce(
+                        operator.and_,
+                        (
+                            F.col(col).isNull() if v is None else (F.col(col) == v)
+                            for col, v in zip(QID, h, strict=True)
+                        ),
+                    )
+                    for h in by_hash
+                ),
+            )
             picked = swept.where(cond & (F.col("len") > 0)).select(*QID, "p", "len", "ms", "rate")
             for r in picked.toArrow().to_pylist():
                 sid = by_hash[tuple(r[c] for c in QID)]
@@ -464,13 +480,15 @@ def run(
                 rates.setdefault(sid, []).append((r["p"], end, float(r["rate"])))
                 if r["ms"] > 0:
                     timeline.setdefault(sid, []).append((r["p"], end, r["ms"]))
-            for v in (*timeline.values(), *rates.values()):
-                v.sort()
+            for intervals in timeline.values():
+                intervals.sort()
+            for rated in rates.values():
+                rated.sort()
         swept.unpersist()
     return result, timeline, rates
 
 
-def _names(traffic: Any, limited: list[dict]) -> dict[tuple[int, int], str]:
+def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
     """(part index in ``QID_PARTS``, hash) -> the name, for every hash the report holds.
 
     One pass over the traffic's name columns, semi-joined with the (small) set of wanted hashes. A hash that two

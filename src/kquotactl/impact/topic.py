@@ -48,7 +48,9 @@ class TopicConfig:
         return {t: (self.explicit[t], True) if t in self.explicit else (share, False) for t in topics}
 
 
-def replay(bytes_by: Mapping[tuple[int, str], int], first: int, last: int, cfg: TopicConfig, window: Window) -> dict:
+def replay(
+    bytes_by: Mapping[tuple[int, str], int], first: int, last: int, cfg: TopicConfig, window: Window
+) -> dict[str, Any]:
     """Per topic: threshold, bytes in, bytes dropped, seconds with drops; plus broker totals."""
     cfg.check()
     by_sample: dict[int, dict[str, int]] = defaultdict(dict)
@@ -80,7 +82,7 @@ def replay(bytes_by: Mapping[tuple[int, str], int], first: int, last: int, cfg: 
         for topic, b in accepted.items():
             win[topic] += b
             total_win += b
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"topic": t, "threshold": thr[t][0], "explicit": thr[t][1], **stats[t]}
         for t in sorted(thr, key=lambda t: (-stats[t]["bytes_dropped"], t))
     ]

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Name
-from kquotactl.core.keys import KEY_ORDER, KEYS, exact_unit_text
+from kquotactl.core.keys import KEY_ORDER, KEYS, Number, exact_unit_text
 from kquotactl.core.model import QuotaRecord
 
 
@@ -23,12 +23,13 @@ def export_document(records: Iterable[QuotaRecord], units: bool = False) -> dict
     quotas = []
     for r in sorted(records, key=lambda r: r.entity.sort_key()):
         entity = {t.value: _export_name(n) for t, n in r.entity.components().items()}
-        config = {
+        numbers = {
             k: (int(v) if KEYS[k].integral else float(v))
             for k, v in sorted(r.config.items(), key=lambda kv: KEY_ORDER.get(kv[0], 99))
         }
+        config: Mapping[str, Number | str] = numbers
         if units:
-            config = {k: exact_unit_text(KEYS[k], v) or v for k, v in config.items()}
+            config = {k: exact_unit_text(KEYS[k], v) or v for k, v in numbers.items()}
         quotas.append({"entity": entity, "config": config})
     return {"quotas": quotas}
 
@@ -50,7 +51,7 @@ def dump_manifest_yaml(doc: Mapping[str, Any], out: IO[str] | None = None, chunk
         style = '"' if data == DEFAULT_MARKER else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
-    def flow_repr(dumper: Any, data: dict) -> Any:
+    def flow_repr(dumper: Any, data: dict[str, Any]) -> Any:
         return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True)
 
     Dumper.add_representer(str, str_repr)
@@ -80,5 +81,5 @@ def dump_manifest_yaml(doc: Mapping[str, Any], out: IO[str] | None = None, chunk
     return target.getvalue() if out is None else None  # type: ignore[attr-defined]
 
 
-class _Flow(dict):
+class _Flow(dict[str, Any]):
     """A mapping written in flow style (``{user: alice}``)."""

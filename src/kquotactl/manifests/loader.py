@@ -246,7 +246,8 @@ class _Reader:
         if not isinstance(node, yaml.ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
             self.problem(node, f"{what} must be a string")
             return None
-        return node.value
+        value: str = node.value  # a scalar's value is its text
+        return value
 
     def entity(self, node: Any) -> Entity | None:
         comps = self.mapping(node, "entity", tuple(ENTITY_KEYS))
@@ -306,7 +307,8 @@ class _Reader:
         if node.tag == _TAG_BOOL:
             self.problem(node, f"{key} name {node.value!r} reads as a boolean in YAML: quote it")
             return None
-        return node.value  # the literal spelling, also for names that look like numbers
+        name: str = node.value  # the literal spelling, also for names that look like numbers
+        return name
 
     def config(self, node: Any, entity: Entity) -> tuple[dict[str, Number] | None, dict[str, Source]]:
         import yaml
@@ -428,7 +430,7 @@ def _check_flow_nesting(text: str) -> None:
             elif depth == MAX_NESTING:
                 line = text.count("\n", 0, start)
                 column = start - (text.rfind("\n", 0, start) + 1)
-                mark = yaml.error.Mark("<manifest>", start, line, column, None, None)
+                mark = yaml.error.Mark("<manifest>", start, line, column, None, 0)  # no buffer: no snippet
                 message = f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)"
                 raise yaml.composer.ComposerError(None, None, message, mark)
             elif not flat:
@@ -461,7 +463,7 @@ def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> It
             text.encode("utf-8")
         except UnicodeEncodeError as e:  # undecodable bytes smuggled in as surrogates (stdin under LANG=C)
             line, column = text.count("\n", 0, e.start), e.start - (text.rfind("\n", 0, e.start) + 1)
-            mark = yaml.error.Mark("<manifest>", e.start, line, column, None, None)
+            mark = yaml.error.Mark("<manifest>", e.start, line, column, None, 0)  # no buffer: no snippet
             raise yaml.scanner.ScannerError(None, None, "bytes that are not valid UTF-8", mark) from None
     loader = loader_cls(text)
     try:
@@ -483,6 +485,8 @@ class _EventComposer:
         self.anchors: dict[str, Any] = {}
 
     def node(self, depth: int, key: str | None) -> Any:
+        """The next node. (The ``arg-type`` ignores: the C parser's events carry ``yaml._yaml.Mark``, which has the
+        fields of the ``yaml.error.Mark`` that types-PyYAML's node and error signatures ask for.)"""
         import yaml
 
         loader = self.loader
@@ -493,32 +497,33 @@ class _EventComposer:
             )
         if isinstance(ev, yaml.AliasEvent):
             if ev.anchor not in self.anchors:
-                raise yaml.composer.ComposerError(None, None, f"found undefined alias {ev.anchor!r}", ev.start_mark)
+                message = f"found undefined alias {ev.anchor!r}"
+                raise yaml.composer.ComposerError(None, None, message, ev.start_mark)  # type: ignore[arg-type]
             return self.anchors[ev.anchor]
         tag = getattr(ev, "tag", None)
         if isinstance(ev, yaml.ScalarEvent):
             if tag is None or tag == "!":
                 tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
-            node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+            scalar = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)  # type: ignore[arg-type]
             if ev.anchor:
-                self.anchors[ev.anchor] = node
-            return node
+                self.anchors[ev.anchor] = scalar
+            return scalar
         if isinstance(ev, yaml.SequenceStartEvent):
             if tag is None or tag == "!":
                 tag = loader.resolve(yaml.SequenceNode, None, ev.implicit)
-            node = yaml.SequenceNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
+            seq = yaml.SequenceNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)  # type: ignore[arg-type]
             if ev.anchor:
-                self.anchors[ev.anchor] = node
+                self.anchors[ev.anchor] = seq
             stream = depth == 1 and key == "quotas" and self.on_entry is not None
             while not loader.check_event(yaml.SequenceEndEvent):
                 item = self.node(depth + 1, None)
                 if stream:
                     self.on_entry(item)  # type: ignore[misc]
                 else:
-                    node.value.append(item)
-            node.end_mark = loader.get_event().end_mark
-            node.streamed = stream  # type: ignore[attr-defined]
-            return node
+                    seq.value.append(item)
+            seq.end_mark = loader.get_event().end_mark
+            seq.streamed = stream  # type: ignore[attr-defined]
+            return seq
         if tag is None or tag == "!":
             tag = loader.resolve(yaml.MappingNode, None, ev.implicit)
         node = yaml.MappingNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
@@ -537,4 +542,7 @@ def json_schema() -> dict[str, Any]:
     import json
     from importlib.resources import files
 
-    return json.loads(files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(
+        files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8")
+    )
+    return schema

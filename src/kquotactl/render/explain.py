@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.core.explain import (
     Connection,
@@ -22,10 +22,14 @@ from kquotactl.core.explain import (
 )
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
-from kquotactl.render.records import counted
+from kquotactl.core.wording import counted
+
+if TYPE_CHECKING:  # rich loads with the first table
+    from rich.console import Console
+    from rich.table import Table
 
 
-def _console(out: IO[str], color: bool):
+def _console(out: IO[str], color: bool) -> Console:
     from rich.console import Console
 
     return Console(file=out, no_color=not color, highlight=False, soft_wrap=False, width=None if color else 200)
@@ -53,7 +57,9 @@ def _fits(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> l
     return widths if sum(widths) + 2 * (len(widths) - 1) <= width else None
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int], right: Sequence[str] = ()):
+def _table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int], right: Sequence[str] = ()
+) -> Table:
     from rich.table import Table
 
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)

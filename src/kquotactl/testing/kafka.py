@@ -75,7 +75,7 @@ def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
             return candidate
 
 
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float, what: str, tail) -> None:
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float, what: str, tail: Callable[[], str]) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -94,7 +94,7 @@ class _KafkaBase:
     workdir: Path | None = None
     port: int = 0
     supports_quota_api: bool = True  # False for brokers older than 2.6 (ready = handshake answered)
-    _proc: subprocess.Popen | None = None
+    _proc: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -182,7 +182,7 @@ class _KafkaBase:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 
-    def __enter__(self):
+    def __enter__(self) -> _KafkaBase:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

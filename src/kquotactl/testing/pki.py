@@ -11,6 +11,11 @@ import datetime as dt
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # cryptography loads when a PKI is made
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
 
 
 @dataclass(frozen=True)
@@ -30,20 +35,28 @@ class Pki:
     stranger: Leaf  # signed by another CA: must be refused
 
 
-def _key():
+def _key() -> EllipticCurvePrivateKey:
     from cryptography.hazmat.primitives.asymmetric import ec
 
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _name(cn: str):
+def _name(cn: str) -> x509.Name:
     from cryptography import x509
     from cryptography.x509.oid import NameOID
 
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn), x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kq")])
 
 
-def _cert(subject_key, cn: str, issuer_key, issuer_name, *, ca: bool, server: bool):
+def _cert(
+    subject_key: EllipticCurvePrivateKey,
+    cn: str,
+    issuer_key: EllipticCurvePrivateKey,
+    issuer_name: x509.Name | None,
+    *,
+    ca: bool,
+    server: bool,
+) -> x509.Certificate:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
     from cryptography.x509.oid import ExtendedKeyUsageOID
@@ -75,7 +88,7 @@ def _cert(subject_key, cn: str, issuer_key, issuer_name, *, ca: bool, server: bo
     return b.sign(issuer_key, hashes.SHA256())
 
 
-def _write_leaf(directory: Path, name: str, key, cert) -> Leaf:
+def _write_leaf(directory: Path, name: str, key: EllipticCurvePrivateKey, cert: x509.Certificate) -> Leaf:
     from cryptography.hazmat.primitives import serialization
 
     key_pem = key.private_bytes(

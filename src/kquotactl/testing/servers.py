@@ -64,7 +64,8 @@ def classpath(*dirs: Path) -> str:
 def free_port() -> int:
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def four_letter(port: int, word: str, timeout: float = 2.0) -> str:
@@ -99,7 +100,7 @@ class ZooKeeperServer:
     jvm_opts: list[str] = field(default_factory=list)
     log_level: str = "WARN"
     workdir: Path | None = None
-    _proc: subprocess.Popen | None = None
+    _proc: subprocess.Popen[bytes] | None = None
     _own_workdir: bool = False
 
     @property

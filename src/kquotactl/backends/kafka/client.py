@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import kafka.errors as Errors
 from kafka.admin.client import KafkaAdminClient
@@ -44,6 +44,11 @@ WireComponent = tuple[str, int, str | None]
 WireOp = tuple[str, float, bool]
 
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+# kafka-python ships no types: its connections, requests and responses are Any here, named for the reader
+KafkaConn = Any
+KafkaRequest = Any
+KafkaResponse = Any
+T = TypeVar("T")
 CONFIG_SOURCES = {
     0: "UNKNOWN",
     1: "DYNAMIC_TOPIC_CONFIG",
@@ -90,8 +95,8 @@ class QuotaWire:
         except (ValueError, Errors.KafkaConfigurationError) as e:
             raise QuotaError(f"bad bootstrap address {bootstrap!r}: {e}") from None
         self._net.start()
-        self._conn = None
-        self._brokers: dict[int, Any] = {}  # broker id -> connection, for per-broker config resources
+        self._conn: KafkaConn = None
+        self._brokers: dict[int, KafkaConn] = {}  # broker id -> connection, for per-broker config resources
         try:
             self._conn = self._manager.run(self._connect)
         except BaseException:
@@ -112,7 +117,7 @@ class QuotaWire:
     def what(self) -> str:
         return f"{'controller' if self.controller else 'broker'} {self.bootstrap}"
 
-    async def _connect(self):
+    async def _connect(self) -> KafkaConn:
         """Try the bootstrap addresses in turn until one completes the handshake (ApiVersions, SASL)."""
         errors: list[str] = []
         for node in self._manager.cluster.bootstrap_brokers():
@@ -122,7 +127,7 @@ class QuotaWire:
             errors.append(error)
         raise self._unreachable(self.what, errors)
 
-    async def _open(self, node: Any) -> tuple[Any, str]:
+    async def _open(self, node: Any) -> tuple[KafkaConn, str]:
         """A ready connection to ``node`` (a cluster metadata node), or None and why not (auth errors raise).
 
         A closed connection leaves the manager's table on close, so asking again opens a fresh one (a
@@ -150,7 +155,7 @@ class QuotaWire:
             + (" — TLS: check security.protocol and the trust store" if self.settings.uses_ssl else "")
         )
 
-    async def _broker_conn(self, broker: int):
+    async def _broker_conn(self, broker: int) -> KafkaConn:
         """A connection to broker ``broker`` (by id), its address from the cluster metadata."""
         conn = self._brokers.get(broker)
         if conn is not None and not conn.closed:
@@ -176,13 +181,13 @@ class QuotaWire:
     def _broker_ids_known(self) -> list[int]:
         return [b.node_id for b in self._manager.cluster.brokers()]
 
-    async def _bootstrap_conn(self):
+    async def _bootstrap_conn(self) -> KafkaConn:
         if self._conn.closed:  # closed while idle (connections.max.idle.ms, a broker restart): reconnect first
             log.debug("connection to %s closed; reconnecting", self.bootstrap)
             self._conn = await self._connect()
         return self._conn
 
-    async def _auth_error(self, exc: Exception, conn) -> QuotaError | None:
+    async def _auth_error(self, exc: Exception, conn: KafkaConn | None) -> QuotaError | None:
         """The SASL failure may surface as 'socket disconnected' first; the connection's close reason tells."""
         candidates = [exc]
         if conn is not None:
@@ -213,7 +218,7 @@ class QuotaWire:
 
     # -- requests --------------------------------------------------------------------------------
 
-    async def _request(self, conn, request):
+    async def _request(self, conn: KafkaConn, request: KafkaRequest) -> KafkaResponse:
         # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
         # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
         deadline = time.monotonic() + self.request_timeout
@@ -222,20 +227,23 @@ class QuotaWire:
         fut = conn.send_request(request, request_timeout_ms=int(self.request_timeout * 1000))
         return await self._manager.wait_for(fut, int(self.request_timeout * 1000) + 1000)
 
-    def _send(self, request, what: str, broker: int | None = None):
+    def _send(self, request: KafkaRequest, what: str, broker: int | None = None) -> KafkaResponse:
         """Send ``request`` to the bootstrap node, or to broker ``broker``; Kafka's answer, or one-line errors."""
 
-        async def go():
+        async def go() -> KafkaResponse:
             conn = await (self._bootstrap_conn() if broker is None else self._broker_conn(broker))
             return await self._request(conn, request)
 
         return self._run(go, what, request, self.what if broker is None else f"broker {broker}")
 
-    def _run(self, go, what: str, request=None, who: str | None = None):
+    def _run(
+        self, go: Callable[[], Awaitable[T]], what: str, request: KafkaRequest = None, who: str | None = None
+    ) -> T:
         """Run ``go`` on the I/O thread; kafka-python's errors become one line (:class:`BackendUnavailable`)."""
         who = who or self.what
         try:
-            return self._manager.run(go)
+            result: T = self._manager.run(go)
+            return result
         except Errors.IncompatibleBrokerVersion:
             if self.controller and isinstance(request, DescribeClientQuotasRequest):
                 raise BackendUnavailable(
@@ -306,7 +314,7 @@ class QuotaWire:
     def broker_ids(self) -> list[int]:
         """The ids of the cluster's brokers (one Metadata request), ascending."""
 
-        async def go():
+        async def go() -> list[int]:
             await self._refresh_metadata()
             return sorted(self._broker_ids_known())
 

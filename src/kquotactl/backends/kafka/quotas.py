@@ -259,9 +259,9 @@ class AdminBackend:
         wanted = {wire_key(entity_to_wire(e)): e for e in entities}
         out = {}
         for pairs, values in self.wire.describe([], False):
-            e = wanted.get(wire_key(pairs))
-            if e is not None:
-                out[e] = typed_values(e, values)
+            match = wanted.get(wire_key(pairs))
+            if match is not None:
+                out[match] = typed_values(match, values)
         return out
 
     # -- writes ----------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ class AdminBackend:
         changes: Sequence[EntityChange],
         *,
         validate_only: bool = False,
-        expected: dict | None = None,
+        expected: dict[Entity, Mapping[str, Number]] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         """Read, plan (pure), then send batched entries; see the module docstring."""

@@ -8,11 +8,20 @@ Only click is imported at module level; the Kafka client loads inside the comman
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from kquotactl.cli.kit import OnceCommand
+from kquotactl.cli.kit import AppState, OnceCommand
+
+if TYPE_CHECKING:  # the Kafka client loads inside the command
+    from kquotactl.backends.kafka.client import QuotaWire
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.core.broker_connection_rate import RateSetting
+
+T = TypeVar("T")
 
 
 @click.command(cls=OnceCommand, name="connection-rate")
@@ -46,7 +55,6 @@ def connection_rate(
       kquotactl --bootstrap-server b:9092 connection-rate --broker 1 --listener EXTERNAL --delete
     """
     from kquotactl.core.broker_connection_rate import (
-        RateSetting,
         config_name,
         parse_rate,
         settings_from_configs,
@@ -54,7 +62,7 @@ def connection_rate(
     )
     from kquotactl.core.errors import UsageError
 
-    state = ctx.obj  # the group's AppState
+    state: AppState = ctx.obj  # the group's AppState
     conn = state.connection()  # flags > environment > context
     if not conn.bootstrap_server:
         raise UsageError(
@@ -96,12 +104,12 @@ class _Brokers:
     """BROKER config resources (one broker's, or the cluster-wide default) and the broker ids, through the
     admin backend's connection: one client, one settings mapping, one error model for every admin command."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: ConnectionOptions) -> None:
         self.conn = conn
-        self._backend: Any = None
+        self._backend: AdminBackend | None = None
 
     @property
-    def wire(self) -> Any:
+    def wire(self) -> QuotaWire:
         if self._backend is None:
             from kquotactl.backends.kafka.quotas import open_admin_backend
 
@@ -123,7 +131,7 @@ class _Brokers:
         v = None if value is None else str(value)
         _prefixed(f"alter {name} on {_where(rid)}", self.wire.alter_broker_config, rid, name, v, dry_run)
 
-    def await_visible(self, rid: str, name: str, value: int | None, state: Any) -> None:
+    def await_visible(self, rid: str, name: str, value: int | None, state: AppState) -> None:
         """Brokers apply committed config changes asynchronously: wait (bounded) until DescribeConfigs shows
         the change, so that a command that follows sees it."""
         import time
@@ -145,7 +153,7 @@ def _where(rid: str) -> str:
     return "the cluster default" if rid == "" else f"broker {rid}"
 
 
-def _prefixed(what: str, call: Any, *args: Any) -> Any:
+def _prefixed(what: str, call: Callable[..., T], *args: object) -> T:
     """Kafka's answer to a config request; its error (not a connection problem) prefixed with what was asked."""
     from kquotactl.core.errors import BackendUnavailable, QuotaError
 
@@ -157,7 +165,7 @@ def _prefixed(what: str, call: Any, *args: Any) -> Any:
         raise type(e)(f"{what}: {e}") from None
 
 
-def _render(settings: list, fmt: str) -> None:
+def _render(settings: list[RateSetting], fmt: str) -> None:
     from kquotactl.render.records import dump_json, dump_yaml
 
     data = [s.to_json() for s in settings]

@@ -54,10 +54,6 @@ class Connection:
             return cls(ip=ip)
         return cls(user=ANONYMOUS if user is None else user, client_id="" if client_id is None else client_id, ip=ip)
 
-    @property
-    def has_client(self) -> bool:
-        return self.user is not None
-
     def to_json(self) -> dict[str, str]:
         out: dict[str, str] = {}
         if self.user is not None:

@@ -143,10 +143,3 @@ class EntityResult:
             "after": dict(self.after),
             **({"message": self.message} if self.message else {}),
         }
-
-
-def summarize(results: Iterable[EntityResult]) -> dict[str, int]:
-    counts = {o.value: 0 for o in Outcome}
-    for r in results:
-        counts[r.outcome.value] += 1
-    return counts

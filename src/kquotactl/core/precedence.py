@@ -86,7 +86,6 @@ LEVELS: tuple[Level, ...] = (
     Level(7, None, "name", Sharing.CLIENT),
     Level(8, None, "default", Sharing.CLIENT),
 )
-IP_LEVELS = ("ip", "default")
 STATIC_LEVEL = 9  # a <= 2.8 broker's static quota.producer.default / quota.consumer.default
 STATIC_CONFIGS: dict[str, str] = {
     "producer_byte_rate": "quota.producer.default",

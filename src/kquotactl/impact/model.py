@@ -19,7 +19,6 @@ two rows per (key, quota-id, sample) instead of N.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,13 +54,6 @@ MODEL_KEYS = CLIENT_MODEL_KEYS + IP_MODEL_KEYS
 USAGE_COLUMNS: tuple[str, ...] = tuple(USAGE[k].column for k in MODEL_KEYS)
 ID_COLUMNS: tuple[str, ...] = ("user", "client_id", "ip")
 NOT_MODELLED = ("controller_mutation_rate",)  # partition mutations are not in request samples
-
-
-def to_units(value: Any, scale: int) -> int:
-    """A usage value as integer units (missing/None → 0), rounded half up like the engines do."""
-    if value is None:
-        return 0
-    return math.floor(float(value) * scale + 0.5)
 
 
 @dataclass(frozen=True)

@@ -341,7 +341,7 @@ prune_option = click.option(
 max_deletions_option = click.option(
     "--max-deletions",
     type=click.IntRange(0),
-    default=50,
+    default=50,  # core.plan.DEFAULT_MAX_DELETIONS (tests/test_services.py checks; not imported: --help stays light)
     show_default=True,
     metavar="N",
     help="Refuse (nothing written) when more than N entities would lose quotas.",

@@ -16,6 +16,7 @@ import click
 from kquotactl import __version__
 from kquotactl.cli import completion as comp
 from kquotactl.cli.argv import normalize_argv
+from kquotactl.cli.errorwords import worded
 from kquotactl.cli.helpwrap import install as _install_help_wrapping
 from kquotactl.cli.kit import (
     CI_REPORTS,
@@ -25,7 +26,8 @@ from kquotactl.cli.kit import (
     stacked,
 )
 from kquotactl.config.cluster import ConnectionOptions
-from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, one_line
+from kquotactl.config.extras import missing_extra
+from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, one_line
 
 _install_help_wrapping()  # help keeps option names whole and folds long examples to the terminal's width
 
@@ -408,7 +410,7 @@ def alter(
     _flush_warnings(state, backend)
     for result in results:
         if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
-            raise QuotaError(result.message)
+            raise result.error or QuotaError(result.message)
     fmt = state.output_format()
     data = [r.to_json() for r in results]
     if fmt == "json":
@@ -462,7 +464,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         _invoke(args, prog_name)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except QuotaError as e:
-        click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)
+        click.echo(f"{prog_name}: error: {one_line(worded(e))}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import InvalidConfigs, InvalidValue, UsageError
+from kquotactl.core.errors import InvalidConfigs, InvalidValue, NothingToChange, QuotaError, UsageError
 from kquotactl.core.keys import KEYS, Number, check_live_key, check_number, lookup_key, not_applied_reason, parse_value
 
 Config = dict[str, Number]
@@ -83,7 +83,7 @@ def build_change(
     if both:
         raise UsageError(f"{', '.join(both)} both added and deleted in one command; pick one")
     if not typed and not removes:
-        raise UsageError("nothing to change: give --add-config, --add-config-file or --delete-config")
+        raise NothingToChange()
     return EntityChange(entity, typed, frozenset(removes), if_exists)
 
 
@@ -134,6 +134,7 @@ class EntityResult:
     before: Mapping[str, Number] = field(default_factory=dict)
     after: Mapping[str, Number] = field(default_factory=dict)
     message: str = ""
+    error: QuotaError | None = field(default=None, compare=False, repr=False)  # why it was rejected, as data
 
     def to_json(self) -> dict:
         return {

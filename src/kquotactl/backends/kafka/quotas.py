@@ -302,7 +302,9 @@ class AdminBackend:
                 try:
                     after, ops = plan_ops(before, ch)
                 except QuotaError as e:
-                    results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
+                    results[ch.entity] = EntityResult(
+                        ch.entity, Outcome.REJECTED, before, before, message=str(e), error=e
+                    )
                     continue
                 if not ops:
                     results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)

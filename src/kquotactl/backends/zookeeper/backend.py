@@ -35,8 +35,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kquotactl.backends.base import ProgressCallback
+from kquotactl.config.extras import missing_extra
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
-from kquotactl.core.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError, missing_extra
+from kquotactl.core.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter
 from kquotactl.core.javafmt import properties_order
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, UnparsableValue, format_value, parse_stored
@@ -742,7 +743,7 @@ class ZooKeeperBackend:
                 if missing and not ch.if_exists:
                     apply_change(before, replace(ch, remove=frozenset(missing)))  # raises naming them
             except QuotaError as e:
-                results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
+                results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e), error=e)
                 continue
             if after == before and not drops_unparsed and not (ch.set.keys() & unparsed.keys()):
                 results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)

@@ -13,6 +13,7 @@ from typing import IO, Any
 
 import click
 
+from kquotactl.cli.errorwords import KEEP_HINT
 from kquotactl.cli.kit import CI_REPORTS, AppState, OnceCommand, pass_state
 from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PENDING, QuotaError, UsageError
 
@@ -325,7 +326,7 @@ def _plan(
     if prune and not manifest.prune:
         raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
     backend, live = _live(state, ctx, live_from)
-    the_plan = make_plan(manifest, live, prune=prune)
+    the_plan = make_plan(manifest, live, prune=prune, keep_hint=KEEP_HINT)
     shown = set(getattr(backend, "warnings", []))  # the backend's own reading of the same state, already printed
     for note in the_plan.notes:
         if note not in shown:

@@ -63,18 +63,21 @@ class Altered:
     results: list[EntityResult]
     warnings: list[str]
 
+    @property
+    def rejection(self) -> QuotaError | None:
+        """Why the change was refused (the core's error, with data, when the backend kept it), or None."""
+        for result in self.results:
+            if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
+                return result.error or QuotaError(result.message)
+        return None
+
 
 def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False) -> Altered:
-    """Set and remove keys of one entity, atomically (``dry_run``: validated, nothing written).
-
-    A rejected change raises its error (the core's, with data, when the backend kept it)."""
+    """Set and remove keys of one entity, atomically (``dry_run``: validated, nothing written); a refused change is
+    in :attr:`Altered.rejection`."""
     check_live_changes([change])
     results = backend.alter([change], validate_only=dry_run)
-    warnings = backend_warnings(backend)
-    for result in results:
-        if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
-            raise result.error or QuotaError(result.message)
-    return Altered(results, warnings)
+    return Altered(results, backend_warnings(backend))
 
 
 # -- plan ------------------------------------------------------------------------------------------------
@@ -261,8 +264,8 @@ def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mappin
     """The one loader of a quota set: manifest files or directories (offline, through the read-only manifest
     backend, the same protocol as a cluster) or a live backend's whole quota set.
 
-    A ZooKeeper-mode broker tells every quota manager of every entity; a KRaft broker (and a manifest, which stands
-    for one) only the key's own: ``per_key_levels`` follows the backend.
+    A ZooKeeper-mode broker tells every quota manager of every entity; a broker answering the admin API (KRaft) only
+    the key's own: ``per_key_levels`` follows the backend (offline manifests answer as ZooKeeper does).
     """
     if isinstance(source, str | list | tuple):
         from kquotactl.backends.manifest import ManifestBackend
@@ -271,7 +274,7 @@ def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mappin
             return load_quota_set(offline, static_defaults)
     backend: QuotaBackend = source
     records = backend.describe()
-    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=backend.name != "zookeeper")
+    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=backend.name == "admin")
     return QuotaSet(index, backend_warnings(backend))
 
 

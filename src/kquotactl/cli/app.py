@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +28,9 @@ from kquotactl.cli.kit import (
 from kquotactl.config.cluster import ConnectionOptions
 from kquotactl.config.extras import missing_extra
 from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, one_line
+
+if TYPE_CHECKING:
+    from kquotactl.backends.base import QuotaBackend
 
 _install_help_wrapping()  # help keeps option names whole and folds long examples to the terminal's width
 
@@ -192,12 +195,12 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return stacked(opts, f)
 
 
-def _dialect(backend: Any) -> str:
-    return "zookeeper" if getattr(backend, "name", "") == "zookeeper" else "bootstrap"
+def _dialect(backend: QuotaBackend) -> str:
+    return "zookeeper" if backend.name == "zookeeper" else "bootstrap"
 
 
-def _flush_warnings(state: AppState, backend: Any) -> None:
-    for w in getattr(backend, "warnings", []):
+def _warn_all(state: AppState, warnings: list[str]) -> None:
+    for w in warnings:
         state.warn(w)
 
 
@@ -330,10 +333,12 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
     flt = filter_for_describe(entity_args)
     if ctx.meta.get(PARSE_ONLY):
         return ("describe", flt)
+    from kquotactl.services import describe as describe_service
+
     backend = state.backend(ctx)
-    records = backend.describe(flt)
-    _flush_warnings(state, backend)
-    render_records(records, state.output_format(), sys.stdout, _dialect(backend), state.color)
+    described = describe_service(backend, flt)
+    _warn_all(state, described.warnings)
+    render_records(described.records, state.output_format(), sys.stdout, _dialect(backend), state.color)
     return None
 
 
@@ -390,6 +395,7 @@ def alter(
     from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
     from kquotactl.core.model import Outcome, build_change, check_live_changes
     from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
+    from kquotactl.services import alter as alter_service
 
     entity_args = EntityArgs.pop_from(kw)
     entity = entity_for_alter(entity_args)
@@ -406,11 +412,11 @@ def alter(
         return ("alter", change)
     backend = state.backend(ctx)
     # one result, or one per stored spelling when several stored ip names are this address
-    results = backend.alter([change], validate_only=dry_run)
-    _flush_warnings(state, backend)
-    for result in results:
-        if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
-            raise result.error or QuotaError(result.message)
+    altered = alter_service(backend, change, dry_run=dry_run)
+    _warn_all(state, altered.warnings)
+    if altered.rejection is not None:
+        raise altered.rejection
+    results = altered.results
     fmt = state.output_format()
     data = [r.to_json() for r in results]
     if fmt == "json":

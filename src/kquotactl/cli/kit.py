@@ -10,11 +10,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kquotactl.config.cluster import ConnectionOptions
+
+if TYPE_CHECKING:
+    from kquotactl.backends.base import QuotaBackend
 
 CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
 
@@ -31,7 +34,7 @@ class AppState:
     context_name: str | None = None  # --context (else KQUOTACTL_CONTEXT, else the file's current-context)
     config_path: str | None = None  # --config (else KQUOTACTL_CONFIG, else XDG)
     explicit: frozenset[str] = frozenset()  # connection fields typed on the command line (a context never overrides)
-    _backend: Any = None
+    _backend: QuotaBackend | None = None
 
     def connection(self) -> ConnectionOptions:
         """The cluster to use: flags > environment > context (see kquotactl.config.contexts)."""
@@ -39,7 +42,7 @@ class AppState:
 
         return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
 
-    def backend(self, ctx: click.Context) -> Any:
+    def backend(self, ctx: click.Context) -> QuotaBackend:
         if self._backend is None:
             from kquotactl.backends.factory import open_backend
 

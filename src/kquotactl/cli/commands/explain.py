@@ -4,11 +4,14 @@ and what throttle a given rate would get. Works live (either backend) or offline
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from kquotactl.cli.kit import OnceCommand, quota_window_options
+
+if TYPE_CHECKING:
+    from kquotactl.core.precedence import QuotaIndex
 
 
 def register(group: click.Group) -> None:
@@ -281,22 +284,18 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
     return out
 
 
-def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics: dict[str, int]) -> Any:
+def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics: dict[str, int]) -> QuotaIndex:
     """The quotas to explain against: manifests (offline) or the live cluster's whole quota set."""
-    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.services import load_quota_set
 
-    if files:
-        if state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller:
-            from kquotactl.core.errors import UsageError
+    if files and (state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller):
+        from kquotactl.core.errors import UsageError
 
-            raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
-        return QuotaIndex(_manifest_records(files), static_defaults=statics)
-    backend = state.backend(ctx)
-    records = backend.describe()
-    for w in getattr(backend, "warnings", []):
+        raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
+    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics)
+    for w in quota_set.warnings:
         state.warn(w)
-    # A ZooKeeper-mode broker tells every quota manager of every entity; a KRaft broker only the key's own.
-    return QuotaIndex(records, static_defaults=statics, per_key_levels=getattr(backend, "name", "") != "zookeeper")
+    return quota_set.index
 
 
 EXAMPLE_MANIFEST = """\
@@ -322,14 +321,6 @@ def _example_index(statics: dict[str, int]) -> Any:
     from kquotactl.manifests.loader import load_text
 
     return QuotaIndex(load_text(EXAMPLE_MANIFEST, "<example>").records(), static_defaults=statics)
-
-
-def _manifest_records(files: tuple[str, ...]) -> list[Any]:
-    """Offline: the manifests' quotas through the read-only manifest backend (same protocol as a cluster)."""
-    from kquotactl.backends.manifest import ManifestBackend
-
-    with ManifestBackend.open(list(files)) as backend:
-        return backend.describe()
 
 
 def _replay(
@@ -370,18 +361,18 @@ def _replay(
         if res.limit is None:
             raise UsageError(f"{key} is unlimited for this connection: nothing would be throttled (give --limit)")
         limit = float(res.limit)
-    if key == "controller_mutation_rate":
-        from kquotactl.core.rate import replay_token_bucket
+    from kquotactl.services import replay_steps
 
-        if version is not None and version[:2] < (2, 7):
-            raise UsageError(
-                "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
-            )
-        steps = replay_token_bucket(
-            events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
-        )
-    else:
-        steps = _rate_replay(events, key, limit, unrecord, window_num, window_size_seconds, version)
+    steps = replay_steps(
+        events,
+        key,
+        limit,
+        unrecord_throttled=unrecord,
+        window_num=window_num,
+        window_size_seconds=window_size_seconds,
+        kafka_version=version,
+        mutation_mode=mutation_mode,
+    )
     if fmt == "table":
         replay_table(steps, key, limit, sys.stdout, state.color)
     elif fmt == "json":
@@ -412,27 +403,3 @@ def _parse_limit(qk: Any, text: str) -> float:
             raise
         value = 0.0
     return -value if negative else value
-
-
-def _rate_replay(
-    events: list[tuple[int, float]],
-    key: str,
-    limit: float,
-    unrecord: bool,
-    window_num: int,
-    window_size_seconds: int,
-    version: tuple[int, ...] | None,
-) -> Any:
-    from kquotactl.core.keys import KEYS
-    from kquotactl.core.rate import replay as run_replay
-    from kquotactl.core.rate import sampled_stat_for
-
-    return run_replay(
-        events,
-        limit,
-        samples=window_num,
-        window_ms=window_size_seconds * 1000,
-        cap_ms=window_size_seconds * 1000 if KEYS[key].throttle_capped else None,
-        unrecord_throttled=unrecord,
-        **sampled_stat_for(version),
-    )

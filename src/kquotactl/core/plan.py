@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.entities import Entity
 from kquotactl.core.errors import NotAPlan, QuotaError, TooManyDeletions, UsageError
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.core.manifest import Manifest, entity_path_text
 from kquotactl.core.model import EntityChange, QuotaRecord
-from kquotactl.core.precedence import LEVELS
+from kquotactl.core.precedence import precedence_rank
 from kquotactl.core.values import stored_findings
 from kquotactl.core.wording import counted
 
@@ -293,25 +293,10 @@ def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff], ke
     return notes
 
 
-def precedence(entity: Entity) -> int:
-    """The broker's precedence level (1 = most specific .. 8; ips 9 and 10): lower is written first."""
-    if entity.ip is not None:
-        return 10 if entity.ip is DEFAULT else 9
-
-    def part(n: object) -> str | None:
-        return None if n is None else "default" if n is DEFAULT else "name"
-
-    u, c = part(entity.user), part(entity.client_id)
-    for level in LEVELS:
-        if level.user == u and level.client == c:
-            return level.number
-    raise AssertionError(entity)  # pragma: no cover - every user/client entity is one of the 8 levels
-
-
 def _apply_order(d: EntityDiff) -> tuple:
     if not d.removes:
         return (0, 0, d.entity.sort_key())  # adding limits opens no window: any order is safe
-    return (2 if not d.sets else 1, precedence(d.entity), d.entity.sort_key())
+    return (2 if not d.sets else 1, precedence_rank(d.entity), d.entity.sort_key())
 
 
 def check_deletions(plan: Plan, max_deletions: int) -> None:

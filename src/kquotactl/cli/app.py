@@ -268,19 +268,7 @@ def cli(
         if ctx.params.get(param.name or "") == "" and isinstance(param, click.Option):
             raise UsageError(f"{param.opts[0]} is empty (an unset variable?): give a value or leave the option out")
     state = ctx.ensure_object(AppState)
-    state.conn = ConnectionOptions(
-        zookeeper=conn["zookeeper"],
-        bootstrap_server=conn["bootstrap_server"],
-        bootstrap_controller=conn["bootstrap_controller"],
-        command_config=conn["command_config"],
-        connect_timeout=conn["connect_timeout"],
-        timeout=conn["timeout"],
-        zk_auth=list(conn["zk_auth"]),
-        zk_sasl_jaas=conn["zk_sasl_jaas"],
-        zk_tls_config_file=conn["zk_tls_config_file"],
-        zk_acl=conn["zk_acl"],
-        allow_no_brokers=conn["allow_no_brokers"],
-    )
+    state.conn = ConnectionOptions.from_params(conn)
     if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS:  # refused before anything is done
         raise UsageError(f"-o {output} is a CI report of validate and plan; this command prints table, json or yaml")
     state.output = output

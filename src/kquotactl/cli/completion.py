@@ -18,8 +18,8 @@ Pure helpers (:func:`lex`, :func:`bash_reply`, :func:`key_candidates`, :func:`ma
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.shell_completion import (
@@ -30,6 +30,11 @@ from click.shell_completion import (
     ZshComplete,
     add_completion_class,
 )
+
+if TYPE_CHECKING:
+    from kquotactl.backends.base import QuotaBackend
+
+T = TypeVar("T")
 
 PROG = "kquotactl"
 COMPLETE_VAR = "_KQUOTACTL_COMPLETE"
@@ -412,7 +417,7 @@ def _connection(ctx: click.Context) -> Any:
     return replace(opts, connect_timeout=short, timeout=short)
 
 
-def _with_backend(ctx: click.Context, fn: Any) -> Any:
+def _with_backend(ctx: click.Context, fn: Callable[[QuotaBackend], T]) -> T:
     import logging
 
     from kquotactl.backends.factory import open_backend
@@ -438,7 +443,7 @@ def live_names(ctx: click.Context, etype: str) -> list[str]:
     t = {"user": EntityType.USER, "client": EntityType.CLIENT_ID, "ip": EntityType.IP}[etype]
     flt = EntityFilter((FilterComponent(t, MatchType.ANY),), strict=False)
 
-    def names(backend: Any) -> list[str]:
+    def names(backend: QuotaBackend) -> list[str]:
         if hasattr(backend, "entity_names"):  # ZooKeeper: child listings only, a Tab on 1,000 users stays fast
             return sorted(backend.entity_names(t))
         found = {r.entity.components().get(t) for r in backend.describe(flt)}
@@ -454,7 +459,7 @@ def live_keys(ctx: click.Context, params: dict[str, Any]) -> list[str]:
 
     entity = entity_for_alter(EntityArgs.pop_from({k: params.get(k) for k in _ENTITY_PARAMS}))
 
-    def keys(backend: Any) -> list[str]:
+    def keys(backend: QuotaBackend) -> list[str]:
         return [k for r in backend.describe(EntityFilter.exact(entity)) for k in r.config]
 
     return _with_backend(ctx, keys)

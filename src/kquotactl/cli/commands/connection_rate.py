@@ -8,11 +8,16 @@ Only click is imported at module level; the Kafka client loads inside the comman
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kquotactl.cli.kit import OnceCommand
+
+if TYPE_CHECKING:
+    from kquotactl.backends.kafka.client import QuotaWire
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.config.cluster import ConnectionOptions
 
 
 @click.command(cls=OnceCommand, name="connection-rate")
@@ -96,12 +101,12 @@ class _Brokers:
     """BROKER config resources (one broker's, or the cluster-wide default) and the broker ids, through the
     admin backend's connection: one client, one settings mapping, one error model for every admin command."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: ConnectionOptions) -> None:
         self.conn = conn
-        self._backend: Any = None
+        self._backend: AdminBackend | None = None
 
     @property
-    def wire(self) -> Any:
+    def wire(self) -> QuotaWire:
         if self._backend is None:
             from kquotactl.backends.kafka.quotas import open_admin_backend
 

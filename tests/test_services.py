@@ -117,3 +117,35 @@ def test_one_quota_set_loader_for_files_and_backends(tmp_path) -> None:  # type:
     for user, client in [("svc-a", ""), ("svc-c", "app"), ("svc-c", "other"), ("x", "")]:
         for key in ("producer_byte_rate", "consumer_byte_rate", "request_percentage"):
             assert by_files.resolve(key, user, client) == by_backend.resolve(key, user, client)
+
+
+def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from kquotactl.cli.errorwords import worded
+    from kquotactl.core.errors import MissingInput
+    from kquotactl.core.explain import Connection
+    from kquotactl.services import replay
+
+    path = tmp_path / "q.yaml"
+    path.write_text(MANIFEST)
+    loads = []
+
+    def quota_set():  # type: ignore[no-untyped-def]
+        loads.append(1)
+        return load_quota_set([str(path)]).index
+
+    events = [(t * 100, 200_000.0) for t in range(30)]
+    given = replay(events, limit="1MiB")
+    assert (given.key, given.limit, len(given.steps)) == ("producer_byte_rate", 1024 * 1024, 30) and not loads
+    resolved = replay(events, conn=Connection.of("svc-a", "x", None), quota_set=quota_set)
+    assert resolved.limit == 1024 * 1024 and loads == [1]
+    assert [s.throttle_ms for s in resolved.steps] == [s.throttle_ms for s in given.steps]
+    cases = [
+        ({}, "--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)"),
+        ({"conn": Connection.of("svc-a", None, None), "key": "connection_creation_rate"}, "give --ip"),
+        ({"conn": Connection.of(None, None, "10.0.0.1")}, "unlimited for this connection"),
+        ({"conn": Connection.of("nobody", None, None)}, "nothing would be throttled (give --limit)"),
+    ]
+    for kwargs, words in cases:
+        with pytest.raises(MissingInput) as e:
+            replay(events, quota_set=quota_set, **kwargs)  # type: ignore[arg-type]
+        assert "--" not in str(e.value) and words in worded(e.value)

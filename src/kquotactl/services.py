@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend
-from kquotactl.core.errors import EXIT_INTERRUPTED, PartialFailure, QuotaError, UsageError
+from kquotactl.core.errors import EXIT_INTERRUPTED, MissingInput, PartialFailure, QuotaError, UsageError
+from kquotactl.core.explain import Connection
 from kquotactl.core.filters import EntityFilter
+from kquotactl.core.keys import QuotaKey
 from kquotactl.core.manifest import Manifest, ManifestError, entity_path_text, live_problems
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
 from kquotactl.core.partial import apply_failure
@@ -276,6 +278,89 @@ def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mappin
     records = backend.describe()
     index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=backend.name == "admin")
     return QuotaSet(index, backend_warnings(backend))
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A replay: the key, the limit it ran under (given, or resolved for the connection) and each recording's step."""
+
+    key: str
+    limit: float
+    steps: list[Any]
+
+
+def replay(
+    events: list[tuple[int, float]],
+    *,
+    conn: Connection | None = None,
+    quota_set: Callable[[], QuotaIndex] | None = None,
+    key: str | None = None,
+    limit: float | str | None = None,
+    unrecord_throttled: bool = False,
+    window_num: int = 11,
+    window_size_seconds: int = 1,
+    kafka_version: tuple[int, ...] | None = None,
+    mutation_mode: str = "strict",
+) -> Replayed:
+    """Replay recordings for one key: under ``limit`` (a number, or a quota value as typed: see
+    :func:`limit_value`), or under what ``conn`` resolves to in ``quota_set`` (called only then: loading a live
+    quota set reads the cluster). ``key`` defaults to connection_creation_rate for an ip-only connection, else
+    producer_byte_rate. A missing input raises :class:`MissingInput`."""
+    from kquotactl.core.keys import EntityKind, lookup_key
+
+    if key is None:
+        key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
+    qk = lookup_key(key)
+    if isinstance(limit, str):
+        limit = limit_value(qk, limit)
+    if limit is None:
+        if conn is None or quota_set is None:
+            raise MissingInput("replay-limit")
+        index = quota_set()
+        if qk.kind is EntityKind.IP:
+            if conn.ip is None:
+                raise MissingInput("ip", key)
+            res = index.resolve_ip(conn.ip, key)
+        else:
+            if conn.user is None:
+                raise MissingInput("client", key)
+            res = index.resolve(key, conn.user, conn.client_id or "")
+        if res.limit is None:
+            raise MissingInput("unlimited", key)
+        limit = float(res.limit)
+    steps = replay_steps(
+        events,
+        key,
+        limit,
+        unrecord_throttled=unrecord_throttled,
+        window_num=window_num,
+        window_size_seconds=window_size_seconds,
+        kafka_version=kafka_version,
+        mutation_mode=mutation_mode,
+    )
+    return Replayed(key, limit, steps)
+
+
+def limit_value(qk: QuotaKey, text: str) -> float:
+    """A replay's limit as typed: a quota value as for kafka-configs, and also 0 or a negative one (kafka-configs 2.8
+    wrote them and brokers still apply them: the replay shows what they do)."""
+    from kquotactl.core.errors import InvalidValue
+    from kquotactl.core.keys import java_trim, parse_value
+
+    stripped = java_trim(text)
+    negative = stripped.startswith("-")
+    body = stripped[1:] if negative else stripped
+    try:
+        value = float(parse_value(qk, body))
+    except InvalidValue:
+        try:
+            zero = float(body) == 0
+        except ValueError:
+            zero = False
+        if not zero:
+            raise
+        value = 0.0
+    return -value if negative else value
 
 
 def replay_steps(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from kquotactl.core.errors import (
     InputProblem,
     InvalidConfigs,
+    MissingInput,
     NotAPlan,
     NothingToChange,
     QuotaError,
@@ -15,6 +16,14 @@ from kquotactl.core.errors import (
 
 #: a core input (:attr:`InputProblem.source`) -> the flag that gives it
 FLAGS: dict[str, str] = {"add_config": "--add-config", "observed": "--observed"}
+
+#: :attr:`MissingInput.kind` -> what the CLI says (``{key}``: the quota key)
+MISSING = {
+    "replay-limit": "--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)",
+    "ip": "{key} is an ip quota: give --ip",
+    "client": "{key} is a user/client-id quota: give --user and/or --client-id",
+    "unlimited": "{key} is unlimited for this connection: nothing would be throttled (give --limit)",
+}
 
 #: the end of :func:`kquotactl.core.plan.make_plan`'s note on an unparsable stored value the manifest leaves alone
 KEEP_HINT = " (remove it with alter --delete-config)"
@@ -27,6 +36,8 @@ def worded(e: QuotaError) -> str:
         return f"{flag}{'' if e.value is None else f' {e.value!r}'}: {e.detail}"
     if isinstance(e, InvalidConfigs):
         return f"Invalid config(s): {','.join(e.keys)} (not set on {e.entity_desc}; use --if-exists to ignore)"
+    if isinstance(e, MissingInput):
+        return MISSING[e.kind].format(key=e.key)
     if isinstance(e, NothingToChange):
         return "nothing to change: give --add-config, --add-config-file or --delete-config"
     if isinstance(e, NotAPlan):

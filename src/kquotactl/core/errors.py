@@ -5,6 +5,8 @@ Anything raised as a :class:`QuotaError` is printed as ``kquotactl: error: <mess
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_PENDING = 2  # manifests: changes pending (plan, apply --dry-run, a declined apply)
@@ -87,6 +89,23 @@ class InputValueError(InvalidValue, InputProblem):
 
     def __init__(self, source: str, detail: str, value: str | None = None) -> None:
         super().__init__(self._init_problem(source, detail, value))
+
+
+class MissingInput(UsageError):
+    """A computation lacks an input the caller can give: ``kind`` says which (``"replay-limit"``: a replay needs a
+    limit or a connection to resolve one; ``"ip"``/``"client"``: the key needs that kind of connection;
+    ``"unlimited"``: the connection has no limit for the key), ``key`` the quota key. The CLI names the flags."""
+
+    MESSAGES: ClassVar[dict[str, str]] = {
+        "replay-limit": "a replay needs the quota: a limit, or a connection to resolve it",
+        "ip": "{key} is an ip quota: it needs an ip",
+        "client": "{key} is a user/client-id quota: it needs a user and/or a client-id",
+        "unlimited": "{key} is unlimited for this connection: nothing would be throttled",
+    }
+
+    def __init__(self, kind: str, key: str = "") -> None:
+        super().__init__(self.MESSAGES[kind].format(key=key))
+        self.kind, self.key = kind, key
 
 
 class NothingToChange(UsageError):

@@ -11,6 +11,9 @@ import click
 from kquotactl.cli.kit import OnceCommand, quota_window_options
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kquotactl.core.explain import Connection
     from kquotactl.core.precedence import QuotaIndex
 
 
@@ -326,8 +329,8 @@ def _example_index(statics: dict[str, int]) -> Any:
 def _replay(
     state: Any,
     fmt: str,
-    conn: Any,
-    load: Any,
+    conn: Connection | None,
+    load: Callable[[], QuotaIndex],
     events: list[tuple[int, float]],
     key: str | None,
     limit_text: str | None,
@@ -337,36 +340,15 @@ def _replay(
     version: tuple[int, ...] | None,
     mutation_mode: str,
 ) -> None:
-    from kquotactl.core.errors import UsageError
-    from kquotactl.core.keys import EntityKind, lookup_key
     from kquotactl.render.explain import json_lines, replay_json, replay_table
+    from kquotactl.services import replay
 
-    if key is None:
-        key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
-    qk = lookup_key(key)
-    if limit_text is not None:
-        limit: float | None = _parse_limit(qk, limit_text)
-    else:
-        if conn is None:
-            raise UsageError("--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)")
-        index = load()
-        if qk.kind is EntityKind.IP:
-            if conn.ip is None:
-                raise UsageError(f"{key} is an ip quota: give --ip")
-            res = index.resolve_ip(conn.ip, key)
-        else:
-            if conn.user is None:
-                raise UsageError(f"{key} is a user/client-id quota: give --user and/or --client-id")
-            res = index.resolve(key, conn.user, conn.client_id or "")
-        if res.limit is None:
-            raise UsageError(f"{key} is unlimited for this connection: nothing would be throttled (give --limit)")
-        limit = float(res.limit)
-    from kquotactl.services import replay_steps
-
-    steps = replay_steps(
+    done = replay(
         events,
-        key,
-        limit,
+        conn=conn,
+        quota_set=load,
+        key=key,
+        limit=limit_text,
         unrecord_throttled=unrecord,
         window_num=window_num,
         window_size_seconds=window_size_seconds,
@@ -374,32 +356,10 @@ def _replay(
         mutation_mode=mutation_mode,
     )
     if fmt == "table":
-        replay_table(steps, key, limit, sys.stdout, state.color)
+        replay_table(done.steps, done.key, done.limit, sys.stdout, state.color)
     elif fmt == "json":
-        json_lines((replay_json(s, key) for s in steps), sys.stdout)
+        json_lines((replay_json(s, done.key) for s in done.steps), sys.stdout)
     else:
         from kquotactl.render.records import dump_yaml
 
-        dump_yaml([replay_json(s, key) for s in steps], sys.stdout)
-
-
-def _parse_limit(qk: Any, text: str) -> float:
-    """``--limit``: a quota value as for kafka-configs, and also 0 or a negative one (kafka-configs 2.8 wrote them and
-    brokers still apply them: the replay shows what they do)."""
-    from kquotactl.core.errors import InvalidValue
-    from kquotactl.core.keys import java_trim, parse_value
-
-    stripped = java_trim(text)
-    negative = stripped.startswith("-")
-    body = stripped[1:] if negative else stripped
-    try:
-        value = float(parse_value(qk, body))
-    except InvalidValue:
-        try:
-            zero = float(body) == 0
-        except ValueError:
-            zero = False
-        if not zero:
-            raise
-        value = 0.0
-    return -value if negative else value
+        dump_yaml([replay_json(s, done.key) for s in done.steps], sys.stdout)

@@ -17,20 +17,22 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend
 from kquotactl.core.errors import EXIT_INTERRUPTED, MissingInput, PartialFailure, QuotaError, UsageError
-from kquotactl.core.explain import Connection
-from kquotactl.core.filters import EntityFilter
-from kquotactl.core.keys import QuotaKey
-from kquotactl.core.manifest import Manifest, ManifestError, entity_path_text, live_problems
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
-from kquotactl.core.partial import apply_failure
-from kquotactl.core.plan import DEFAULT_MAX_DELETIONS, EntityDiff, Plan, check_deletions, fingerprint, make_plan
-from kquotactl.core.precedence import QuotaIndex
+
+if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
+    from kquotactl.core.explain import Connection, ThrottleModel
+    from kquotactl.core.filters import EntityFilter
+    from kquotactl.core.keys import QuotaKey
+    from kquotactl.core.manifest import Manifest
+    from kquotactl.core.plan import EntityDiff, Plan
+    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.core.rate import ReplayStep
 
 #: entities per backend call of :func:`apply`: bounds the backend's working set (reads, ops, results)
 APPLY_CHUNK = 5000
@@ -109,6 +111,9 @@ def plan(
     entities and keys it does not declare are removed; ``offline``: the backend is a saved export, so keys only a
     live cluster refuses are not checked). ``backend`` may be a function that opens it: then a manifest a cluster
     would refuse never connects. ``keep_hint``: see :func:`kquotactl.core.plan.make_plan`."""
+    from kquotactl.core.manifest import ManifestError, live_problems
+    from kquotactl.core.plan import make_plan
+
     if not offline and (problems := live_problems(manifest)):
         raise ManifestError(problems)
     if not isinstance(backend, QuotaBackend):
@@ -131,6 +136,8 @@ class SavedPlan:
 
 def read_plan_file(path: str) -> SavedPlan:
     """A plan saved by ``plan --out`` (every entity and value validated again: plans are files people can edit)."""
+    from kquotactl.core.plan import Plan
+
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -145,6 +152,8 @@ def read_plan_file(path: str) -> SavedPlan:
 
 def check_fresh(saved: SavedPlan, live: Sequence[QuotaRecord]) -> None:
     """Refuse a saved plan when the live quotas changed since it was made (its fingerprint)."""
+    from kquotactl.core.plan import fingerprint
+
     if fingerprint(live) != saved.plan.fingerprint:
         raise QuotaError(
             f"the cluster changed since the plan {saved.path} was made (stale plan): nothing was written; "
@@ -172,6 +181,8 @@ class Applied:
 def result_record(result: EntityResult, diff: EntityDiff | None) -> dict[str, Any]:
     """One entity's result as ``apply -o json`` and the ``--log`` lines give it: with the manifest entry's path,
     source and metadata."""
+    from kquotactl.core.manifest import entity_path_text
+
     out = result.to_json()
     if diff is not None:
         out["path"] = entity_path_text(diff.entity)
@@ -186,7 +197,7 @@ def apply(
     the_plan: Plan,
     *,
     dry_run: bool = False,
-    max_deletions: int = DEFAULT_MAX_DELETIONS,
+    max_deletions: int | None = None,
     log: IO[str] | None = None,
     keep_records: bool = False,
     progress: ProgressCallback | None = None,
@@ -194,11 +205,17 @@ def apply(
 ) -> Applied:
     """Hand the plan to the backend in order, ``chunk`` entities at a time.
 
-    Refused before anything is written when it removes quotas from more than ``max_deletions`` entities or sets a
-    key no live cluster accepts. ``log``: one JSON line per entity result is appended (and flushed per chunk);
-    ``keep_records``: the same records are kept in :attr:`Applied.records`. A failure after some entities were
-    applied is returned as :attr:`Applied.partial`; one before any was applied is raised.
+    Refused before anything is written when it removes quotas from more than ``max_deletions`` entities (default
+    :data:`kquotactl.core.plan.DEFAULT_MAX_DELETIONS`) or sets a key no live cluster accepts. ``log``: one JSON
+    line per entity result is appended (and flushed per chunk); ``keep_records``: the same records are kept in
+    :attr:`Applied.records`. A failure after some entities were applied is returned as :attr:`Applied.partial`; one
+    before any was applied is raised.
     """
+    from kquotactl.core.partial import apply_failure
+    from kquotactl.core.plan import DEFAULT_MAX_DELETIONS, check_deletions
+
+    if max_deletions is None:
+        max_deletions = DEFAULT_MAX_DELETIONS
     check_deletions(the_plan, max_deletions)
     check_live_changes(d.change() for d in the_plan.diffs)  # a saved plan too: refused before any chunk is written
     by_entity = {d.entity: d for d in the_plan.diffs}
@@ -269,6 +286,8 @@ def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mappin
     A ZooKeeper-mode broker tells every quota manager of every entity; a broker answering the admin API (KRaft) only
     the key's own: ``per_key_levels`` follows the backend (offline manifests answer as ZooKeeper does).
     """
+    from kquotactl.core.precedence import QuotaIndex
+
     if isinstance(source, str | list | tuple):
         from kquotactl.backends.manifest import ManifestBackend
 
@@ -280,13 +299,27 @@ def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mappin
     return QuotaSet(index, backend_warnings(backend))
 
 
+def explain_lines(
+    index: QuotaIndex, conns: Iterable[Connection], throttle: ThrottleModel | None = None, chain: bool = False
+) -> Iterator[dict[str, Any] | str]:
+    """Explain many connections, in order: one JSON object each (``chain``: with every level of the chain), or, on
+    the bulk path without the chain, each already encoded as one compact JSON line."""
+    from kquotactl.core.explain import LineEncoder, explain_json
+
+    obs = throttle if throttle is not None and throttle.observed else None
+    if chain:
+        return (explain_json(index, c, obs, True) for c in conns)
+    encoder = LineEncoder(index, obs)
+    return (encoder.line(c) for c in conns)
+
+
 @dataclass(frozen=True)
 class Replayed:
     """A replay: the key, the limit it ran under (given, or resolved for the connection) and each recording's step."""
 
     key: str
     limit: float
-    steps: list[Any]
+    steps: list[ReplayStep]
 
 
 def replay(
@@ -373,7 +406,7 @@ def replay_steps(
     window_size_seconds: int = 1,
     kafka_version: tuple[int, ...] | None = None,
     mutation_mode: str = "strict",
-) -> list[Any]:
+) -> list[ReplayStep]:
     """Recordings replayed through the broker's sampled Rate for ``key`` under ``limit`` (controller_mutation_rate:
     its token bucket): each recording's throttle."""
     if key == "controller_mutation_rate":
@@ -383,22 +416,18 @@ def replay_steps(
             raise UsageError(
                 "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
             )
-        return list(
-            replay_token_bucket(
-                events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
-            )
+        return replay_token_bucket(
+            events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
         )
     from kquotactl.core.keys import KEYS
     from kquotactl.core.rate import replay, sampled_stat_for
 
-    return list(
-        replay(
-            events,
-            limit,
-            samples=window_num,
-            window_ms=window_size_seconds * 1000,
-            cap_ms=window_size_seconds * 1000 if KEYS[key].throttle_capped else None,
-            unrecord_throttled=unrecord_throttled,
-            **sampled_stat_for(kafka_version),
-        )
+    return replay(
+        events,
+        limit,
+        samples=window_num,
+        window_ms=window_size_seconds * 1000,
+        cap_ms=window_size_seconds * 1000 if KEYS[key].throttle_capped else None,
+        unrecord_throttled=unrecord_throttled,
+        **sampled_stat_for(kafka_version),
     )

@@ -234,15 +234,9 @@ def explain(
         connections_table(index, conns, out, state.color, throttle)
     elif fmt == "json":
         from kquotactl.render.explain import json_lines
+        from kquotactl.services import explain_lines
 
-        obs = throttle if throttle.observed else None
-        if with_chain:
-            json_lines((explain_json(index, c, obs, True) for c in conns), out)
-        else:
-            from kquotactl.core.explain import LineEncoder
-
-            encoder = LineEncoder(index, obs)
-            json_lines((encoder.line(c) for c in conns), out)
+        json_lines(explain_lines(index, conns, throttle, with_chain), out)
     else:
         from kquotactl.render.records import dump_yaml
 

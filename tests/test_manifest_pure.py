@@ -10,8 +10,9 @@ import pytest
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.backends.manifest import ManifestBackend
+from kquotactl.cli.errorwords import worded
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
-from kquotactl.core.errors import UsageError
+from kquotactl.core.errors import TooManyDeletions, UsageError
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
 from kquotactl.core.manifest import ManifestError, PruneRule, Source
 from kquotactl.manifests.loader import json_schema, load_manifests, load_text
@@ -264,7 +265,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from kquotactl.core.lint import lint, shadowing_entity  # noqa: E402
 from kquotactl.core.model import QuotaRecord  # noqa: E402
-from kquotactl.core.plan import Plan, check_deletions, fingerprint, make_plan, precedence  # noqa: E402
+from kquotactl.core.plan import Plan, check_deletions, fingerprint, make_plan  # noqa: E402
+from kquotactl.core.precedence import precedence_rank as precedence  # noqa: E402
 from kquotactl.manifests.export import dump_manifest_yaml, export_document  # noqa: E402
 
 
@@ -361,8 +363,13 @@ def test_the_deletion_guard_counts_entities_that_lose_quotas() -> None:
     )
     assert plan.deletions == 3
     check_deletions(plan, 3)
-    with pytest.raises(UsageError, match="removes quotas from 3 entities, more than --max-deletions 2"):
+    with pytest.raises(TooManyDeletions, match="removes quotas from 3 entities, more than the limit of 2") as e:
         check_deletions(plan, 2)
+    assert (e.value.deletions, e.value.limit) == (3, 2)
+    assert worded(e.value) == (
+        "the plan removes quotas from 3 entities, more than --max-deletions 2; "
+        "check the prune scope, or raise --max-deletions if this is intended"
+    )
 
 
 def test_fingerprints_see_every_value_and_ignore_order() -> None:

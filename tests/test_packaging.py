@@ -134,7 +134,7 @@ def test_a_missing_extra_says_which_to_install(
 def test_every_optional_module_maps_to_the_extra_that_installs_it() -> None:
     import tomllib
 
-    from kquotactl.core.errors import EXTRAS
+    from kquotactl.config.extras import EXTRAS
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     dists = importlib.metadata.packages_distributions()

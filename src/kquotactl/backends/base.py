@@ -26,6 +26,7 @@ class QuotaBackend(Protocol):
     """What every backend does. Results are per entity; nothing is ever half-written per entity."""
 
     name: str
+    warnings: list[str]  # what it noticed reading or writing (said once per command)
 
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         """Entities with at least one quota that match ``flt`` (KIP-546 semantics), sorted."""

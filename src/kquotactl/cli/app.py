@@ -16,6 +16,7 @@ import click
 
 from kquotactl import __version__
 from kquotactl.cli.argv import normalize_argv
+from kquotactl.cli.errorwords import worded
 from kquotactl.cli.helpwrap import install as _install_help_wrapping
 from kquotactl.cli.kit import (
     CI_REPORTS,
@@ -25,7 +26,8 @@ from kquotactl.cli.kit import (
     stacked,
 )
 from kquotactl.config.cluster import ConnectionOptions
-from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, missing_extra, one_line
+from kquotactl.config.extras import missing_extra
+from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, one_line
 
 if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
     from kquotactl.backends.base import QuotaBackend
@@ -190,11 +192,11 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _dialect(backend: QuotaBackend) -> str:
-    return "zookeeper" if getattr(backend, "name", "") == "zookeeper" else "bootstrap"
+    return "zookeeper" if backend.name == "zookeeper" else "bootstrap"
 
 
-def _flush_warnings(state: AppState, backend: QuotaBackend) -> None:
-    for w in getattr(backend, "warnings", []):
+def _warn_all(state: AppState, warnings: list[str]) -> None:
+    for w in warnings:
         state.warn(w)
 
 
@@ -261,19 +263,7 @@ def cli(
         if ctx.params.get(param.name or "") == "" and isinstance(param, click.Option):
             raise UsageError(f"{param.opts[0]} is empty (an unset variable?): give a value or leave the option out")
     state = ctx.ensure_object(AppState)
-    state.conn = ConnectionOptions(
-        zookeeper=conn["zookeeper"],
-        bootstrap_server=conn["bootstrap_server"],
-        bootstrap_controller=conn["bootstrap_controller"],
-        command_config=conn["command_config"],
-        connect_timeout=conn["connect_timeout"],
-        timeout=conn["timeout"],
-        zk_auth=list(conn["zk_auth"]),
-        zk_sasl_jaas=conn["zk_sasl_jaas"],
-        zk_tls_config_file=conn["zk_tls_config_file"],
-        zk_acl=conn["zk_acl"],
-        allow_no_brokers=conn["allow_no_brokers"],
-    )
+    state.conn = ConnectionOptions.from_params(conn)
     if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS:  # refused before anything is done
         raise UsageError(f"-o {output} is a CI report of validate and plan; this command prints table, json or yaml")
     state.output = output
@@ -326,10 +316,12 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
     flt = filter_for_describe(entity_args)
     if ctx.meta.get(PARSE_ONLY):
         return ("describe", flt)
+    from kquotactl.services import describe as describe_service
+
     backend = state.backend(ctx)
-    records = backend.describe(flt)
-    _flush_warnings(state, backend)
-    render_records(records, state.output_format(), sys.stdout, _dialect(backend), state.color)
+    described = describe_service(backend, flt)
+    _warn_all(state, described.warnings)
+    render_records(described.records, state.output_format(), sys.stdout, _dialect(backend), state.color)
     return None
 
 
@@ -384,6 +376,7 @@ def alter(
     from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
     from kquotactl.core.model import Outcome, build_change, check_live_changes
     from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
+    from kquotactl.services import alter as alter_service
 
     entity_args = EntityArgs.pop_from(kw)
     entity = entity_for_alter(entity_args)
@@ -400,11 +393,11 @@ def alter(
         return ("alter", change)
     backend = state.backend(ctx)
     # one result, or one per stored spelling when several stored ip names are this address
-    results = backend.alter([change], validate_only=dry_run)
-    _flush_warnings(state, backend)
-    for result in results:
-        if result.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
-            raise QuotaError(result.message)
+    altered = alter_service(backend, change, dry_run=dry_run)
+    _warn_all(state, altered.warnings)
+    if altered.rejection is not None:
+        raise altered.rejection
+    results = altered.results
     fmt = state.output_format()
     data = [r.to_json() for r in results]
     if fmt == "json":
@@ -460,7 +453,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         _invoke(args, prog_name)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except QuotaError as e:
-        click.echo(f"{prog_name}: error: {one_line(str(e))}", err=True)
+        click.echo(f"{prog_name}: error: {one_line(worded(e))}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

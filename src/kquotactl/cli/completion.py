@@ -408,16 +408,7 @@ def _connection(ctx: click.Context) -> Any:
     from kquotactl.config.contexts import resolve
 
     p = ctx.find_root().params
-    opts = ConnectionOptions(
-        zookeeper=p.get("zookeeper"),
-        bootstrap_server=p.get("bootstrap_server"),
-        bootstrap_controller=p.get("bootstrap_controller"),
-        command_config=p.get("command_config"),
-        zk_auth=list(p.get("zk_auth") or ()),
-        zk_sasl_jaas=p.get("zk_sasl_jaas"),
-        zk_tls_config_file=p.get("zk_tls_config_file"),
-        zk_acl=p.get("zk_acl") or "open",
-    )
+    opts = ConnectionOptions.from_params(p)
     opts = resolve(opts, p.get("context_name"), p.get("config_path"))
     try:
         limit = float(os.environ.get("KQUOTACTL_COMPLETE_TIMEOUT") or LIVE_TIMEOUT)

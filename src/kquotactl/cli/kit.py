@@ -20,6 +20,9 @@ from kquotactl.config.cluster import ConnectionOptions, typed_cluster
 if TYPE_CHECKING:  # the backends load lazily: `kquotactl --help` imports none of them
     from kquotactl.backends.base import QuotaBackend
 
+if TYPE_CHECKING:
+    from kquotactl.backends.base import QuotaBackend
+
 CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from kquotactl.core.errors import UsageError
 
@@ -37,6 +37,17 @@ class ConnectionOptions:
             f"ConnectionOptions(zookeeper={self.zookeeper!r}, bootstrap_server={self.bootstrap_server!r}, "
             f"bootstrap_controller={self.bootstrap_controller!r})"
         )
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, object]) -> ConnectionOptions:
+        """The options named in ``params`` (parsed command-line values keyed by field name; others are ignored), the
+        defaults for those absent or None: the one way the CLI and shell completion build them."""
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            v = params.get(f.name)
+            if v is not None:
+                values[f.name] = list(v) if f.name == "zk_auth" else v  # type: ignore[call-overload]
+        return cls(**values)  # type: ignore[arg-type]
 
     @property
     def target(self) -> str:

@@ -254,8 +254,3 @@ def display_name(name: Name) -> str:
     if name is DEFAULT:
         return DEFAULT_MARKER
     return "{name:<default>}" if name == DEFAULT_MARKER else str(name)
-
-
-def default_or_name(text: str) -> Name:
-    """Manifest/CLI convention: the literal ``<default>`` is the default entity."""
-    return DEFAULT if text == DEFAULT_MARKER else text

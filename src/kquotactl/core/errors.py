@@ -5,6 +5,8 @@ Anything raised as a :class:`QuotaError` is printed as ``kquotactl: error: <mess
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_PENDING = 2  # manifests: changes pending (plan, apply --dry-run, a declined apply)
@@ -23,30 +25,6 @@ def one_line(text: str, limit: int = 1000) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text)} characters)"
     return text
-
-
-# optional dependency (top-level module) -> the pyproject extra that installs it
-EXTRAS = {
-    "numpy": "impact",
-    "pyarrow": "impact",
-    "pyspark": "impact",
-    "pandas": "impact",
-    "matplotlib": "impact",
-    "kafka": "admin",
-    "puresasl": "sasl",
-}
-
-
-def missing_extra(e: ImportError) -> str | None:
-    """The one line for an optional dependency that is not installed (which extra installs it), else None."""
-    top = (e.name or "").split(".")[0]
-    extra = EXTRAS.get(top)
-    if extra is None:
-        return None
-    return (
-        f"this needs the optional package {top!r}: pip install 'kquotactl[{extra}]' "
-        f"(pipx: pipx install --force 'kquotactl[{extra}]')"
-    )
 
 
 class QuotaError(Exception):
@@ -78,11 +56,79 @@ class InvalidRequest(QuotaError):
 
 
 class InvalidConfigs(QuotaError):
-    """Deleting keys that are not set (Kafka: ``Invalid config(s): a,b``)."""
+    """Deleting keys that are not set (Kafka: ``Invalid config(s): a,b``); the CLI adds how to ignore it."""
 
     def __init__(self, keys: list[str], entity_desc: str) -> None:
-        super().__init__(f"Invalid config(s): {','.join(keys)} (not set on {entity_desc}; use --if-exists to ignore)")
+        super().__init__(f"Invalid config(s): {','.join(keys)} (not set on {entity_desc})")
         self.keys = keys
+        self.entity_desc = entity_desc
+
+
+class InputProblem:
+    """What is wrong with one command input, as data: ``source`` names the input (``"add_config"``, ``"observed"``:
+    the CLI words it as its flag), ``value`` the offending item when it is quoted, ``detail`` what is wrong."""
+
+    source: str
+    value: str | None
+    detail: str
+
+    def _init_problem(self, source: str, detail: str, value: str | None) -> str:
+        self.source, self.detail, self.value = source, detail, value
+        return f"{source}{'' if value is None else f' {value!r}'}: {detail}"
+
+
+class InputError(UsageError, InputProblem):
+    """A command input is malformed (see :class:`InputProblem`)."""
+
+    def __init__(self, source: str, detail: str, value: str | None = None) -> None:
+        super().__init__(self._init_problem(source, detail, value))
+
+
+class InputValueError(InvalidValue, InputProblem):
+    """A command input holds a value that is not acceptable (see :class:`InputProblem`)."""
+
+    def __init__(self, source: str, detail: str, value: str | None = None) -> None:
+        super().__init__(self._init_problem(source, detail, value))
+
+
+class MissingInput(UsageError):
+    """A computation lacks an input the caller can give: ``kind`` says which (``"replay-limit"``: a replay needs a
+    limit or a connection to resolve one; ``"ip"``/``"client"``: the key needs that kind of connection;
+    ``"unlimited"``: the connection has no limit for the key), ``key`` the quota key. The CLI names the flags."""
+
+    MESSAGES: ClassVar[dict[str, str]] = {
+        "replay-limit": "a replay needs the quota: a limit, or a connection to resolve it",
+        "ip": "{key} is an ip quota: it needs an ip",
+        "client": "{key} is a user/client-id quota: it needs a user and/or a client-id",
+        "unlimited": "{key} is unlimited for this connection: nothing would be throttled",
+    }
+
+    def __init__(self, kind: str, key: str = "") -> None:
+        super().__init__(self.MESSAGES[kind].format(key=key))
+        self.kind, self.key = kind, key
+
+
+class NothingToChange(UsageError):
+    """An alter that neither sets nor removes a key (the CLI says which options give keys)."""
+
+    def __init__(self) -> None:
+        super().__init__("nothing to change")
+
+
+class NotAPlan(UsageError):
+    """A file that is not a saved kquotactl plan (the CLI says how to write one)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} is not a kquotactl plan")
+        self.name = name
+
+
+class TooManyDeletions(UsageError):
+    """A plan that removes quotas from more entities than allowed (``limit``); the CLI names its option."""
+
+    def __init__(self, deletions: int, limit: int, entities: str) -> None:
+        super().__init__(f"the plan removes quotas from {entities}, more than the limit of {limit}")
+        self.deletions, self.limit, self.entities = deletions, limit, entities
 
 
 class BackendUnavailable(QuotaError):

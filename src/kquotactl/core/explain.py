@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity, canonical_ip
-from kquotactl.core.errors import InvalidValue, UsageError
+from kquotactl.core.errors import InputError, InputValueError, UsageError
 from kquotactl.core.inet import read_ip_name
 from kquotactl.core.keys import KEYS, UNIT_FACTORS, Number, human, human_and_raw, not_applied_reason
 from kquotactl.core.precedence import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
@@ -53,10 +53,6 @@ class Connection:
                 raise UsageError("a connection needs a user, a client-id or an ip")
             return cls(ip=ip)
         return cls(user=ANONYMOUS if user is None else user, client_id="" if client_id is None else client_id, ip=ip)
-
-    @property
-    def has_client(self) -> bool:
-        return self.user is not None
 
     def to_json(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -98,7 +94,7 @@ def parse_observed(items: list[str]) -> dict[str, float]:
         name, sep, text = item.partition("=")
         name, text = name.strip(), text.strip()
         if not sep or not name or not text:
-            raise UsageError(f"--observed {item!r}: expected KEY=RATE, e.g. producer_byte_rate=12MiB")
+            raise InputError("observed", "expected KEY=RATE, e.g. producer_byte_rate=12MiB", item)
         if name not in KEYS:
             from kquotactl.core.keys import lookup_key
 
@@ -113,11 +109,11 @@ def parse_observed(items: list[str]) -> dict[str, float]:
         try:
             rate = float(number) * (UNIT_FACTORS[unit] if unit else 1)
         except ValueError:
-            raise InvalidValue(f"--observed {item!r}: {text!r} is not a rate ({key.unit})") from None
+            raise InputValueError("observed", f"{text!r} is not a rate ({key.unit})", item) from None
         if not rate >= 0 or rate == float("inf"):
-            raise InvalidValue(f"--observed {item!r}: the rate must be a finite number ≥ 0")
+            raise InputValueError("observed", "the rate must be a finite number ≥ 0", item)
         if name in out:
-            raise UsageError(f"--observed: {name} given twice: give each key once")
+            raise InputError("observed", f"{name} given twice: give each key once")
         out[name] = rate
     return out
 

@@ -96,9 +96,3 @@ class EntityFilter:
                 return None
             comps[c.entity_type] = DEFAULT if c.match_type is MatchType.DEFAULT else c.name  # type: ignore[assignment]
         return Entity.from_components(comps)
-
-    def wants_types(self) -> set[EntityType] | None:
-        """Entity types an entity must have *only* (strict), or None when unconstrained."""
-        if not self.strict:
-            return None
-        return {c.entity_type for c in self.components}

@@ -119,8 +119,6 @@ CLIENT_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is Ent
 IP_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is EntityKind.IP)
 SCRAM_KEYS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
 
-_KIND_WORDS = {EntityKind.CLIENT: "users and clients", EntityKind.IP: "ips"}
-
 # Unit suffixes for byte rates. IEC (KiB) are powers of 1024, SI (kB/KB) powers of 1000; "B" is bytes.
 UNIT_FACTORS: dict[str, int] = {
     "B": 1,

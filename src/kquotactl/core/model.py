@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import InvalidConfigs, InvalidValue, UsageError
+from kquotactl.core.errors import InvalidConfigs, InvalidValue, NothingToChange, QuotaError, UsageError
 from kquotactl.core.keys import KEYS, Number, check_live_key, check_number, lookup_key, not_applied_reason, parse_value
 
 Config = dict[str, Number]
@@ -84,7 +84,7 @@ def build_change(
     if both:
         raise UsageError(f"{', '.join(both)} both added and deleted in one command; pick one")
     if not typed and not removes:
-        raise UsageError("nothing to change: give --add-config, --add-config-file or --delete-config")
+        raise NothingToChange()
     return EntityChange(entity, typed, frozenset(removes), if_exists)
 
 
@@ -135,6 +135,7 @@ class EntityResult:
     before: Mapping[str, Number] = field(default_factory=dict)
     after: Mapping[str, Number] = field(default_factory=dict)
     message: str = ""
+    error: QuotaError | None = field(default=None, compare=False, repr=False)  # why it was rejected, as data
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -144,10 +145,3 @@ class EntityResult:
             "after": dict(self.after),
             **({"message": self.message} if self.message else {}),
         }
-
-
-def summarize(results: Iterable[EntityResult]) -> dict[str, int]:
-    counts = {o.value: 0 for o in Outcome}
-    for r in results:
-        counts[r.outcome.value] += 1
-    return counts

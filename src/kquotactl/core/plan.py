@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from kquotactl.core.entities import DEFAULT, Entity, EntitySortKey
-from kquotactl.core.errors import QuotaError, UsageError
+from kquotactl.core.entities import Entity, EntitySortKey
+from kquotactl.core.errors import NotAPlan, QuotaError, TooManyDeletions, UsageError
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.core.manifest import Manifest, entity_path_text
 from kquotactl.core.model import EntityChange, QuotaRecord
-from kquotactl.core.precedence import LEVELS
+from kquotactl.core.precedence import precedence_rank
 from kquotactl.core.values import stored_findings
 from kquotactl.core.wording import counted
 
@@ -185,7 +185,7 @@ class Plan:
     def from_json(cls, data: Any, name: str = "plan") -> Plan:
         """Read a saved plan; every entity and value is validated again (plans are files people can edit)."""
         if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
-            raise UsageError(f"{name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)")
+            raise NotAPlan(name)
         if data.get("version") != PLAN_VERSION:
             raise UsageError(f"{name}: plan version {data.get('version')!r} is not supported (expected {PLAN_VERSION})")
         try:
@@ -227,8 +227,11 @@ def diff_entity(
     return EntityDiff(entity, tuple(keys), dict(before), dict(after), source, dict(meta or {}))
 
 
-def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = False) -> Plan:
+def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = False, keep_hint: str = "") -> Plan:
     """Diff desired (manifest) against live; see the module docstring for the rules.
+
+    ``keep_hint`` ends the note on a stored value brokers cannot parse that the manifest leaves alone (the CLI says
+    there which command removes it).
 
     A manifest ip entity is the live entity that names the same address, whatever its stored spelling
     (``ips/2001:DB8:0::1`` for ``2001:db8::1``): brokers key ip quotas by address, so the plan changes the stored
@@ -264,11 +267,13 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
         else:
             unmanaged += 1
     diffs.sort(key=_apply_order)
-    notes = _unparsed_notes(live, diffs) + [str(f) for f in stored_findings(live) if f.code != "unparsable-value"]
+    notes = _unparsed_notes(live, diffs, keep_hint) + [
+        str(f) for f in stored_findings(live) if f.code != "unparsable-value"
+    ]
     return Plan(diffs, fingerprint(live), prune=prune, unchanged=unchanged, unmanaged=unmanaged, notes=notes)
 
 
-def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff]) -> list[str]:
+def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff], keep_hint: str) -> list[str]:
     sets = {(d.entity, k.key): k.new for d in diffs for k in d.keys if k.new is not None}
     notes = []
     for r in live:
@@ -277,7 +282,7 @@ def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff]) ->
             what = (
                 f"applying the manifest rewrites it as {format_value(KEYS[k], new)}"
                 if new is not None
-                else "the manifest does not set it, so it stays (remove it with alter --delete-config)"
+                else f"the manifest does not set it, so it stays{keep_hint}"
             )
             why = (
                 "which brokers cannot parse"
@@ -288,35 +293,16 @@ def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff]) ->
     return notes
 
 
-def precedence(entity: Entity) -> int:
-    """The broker's precedence level (1 = most specific .. 8; ips 9 and 10): lower is written first."""
-    if entity.ip is not None:
-        return 10 if entity.ip is DEFAULT else 9
-
-    def part(n: object) -> str | None:
-        return None if n is None else "default" if n is DEFAULT else "name"
-
-    u, c = part(entity.user), part(entity.client_id)
-    for level in LEVELS:
-        if level.user == u and level.client == c:
-            return level.number
-    raise AssertionError(entity)  # pragma: no cover - every user/client entity is one of the 8 levels
-
-
 def _apply_order(d: EntityDiff) -> tuple[int, int, EntitySortKey]:
     if not d.removes:
         return (0, 0, d.entity.sort_key())  # adding limits opens no window: any order is safe
-    return (2 if not d.sets else 1, precedence(d.entity), d.entity.sort_key())
+    return (2 if not d.sets else 1, precedence_rank(d.entity), d.entity.sort_key())
 
 
 def check_deletions(plan: Plan, max_deletions: int) -> None:
     """Refuse (exit 1, nothing written) when pruning would strip more entities than allowed."""
     if plan.deletions > max_deletions:
-        raise UsageError(
-            f"the plan removes quotas from {counted(plan.deletions, 'entity')}, "
-            f"more than --max-deletions {max_deletions}; "
-            "check the prune scope, or raise --max-deletions if this is intended"
-        )
+        raise TooManyDeletions(plan.deletions, max_deletions, counted(plan.deletions, "entity"))
 
 
 def fingerprint(live: Sequence[QuotaRecord]) -> str:

@@ -86,8 +86,28 @@ LEVELS: tuple[Level, ...] = (
     Level(7, None, "name", Sharing.CLIENT),
     Level(8, None, "default", Sharing.CLIENT),
 )
-IP_LEVELS = ("ip", "default")
 STATIC_LEVEL = 9  # a <= 2.8 broker's static quota.producer.default / quota.consumer.default
+
+
+def entity_level(entity: Entity) -> int:
+    """The level an entity sits at in its chain: 1 (most specific) .. 8 for user/client entities (:data:`LEVELS`);
+    for ips 1 (an address) or 2 (the ip default)."""
+    if entity.ip is not None:
+        return 2 if entity.ip is DEFAULT else 1
+    u = None if entity.user is None else "default" if entity.user is DEFAULT else "name"
+    c = None if entity.client_id is None else "default" if entity.client_id is DEFAULT else "name"
+    for level in LEVELS:
+        if (level.user, level.client) == (u, c):
+            return level.number
+    raise ValueError(f"not a quota entity: {entity!r}")  # pragma: no cover - Entity forbids it
+
+
+def precedence_rank(entity: Entity) -> int:
+    """One order over both chains, most specific first: user/client levels 1..8, then ips 9 (an address) and 10
+    (the ip default). What apply orders its writes by."""
+    return entity_level(entity) + (len(LEVELS) if entity.ip is not None else 0)
+
+
 STATIC_CONFIGS: dict[str, str] = {
     "producer_byte_rate": "quota.producer.default",
     "consumer_byte_rate": "quota.consumer.default",

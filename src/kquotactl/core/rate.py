@@ -150,7 +150,7 @@ def replay(
 
     ``cap_ms`` bounds the throttle (request and connection quotas: one window sample);
     ``unrecord_throttled`` takes a recording whose throttle is above 0 back out, as the fetch and connection paths
-    do. Any limit is accepted, 0 and negative ones included (see :func:`kquotactl.core.throttle.quota_throttle_ms`).
+    do. Any limit is accepted, 0 and negative ones included (see :func:`kquotactl.core.throttlemath.quota_throttle_ms`).
     """
     rate = SampledRate(samples, window_ms, legacy=legacy, min_window_1ms=min_window_1ms)
     out = []

@@ -8,8 +8,8 @@
   to its last, the rate is the sum over samples ``t−N+1 … t`` divided by ``N·S`` (``N = quota.window.num``).
 - A sample is throttled when rate > limit; throttle = ``Math.round((rate − limit)/limit × N·S·1000)`` ms,
   capped at ``S·1000`` ms for request and connection keys (``KEYS[k].throttle_capped``), narrowed to int as
-  brokers do (:func:`kquotactl.core.throttle.quota_throttle_ms`: one formula for explain and impact); a sample counts
-  as throttled when that is > 0 (a throttle past 2^31 ms wraps negative on a broker, and throttles nothing).
+  brokers do (:func:`kquotactl.core.throttlemath.quota_throttle_ms`: one formula for explain and impact); a sample
+  counts as throttled when that is > 0 (a throttle past 2^31 ms wraps negative on a broker, and throttles nothing).
 
 The window sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + N``), so both
 engines evaluate it on *events*: ``(s, +u)`` and ``(s + N, −u)``; the running sum of the deltas is the window
@@ -19,7 +19,6 @@ two rows per (key, quota-id, sample) instead of N.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, Number
-from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing
+from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing, entity_level
 from kquotactl.core.sanitizer import sanitize
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 from kquotactl.core.throttlemath import quota_throttle_ms
@@ -58,13 +57,6 @@ ID_COLUMNS: tuple[str, ...] = ("user", "client_id", "ip")
 NOT_MODELLED = ("controller_mutation_rate",)  # partition mutations are not in request samples
 
 
-def to_units(value: Any, scale: int) -> int:
-    """A usage value as integer units (missing/None → 0), rounded half up like the engines do."""
-    if value is None:
-        return 0
-    return math.floor(float(value) * scale + 0.5)
-
-
 @dataclass(frozen=True)
 class Window:
     """``quota.window.num`` samples of ``quota.window.size.seconds`` each."""
@@ -89,8 +81,8 @@ class Window:
         return float(USAGE[key].divisor * self.num * self.size_s)
 
     def throttle_ms(self, key: str, rate: float, limit: float) -> int:
-        """Throttle of one sample: :func:`~kquotactl.core.throttle.quota_throttle_ms` over ``N·S``, capped for request
-        and connection keys; the Spark engine computes exactly these operations column-wise."""
+        """Throttle of one sample: :func:`~kquotactl.core.throttlemath.quota_throttle_ms` over ``N·S``, capped for
+        request and connection keys; the Spark engine computes exactly these operations column-wise."""
         return quota_throttle_ms(rate, limit, self.window_ms, self.cap_ms if KEYS[key].throttle_capped else None)
 
 
@@ -108,18 +100,6 @@ class QuotaRow:
     client_id: str | None
     ip: str | None
     limit: Number
-
-
-def entity_level(entity: Entity) -> int:
-    """The precedence level an entity sits at (1..8 for user/client entities, 1..2 for ips)."""
-    if entity.ip is not None:
-        return 2 if entity.ip is DEFAULT else 1
-    for level in LEVELS:
-        u = None if entity.user is None else "default" if entity.user is DEFAULT else "name"
-        c = None if entity.client_id is None else "default" if entity.client_id is DEFAULT else "name"
-        if (level.user, level.client) == (u, c):
-            return level.number
-    raise ValueError(f"not a quota entity: {entity!r}")  # pragma: no cover - Entity forbids it
 
 
 def quota_table(index: QuotaIndex) -> list[QuotaRow]:

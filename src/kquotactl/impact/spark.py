@@ -372,7 +372,7 @@ def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> An
         F.col("p") <= last
     )
     rate = F.col("running").cast("double") / denom
-    # kquotactl.core.throttle.quota_throttle_ms, column-wise (limits are > 0 here: model.check_limits): Math.round
+    # kquotactl.core.throttlemath.quota_throttle_ms, column-wise (limits are > 0 here: model.check_limits): Math.round
     # (floor, +1 from a fraction of .5, saturating), the cap, then Java's long -> int narrowing.
     x = (rate - F.col("limit")) / F.col("limit") * F.lit(window.window_ms)
     fl = F.floor(x)

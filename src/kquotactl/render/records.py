@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from kquotactl.core.entities import DEFAULT, EntityType, display_name
+from kquotactl.core.errors import EXIT_INTERRUPTED, PartialFailure, QuotaError
 from kquotactl.core.javafmt import (
     client_quota_entity_hash,
     double_to_string,
@@ -302,3 +303,21 @@ def plan_summary(plan: Any) -> str:
         f"{counted(len(plan.diffs), 'entity')} to change: {c['create']} to create, {c['update']} to update, "
         f"{c['delete']} to delete; {c['unchanged']} unchanged{other}"
     )
+
+
+def partial_report(failure: PartialFailure) -> tuple[list[str], QuotaError]:
+    """The one rendering of a :class:`PartialFailure` (an apply that stopped midway): the lines to print (the cause,
+    then one line per entity applied / not applied / of unknown outcome) and the error to exit with (its summary;
+    exit 130 after Ctrl-C)."""
+    lines = [f"kquotactl: error: {failure}"]
+    lines += [f"applied: {label}" for label in failure.applied]
+    lines += [f"not applied: {label}" for label in failure.not_applied]
+    lines += [f"outcome unknown: {label}" for label in failure.unknown]
+    stopped = "interrupted" if failure.exit_code == EXIT_INTERRUPTED else "partial"
+    final = QuotaError(
+        f"{stopped} apply: {counted(len(failure.applied), 'entity')} applied, {len(failure.not_applied)} not applied"
+        + (f", {len(failure.unknown)} unknown (one transaction: all or none of them)" if failure.unknown else "")
+        + " (listed above); re-run apply to converge"
+    )
+    final.exit_code = failure.exit_code
+    return lines, final

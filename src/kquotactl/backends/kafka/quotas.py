@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
-from kquotactl.core.errors import BackendUnavailable, PartialFailure, QuotaError, UsageError
+from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, MatchType
 from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
 from kquotactl.core.model import (
@@ -33,6 +33,7 @@ from kquotactl.core.model import (
     check_live_changes,
     check_one_change_per_entity,
 )
+from kquotactl.core.partial import partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
 from kquotactl.core.wording import counted
 
@@ -302,7 +303,9 @@ class AdminBackend:
                 try:
                     after, ops = plan_ops(before, ch)
                 except QuotaError as e:
-                    results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
+                    results[ch.entity] = EntityResult(
+                        ch.entity, Outcome.REJECTED, before, before, message=str(e), error=e
+                    )
                     continue
                 if not ops:
                     results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)
@@ -314,7 +317,7 @@ class AdminBackend:
             try:
                 outcomes = self.wire.alter(entries, validate_only)
             except QuotaError as e:
-                raise _partial(e, changes, results, [p[0].entity for p in batch]) from None
+                raise partial_failure(e, changes, results, [p[0].entity for p in batch], atomic=False) from None
             by_key = {wire_key(o.entity): o for o in outcomes}
             for ch, before, after, _ in batch:
                 o = by_key.get(wire_key(entity_to_wire(ch.entity)))
@@ -365,29 +368,6 @@ class AdminBackend:
 def _looks_like_address(a: str) -> bool:
     host, sep, port = a.strip().rpartition(":")
     return bool(sep and host and port.isdigit())
-
-
-def _partial(
-    error: QuotaError, changes: Sequence[EntityChange], results: dict[Entity, EntityResult], unknown: list[Entity]
-) -> QuotaError:
-    """Say exactly what was applied before a request failed, and which entities' fate is unknown."""
-    applied = [
-        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
-    ]
-    if not applied:
-        return error
-    in_flight = set(unknown)
-    not_applied = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in in_flight]
-    unknown_labels = [ch.entity.label() for ch in changes if ch.entity in in_flight and ch.entity not in results]
-    shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
-    return PartialFailure(
-        f"{error}; applied {counted(len(applied), 'entity')} ({shown}); "
-        f"{len(unknown_labels)} in the failed request may or "
-        f"may not have been applied; {len(not_applied)} not sent — re-run to converge",
-        applied,
-        not_applied,
-        unknown_labels,
-    )
 
 
 def open_admin_backend(opts: ConnectionOptions) -> AdminBackend:

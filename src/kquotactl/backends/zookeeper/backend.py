@@ -35,8 +35,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kquotactl.backends.base import ProgressCallback
+from kquotactl.config.extras import missing_extra
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
-from kquotactl.core.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError, missing_extra
+from kquotactl.core.errors import BackendUnavailable, ConflictError, InvalidValue, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter
 from kquotactl.core.javafmt import properties_order
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, UnparsableValue, format_value, parse_stored
@@ -49,6 +50,7 @@ from kquotactl.core.model import (
     check_live_changes,
     check_one_change_per_entity,
 )
+from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
 from kquotactl.core.wording import counted
 
@@ -599,7 +601,7 @@ class ZooKeeperBackend:
         try:
             changes = self._stored_spellings(changes)
         except BackendUnavailable as e:
-            raise _partial(e, changes, {}, []) from None
+            raise partial_failure(e, changes, {}, atomic=True) from None
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
         self._created = set()
@@ -666,19 +668,9 @@ class ZooKeeperBackend:
                     log.debug("compare-and-set conflict: retrying %d entities", len(pending))
                     time.sleep(min(0.01 * attempts, 0.2))
         except BackendUnavailable as e:
-            raise _partial(e, changes, results, in_flight) from None
+            raise partial_failure(e, changes, results, [p.change.entity for p in in_flight], atomic=True) from None
         except KeyboardInterrupt:  # Ctrl-C: say what is done; the transaction on the wire, if any, is all or none
-            from kquotactl.core.errors import Interrupted
-
-            applied, missing, unknown = _split(changes, results, in_flight if self._sent else ())
-            shown = ", ".join(unknown[:3]) + (" ..." if len(unknown) > 3 else "")
-            raise Interrupted(
-                f"interrupted: {counted(len(applied), 'entity')} applied, {len(missing)} not applied"
-                + (f", outcome unknown for {len(unknown)} (one transaction, all or none: {shown})" if unknown else ""),
-                applied,
-                missing,
-                unknown,
-            ) from None
+            raise interrupted(changes, results, [p.change.entity for p in in_flight] if self._sent else ()) from None
         if deleted_pairs:
             try:
                 self._clean_parents(deleted_pairs)
@@ -742,7 +734,7 @@ class ZooKeeperBackend:
                 if missing and not ch.if_exists:
                     apply_change(before, replace(ch, remove=frozenset(missing)))  # raises naming them
             except QuotaError as e:
-                results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e))
+                results[ch.entity] = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=str(e), error=e)
                 continue
             if after == before and not drops_unparsed and not (ch.set.keys() & unparsed.keys()):
                 results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)
@@ -1003,49 +995,6 @@ def _batches(plans: list[_EntityPlan]) -> Iterable[list[_EntityPlan]]:
         size += p.size()
     if batch:
         yield batch
-
-
-def _split(
-    changes: Sequence[EntityChange], results: dict[Entity, EntityResult], in_flight: Sequence[_EntityPlan] = ()
-) -> tuple[list[str], list[str], list[str]]:
-    """Labels of the entities applied, not applied, and of unknown outcome (``in_flight``: a transaction whose
-    answer never came)."""
-    unknown_set = {p.change.entity for p in in_flight}
-    applied = [
-        ch.entity.label() for ch in changes if ch.entity in results and results[ch.entity].outcome is Outcome.APPLIED
-    ]
-    unknown = [ch.entity.label() for ch in changes if ch.entity in unknown_set and ch.entity not in results]
-    missing = [ch.entity.label() for ch in changes if ch.entity not in results and ch.entity not in unknown_set]
-    return applied, missing, unknown
-
-
-def _partial(
-    error: QuotaError,
-    changes: Sequence[EntityChange],
-    results: dict[Entity, EntityResult],
-    in_flight: Sequence[_EntityPlan] = (),
-) -> QuotaError:
-    """Say exactly what was applied before the failure (nothing is half-written per entity).
-
-    ``in_flight`` is the transaction whose answer was lost and could not be read back: all of its entities
-    or none of them were written, and a re-run converges either way.
-    """
-    from kquotactl.core.errors import PartialFailure
-
-    if isinstance(error, PartialFailure):
-        return error
-    applied, missing, unknown = _split(changes, results, in_flight)
-    if not applied and not unknown:
-        return error
-    shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
-    parts = [f"{error}; applied {counted(len(applied), 'entity')}" + (f" ({shown})" if applied else "")]
-    if unknown:
-        parts.append(
-            f"outcome unknown for {len(unknown)} (one transaction, all or none of them written: "
-            f"{', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''})"
-        )
-    parts.append(f"not applied: {len(missing)} — re-run to converge")
-    return PartialFailure("; ".join(parts), applied, missing, unknown)
 
 
 def _acl_witnesses(batch: Sequence[_EntityPlan]) -> list[str]:

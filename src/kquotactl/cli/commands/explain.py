@@ -4,11 +4,17 @@ and what throttle a given rate would get. Works live (either backend) or offline
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from kquotactl.cli.kit import OnceCommand, quota_window_options
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kquotactl.core.explain import Connection
+    from kquotactl.core.precedence import QuotaIndex
 
 
 def register(group: click.Group) -> None:
@@ -228,15 +234,9 @@ def explain(
         connections_table(index, conns, out, state.color, throttle)
     elif fmt == "json":
         from kquotactl.render.explain import json_lines
+        from kquotactl.services import explain_lines
 
-        obs = throttle if throttle.observed else None
-        if with_chain:
-            json_lines((explain_json(index, c, obs, True) for c in conns), out)
-        else:
-            from kquotactl.core.explain import LineEncoder
-
-            encoder = LineEncoder(index, obs)
-            json_lines((encoder.line(c) for c in conns), out)
+        json_lines(explain_lines(index, conns, throttle, with_chain), out)
     else:
         from kquotactl.render.records import dump_yaml
 
@@ -281,22 +281,18 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
     return out
 
 
-def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics: dict[str, int]) -> Any:
+def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics: dict[str, int]) -> QuotaIndex:
     """The quotas to explain against: manifests (offline) or the live cluster's whole quota set."""
-    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.services import load_quota_set
 
-    if files:
-        if state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller:
-            from kquotactl.core.errors import UsageError
+    if files and (state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller):
+        from kquotactl.core.errors import UsageError
 
-            raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
-        return QuotaIndex(_manifest_records(files), static_defaults=statics)
-    backend = state.backend(ctx)
-    records = backend.describe()
-    for w in getattr(backend, "warnings", []):
+        raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
+    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics)
+    for w in quota_set.warnings:
         state.warn(w)
-    # A ZooKeeper-mode broker tells every quota manager of every entity; a KRaft broker only the key's own.
-    return QuotaIndex(records, static_defaults=statics, per_key_levels=getattr(backend, "name", "") != "zookeeper")
+    return quota_set.index
 
 
 EXAMPLE_MANIFEST = """\
@@ -324,19 +320,11 @@ def _example_index(statics: dict[str, int]) -> Any:
     return QuotaIndex(load_text(EXAMPLE_MANIFEST, "<example>").records(), static_defaults=statics)
 
 
-def _manifest_records(files: tuple[str, ...]) -> list[Any]:
-    """Offline: the manifests' quotas through the read-only manifest backend (same protocol as a cluster)."""
-    from kquotactl.backends.manifest import ManifestBackend
-
-    with ManifestBackend.open(list(files)) as backend:
-        return backend.describe()
-
-
 def _replay(
     state: Any,
     fmt: str,
-    conn: Any,
-    load: Any,
+    conn: Connection | None,
+    load: Callable[[], QuotaIndex],
     events: list[tuple[int, float]],
     key: str | None,
     limit_text: str | None,
@@ -346,93 +334,26 @@ def _replay(
     version: tuple[int, ...] | None,
     mutation_mode: str,
 ) -> None:
-    from kquotactl.core.errors import UsageError
-    from kquotactl.core.keys import EntityKind, lookup_key
     from kquotactl.render.explain import json_lines, replay_json, replay_table
+    from kquotactl.services import replay
 
-    if key is None:
-        key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
-    qk = lookup_key(key)
-    if limit_text is not None:
-        limit: float | None = _parse_limit(qk, limit_text)
-    else:
-        if conn is None:
-            raise UsageError("--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)")
-        index = load()
-        if qk.kind is EntityKind.IP:
-            if conn.ip is None:
-                raise UsageError(f"{key} is an ip quota: give --ip")
-            res = index.resolve_ip(conn.ip, key)
-        else:
-            if conn.user is None:
-                raise UsageError(f"{key} is a user/client-id quota: give --user and/or --client-id")
-            res = index.resolve(key, conn.user, conn.client_id or "")
-        if res.limit is None:
-            raise UsageError(f"{key} is unlimited for this connection: nothing would be throttled (give --limit)")
-        limit = float(res.limit)
-    if key == "controller_mutation_rate":
-        from kquotactl.core.rate import replay_token_bucket
-
-        if version is not None and version[:2] < (2, 7):
-            raise UsageError(
-                "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
-            )
-        steps = replay_token_bucket(
-            events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
-        )
-    else:
-        steps = _rate_replay(events, key, limit, unrecord, window_num, window_size_seconds, version)
+    done = replay(
+        events,
+        conn=conn,
+        quota_set=load,
+        key=key,
+        limit=limit_text,
+        unrecord_throttled=unrecord,
+        window_num=window_num,
+        window_size_seconds=window_size_seconds,
+        kafka_version=version,
+        mutation_mode=mutation_mode,
+    )
     if fmt == "table":
-        replay_table(steps, key, limit, sys.stdout, state.color)
+        replay_table(done.steps, done.key, done.limit, sys.stdout, state.color)
     elif fmt == "json":
-        json_lines((replay_json(s, key) for s in steps), sys.stdout)
+        json_lines((replay_json(s, done.key) for s in done.steps), sys.stdout)
     else:
         from kquotactl.render.records import dump_yaml
 
-        dump_yaml([replay_json(s, key) for s in steps], sys.stdout)
-
-
-def _parse_limit(qk: Any, text: str) -> float:
-    """``--limit``: a quota value as for kafka-configs, and also 0 or a negative one (kafka-configs 2.8 wrote them and
-    brokers still apply them: the replay shows what they do)."""
-    from kquotactl.core.errors import InvalidValue
-    from kquotactl.core.keys import java_trim, parse_value
-
-    stripped = java_trim(text)
-    negative = stripped.startswith("-")
-    body = stripped[1:] if negative else stripped
-    try:
-        value = float(parse_value(qk, body))
-    except InvalidValue:
-        try:
-            zero = float(body) == 0
-        except ValueError:
-            zero = False
-        if not zero:
-            raise
-        value = 0.0
-    return -value if negative else value
-
-
-def _rate_replay(
-    events: list[tuple[int, float]],
-    key: str,
-    limit: float,
-    unrecord: bool,
-    window_num: int,
-    window_size_seconds: int,
-    version: tuple[int, ...] | None,
-) -> Any:
-    from kquotactl.core.keys import KEYS
-    from kquotactl.core.rate import replay as run_replay
-    from kquotactl.core.rate import sampled_stat_for
-
-    return run_replay(
-        events,
-        limit,
-        samples=window_num,
-        window_ms=window_size_seconds * 1000,
-        cap_ms=window_size_seconds * 1000 if KEYS[key].throttle_capped else None,
-        unrecord_throttled=unrecord,
-        **sampled_stat_for(version),
-    )
+        dump_yaml([replay_json(s, done.key) for s in done.steps], sys.stdout)

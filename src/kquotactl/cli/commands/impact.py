@@ -6,11 +6,14 @@ Only click is imported here at start-up; the engines (Spark, pyarrow, matplotlib
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kquotactl.cli.kit import OnceGroup, quota_window_options
+
+if TYPE_CHECKING:
+    from kquotactl.core.precedence import QuotaIndex
 
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
@@ -216,15 +219,13 @@ def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
     return cfg
 
 
-def _quota_set(ctx: click.Context, state: Any, files: list[str]) -> Any:
-    from kquotactl.core.precedence import QuotaIndex
+def _quota_set(ctx: click.Context, state: Any, files: list[str]) -> QuotaIndex:
+    from kquotactl.services import load_quota_set
 
-    if files:
-        from kquotactl.manifests.loader import load_manifests
-
-        return QuotaIndex(load_manifests(files).config_map())
-    backend = state.backend(ctx)
-    return QuotaIndex(backend.describe())
+    quota_set = load_quota_set(files or state.backend(ctx))
+    for w in quota_set.warnings:
+        state.warn(w)
+    return quota_set.index
 
 
 def _render(state: Any, result: dict[str, Any], top: int) -> None:

@@ -6,15 +6,21 @@ Exit status: 0 success / in sync, 2 changes pending (``plan``, ``apply --dry-run
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from kquotactl.cli.errorwords import KEEP_HINT
 from kquotactl.cli.kit import CI_REPORTS, AppState, OnceCommand, pass_state
-from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PENDING, QuotaError, UsageError
+from kquotactl.core.errors import EXIT_PENDING, QuotaError, UsageError
+
+if TYPE_CHECKING:
+    from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.model import QuotaRecord
+    from kquotactl.core.plan import Plan
+    from kquotactl.services import Applied
 
 FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."
 
@@ -54,22 +60,28 @@ def _dump(data: Any, fmt: str, out: IO[str]) -> None:
     (dump_yaml if fmt == "yaml" else dump_json)(data, out)
 
 
-def _live(state: AppState, ctx: click.Context, live_from: Sequence[str]) -> tuple[Any, list[Any]]:
+def _live(state: AppState, ctx: click.Context, live_from: Sequence[str]) -> tuple[QuotaBackend, list[QuotaRecord]]:
     """The backend and every live quota (``--live-from`` reads a saved export/manifest instead of a cluster)."""
+    from kquotactl.services import describe
+
+    backend = _backend(state, ctx, live_from)
+    described = describe(backend)
+    for w in described.warnings:
+        state.warn(w)
+    return backend, described.records
+
+
+def _backend(state: AppState, ctx: click.Context, live_from: Sequence[str]) -> QuotaBackend:
+    """The cluster's backend, or (``--live-from``) the read-only manifest backend over a saved export/manifest."""
     if live_from:
         from kquotactl.backends.manifest import ManifestBackend
 
-        backend: Any = ManifestBackend.open(list(live_from))
-    else:
-        backend = state.backend(ctx)
-    records = backend.describe()
-    for w in getattr(backend, "warnings", []):
-        state.warn(w)
-    return backend, records
+        return ManifestBackend.open(list(live_from))
+    return state.backend(ctx)
 
 
-def _target(state: AppState, backend: Any) -> dict[str, str]:
-    return {"backend": getattr(backend, "name", "?"), "cluster": state.conn.with_env().target}
+def _target(state: AppState, backend: QuotaBackend) -> dict[str, str]:
+    return {"backend": backend.name, "cluster": state.conn.with_env().target}
 
 
 # -- rendering ------------------------------------------------------------------------------------------
@@ -307,8 +319,8 @@ def _plan(
 ) -> Any:
     """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
     when it does not load)."""
-    from kquotactl.core.manifest import ManifestError, live_problems
-    from kquotactl.core.plan import make_plan
+    from kquotactl.core.manifest import ManifestError
+    from kquotactl.services import plan as plan_service
 
     try:
         manifest = _load(files)  # before connecting: a bad manifest never reaches the cluster
@@ -320,17 +332,14 @@ def _plan(
         n = len(e.problems)
         _ci(invalid_report("plan", e.problems, f"{n} problem{'s' if n != 1 else ''}"), ci_fmt)
         raise QuotaError(f"{n} problem{'s' if n != 1 else ''} in the manifest; nothing was planned") from None
-    if not live_from and (problems := live_problems(manifest)):
-        raise ManifestError(problems)
     if prune and not manifest.prune:
         raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
-    backend, live = _live(state, ctx, live_from)
-    the_plan = make_plan(manifest, live, prune=prune)
-    shown = set(getattr(backend, "warnings", []))  # the backend's own reading of the same state, already printed
-    for note in the_plan.notes:
-        if note not in shown:
-            state.warn(note)
-    return backend, the_plan, manifest
+    planned = plan_service(
+        lambda: _backend(state, ctx, live_from), manifest, prune=prune, offline=bool(live_from), keep_hint=KEEP_HINT
+    )
+    for line in [*planned.warnings, *planned.notes]:
+        state.warn(line)
+    return planned.backend, planned.plan, manifest
 
 
 prune_option = click.option(
@@ -341,7 +350,7 @@ prune_option = click.option(
 max_deletions_option = click.option(
     "--max-deletions",
     type=click.IntRange(0),
-    default=50,
+    default=50,  # core.plan.DEFAULT_MAX_DELETIONS (tests/test_services.py checks; not imported: --help stays light)
     show_default=True,
     metavar="N",
     help="Refuse (nothing written) when more than N entities would lose quotas.",
@@ -453,9 +462,8 @@ def apply(
       kquotactl --zookeeper zk:2181/kafka apply --plan plan.json --yes
       kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml --dry-run
     """
-    from kquotactl.core.model import check_live_changes
-    from kquotactl.core.plan import Plan, check_deletions, fingerprint
     from kquotactl.render.records import counted, plan_summary
+    from kquotactl.services import check_fresh, read_plan_file
 
     fmt = _fmt(state)
     if log_path is not None:
@@ -469,32 +477,23 @@ def apply(
     if plan_path:
         if prune:
             raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
-        try:
-            with open(plan_path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except OSError as e:
-            raise UsageError(f"cannot read the plan {plan_path}: {e.strerror or e}") from None
-        except json.JSONDecodeError as e:
-            raise UsageError(f"cannot read the plan {plan_path}: {e}") from None
-        the_plan = Plan.from_json(data, plan_path)
+        saved = read_plan_file(plan_path)
         if not dry_run:
             _check_writable(state, ctx)
         backend, live = _live(state, ctx, ())
-        now = fingerprint(live)
-        if now != the_plan.fingerprint:
-            raise QuotaError(
-                f"the cluster changed since the plan {plan_path} was made (stale plan): nothing was written; "
-                "run plan again"
-            )
-        saved = (data.get("target") or {}).get("cluster")
-        if saved and saved != state.conn.with_env().target:
-            state.warn(f"the plan was made against {saved}, applying to {state.conn.with_env().target}")
+        check_fresh(saved, live)
+        the_plan = saved.plan
+        if saved.target and saved.target != state.conn.with_env().target:
+            state.warn(f"the plan was made against {saved.target}, applying to {state.conn.with_env().target}")
     else:
         if not dry_run:
             _check_writable(state, ctx)
         backend, the_plan, _ = _plan(state, ctx, files, prune, ())
-    check_deletions(the_plan, max_deletions)
-    check_live_changes(d.change() for d in the_plan.diffs)  # a saved plan too: refused before any chunk is written
+    from kquotactl.core.model import check_live_changes
+    from kquotactl.core.plan import check_deletions
+
+    check_deletions(the_plan, max_deletions)  # refused before the plan is shown and confirmed (apply checks again)
+    check_live_changes(d.change() for d in the_plan.diffs)
     target = _target(state, backend)
     if not the_plan.pending:
         if fmt in ("json", "yaml"):
@@ -511,9 +510,15 @@ def apply(
         ):
             _summary("not applied: nothing was written (changes still pending)", "json")
             ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
-    collector = _Collector(the_plan, fmt, log_path, dry_run)
-    _apply_in_chunks(backend, the_plan, collector, dry_run)
-    collector.finish()
+    result = _apply_with_progress(backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table")
+    if result.partial is not None:
+        from kquotactl.render.records import partial_report
+
+        lines, final = partial_report(result.partial)
+        for line in lines:
+            _echo_err(line)
+        raise final from None
+    _finish(result, the_plan, fmt, dry_run)
     if dry_run:
         ctx.exit(EXIT_PENDING)
 
@@ -525,159 +530,70 @@ def _check_writable(state: AppState, ctx: click.Context) -> None:
         check()
 
 
-APPLY_CHUNK = 5000  # entities per backend call: bounds the backend's working set (reads, ops, results)
+def _apply_with_progress(
+    backend: QuotaBackend, the_plan: Plan, dry_run: bool, max_deletions: int, log_path: str | None, keep_records: bool
+) -> Applied:
+    """:func:`kquotactl.services.apply`, with a progress bar on a terminal and the ``--log`` file open."""
+    from kquotactl.services import apply as apply_service
 
-
-def _apply_in_chunks(backend: Any, the_plan: Any, collector: _Collector, dry_run: bool) -> None:
-    """Hand the plan to the backend in order, a chunk at a time; on a failure say exactly what was applied."""
-    from kquotactl.core.errors import PartialFailure
-
-    diffs = the_plan.diffs
     progress_bar = None
-    if sys.stderr.isatty() and len(diffs) >= 100 and not dry_run:
+    if sys.stderr.isatty() and len(the_plan.diffs) >= 100 and not dry_run:
         from rich.console import Console
         from rich.progress import Progress
 
         progress_bar = Progress(console=Console(stderr=True), transient=True)
         progress_bar.start()
-    task = progress_bar.add_task("applying", total=len(diffs)) if progress_bar else None
+    task = progress_bar.add_task("applying", total=len(the_plan.diffs)) if progress_bar else None
     advance = (lambda n: progress_bar.advance(task, n)) if progress_bar else None  # type: ignore[union-attr,arg-type]
+    log = None
+    if log_path is not None:
+        from kquotactl.render.outfiles import open_file
+
+        log = open_file(log_path, "--log", "a")
     try:
-        for start in range(0, len(diffs), APPLY_CHUNK):
-            chunk = diffs[start : start + APPLY_CHUNK]
-            try:
-                results = backend.alter(
-                    [d.change() for d in chunk],
-                    validate_only=dry_run,
-                    expected={d.entity: d.before for d in chunk},
-                    progress=advance,
-                )
-            except PartialFailure as e:  # Interrupted (Ctrl-C in the backend) included: exit 130
-                later = [d.entity.label() for d in diffs[start + len(chunk) :]]
-                _partial_report(e, collector.applied_labels + e.applied, e.not_applied + later, e.unknown, e.exit_code)
-            except KeyboardInterrupt:  # Ctrl-C outside a backend's own bookkeeping: this chunk's fate is unknown
-                later = [d.entity.label() for d in diffs[start + len(chunk) :]]
-                unknown = [d.entity.label() for d in chunk]
-                _partial_report(QuotaError("interrupted"), collector.applied_labels, later, unknown, EXIT_INTERRUPTED)
-            except QuotaError as e:
-                if not collector.applied_labels:
-                    raise QuotaError(f"{e}; nothing was applied") from None
-                _partial_report(e, collector.applied_labels, [d.entity.label() for d in diffs[start:]])
-            collector.add(results)
+        return apply_service(
+            backend,
+            the_plan,
+            dry_run=dry_run,
+            max_deletions=max_deletions,
+            log=log,
+            keep_records=keep_records,
+            progress=advance,
+        )
     finally:
+        if log is not None:
+            log.close()
         if progress_bar is not None:
             progress_bar.stop()
 
 
-def _partial_report(
-    error: QuotaError,
-    applied: list[str],
-    not_applied: list[str],
-    unknown: Sequence[str] = (),
-    exit_code: int = EXIT_ERROR,
-) -> None:
-    """``unknown``: entities of the transaction or request in flight when the connection died or Ctrl-C came (all
-    or none). The summary line is the error; exit 130 after Ctrl-C."""
-    _echo_err(f"kquotactl: error: {error}")
-    for label in applied:
-        _echo_err(f"applied: {label}")
-    for label in not_applied:
-        _echo_err(f"not applied: {label}")
-    for label in unknown:
-        _echo_err(f"outcome unknown: {label}")
-    from kquotactl.render.records import counted
+def _finish(result: Applied, the_plan: Plan, fmt: str, dry_run: bool) -> None:
+    """The per-entity failures, the summary line and (``-o json/yaml``) the records of an apply."""
+    from kquotactl.render.records import counted, result_line
 
-    final = QuotaError(
-        f"{'interrupted' if exit_code == EXIT_INTERRUPTED else 'partial'} apply: {counted(len(applied), 'entity')} "
-        "applied, "
-        f"{len(not_applied)} not applied"
-        + (f", {len(unknown)} unknown (one transaction: all or none of them)" if unknown else "")
-        + " (listed above); re-run apply to converge"
+    if fmt in ("json", "yaml"):
+        _dump({"summary": result.counts, "results": result.records}, fmt, sys.stdout)
+    if fmt == "table":
+        by_entity = {d.entity: d for d in the_plan.diffs}
+        for r in result.failed:
+            meta = by_entity[r.entity].meta if r.entity in by_entity else {}
+            extra = f" [{' '.join(f'{k}={v}' for k, v in meta.items())}]" if meta else ""
+            _echo_err(result_line(r) + extra)
+    c = result.counts
+    word = "would apply" if dry_run else "applied"
+    line = (
+        f"{word} {counted(c['validated' if dry_run else 'applied'], 'entity')}, "
+        f"{c['unchanged']} already as desired, {len(result.failed)} failed"
     )
-    final.exit_code = exit_code
-    raise final from None
-
-
-class _Collector:
-    """Per-entity results as they come (with the manifest entry's source and metadata): counts, failures,
-    the ``--log`` lines, and the full records only when ``-o json/yaml`` asks for them."""
-
-    def __init__(self, the_plan: Any, fmt: str, log_path: str | None, dry_run: bool) -> None:
-        from kquotactl.core.model import Outcome
-
-        self.by_entity = {d.entity: d for d in the_plan.diffs}
-        self.fmt = fmt
-        self.dry_run = dry_run
-        self.counts = {o.value: 0 for o in Outcome}
-        self.failed: list[Any] = []
-        self.rows: list[dict[str, Any]] = []
-        self.applied_labels: list[str] = []
-        from kquotactl.render.outfiles import open_file
-
-        self.log = open_file(log_path, "--log", "a") if log_path is not None else None
-        import datetime
-
-        self.stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-    def enrich(self, r: Any) -> dict[str, Any]:
-        from kquotactl.core.manifest import entity_path_text
-
-        out = r.to_json()
-        d = self.by_entity.get(r.entity)
-        if d is not None:
-            out["path"] = entity_path_text(d.entity)
-            if d.source:
-                out["source"] = d.source
-            out.update(d.meta)
-        return out
-
-    def add(self, results: list[Any]) -> None:
-        from kquotactl.core.model import Outcome
-
-        for r in results:
-            self.counts[r.outcome.value] += 1
-            if r.outcome in (Outcome.REJECTED, Outcome.NOT_ATTEMPTED):
-                self.failed.append(r)
-            elif r.outcome is Outcome.APPLIED:
-                self.applied_labels.append(r.entity.label())
-            if self.log is not None or self.fmt != "table":
-                row = self.enrich(r)
-                if self.log is not None:
-                    self.log.write(json.dumps({"time": self.stamp, **row}, ensure_ascii=False) + "\n")
-                if self.fmt != "table":
-                    self.rows.append(row)
-        if self.log is not None:
-            self.log.flush()
-
-    def finish(self) -> None:
-        from kquotactl.render.records import result_line
-
-        if self.log is not None:
-            self.log.close()
-        if self.fmt in ("json", "yaml"):
-            _dump({"summary": self.counts, "results": self.rows}, self.fmt, sys.stdout)
-        if self.fmt == "table":
-            for r in self.failed:
-                meta = self.by_entity[r.entity].meta if r.entity in self.by_entity else {}
-                extra = f" [{' '.join(f'{k}={v}' for k, v in meta.items())}]" if meta else ""
-                _echo_err(result_line(r) + extra)
-        from kquotactl.render.records import counted
-
-        c = self.counts
-        word = "would apply" if self.dry_run else "applied"
-        line = (
-            f"{word} {counted(c['validated' if self.dry_run else 'applied'], 'entity')}, "
-            f"{c['unchanged']} already as desired, {len(self.failed)} failed"
+    _summary(line + (" (dry run, nothing written)" if dry_run else ""), fmt)
+    if result.failed:
+        done = sum(c.values()) - len(result.failed)
+        labels = ", ".join(r.entity.label() for r in result.failed[:5]) + (" ..." if len(result.failed) > 5 else "")
+        raise QuotaError(
+            f"{counted(len(result.failed), 'entity')} not applied ({labels}); {counted(done, 'entity')} "
+            "as planned; "
+            "fix the cause and re-run apply"
         )
-        _summary(line + (" (dry run, nothing written)" if self.dry_run else ""), self.fmt)
-        if self.failed:
-            done = sum(c.values()) - len(self.failed)
-            labels = ", ".join(r.entity.label() for r in self.failed[:5]) + (" ..." if len(self.failed) > 5 else "")
-            raise QuotaError(
-                f"{counted(len(self.failed), 'entity')} not applied ({labels}); {counted(done, 'entity')} "
-                "as planned; "
-                "fix the cause and re-run apply"
-            )
 
 
 @click.command(cls=OnceCommand)

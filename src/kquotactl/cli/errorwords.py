@@ -1,0 +1,50 @@
+"""How the CLI words the core's errors: the core raises errors that carry data (which input, which value, what is
+wrong); this module names the flags and commands that fix them. :func:`worded` is what ``kquotactl: error:`` prints.
+"""
+
+from __future__ import annotations
+
+from kquotactl.core.errors import (
+    InputProblem,
+    InvalidConfigs,
+    MissingInput,
+    NotAPlan,
+    NothingToChange,
+    QuotaError,
+    TooManyDeletions,
+)
+
+#: a core input (:attr:`InputProblem.source`) -> the flag that gives it
+FLAGS: dict[str, str] = {"add_config": "--add-config", "observed": "--observed"}
+
+#: :attr:`MissingInput.kind` -> what the CLI says (``{key}``: the quota key)
+MISSING = {
+    "replay-limit": "--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)",
+    "ip": "{key} is an ip quota: give --ip",
+    "client": "{key} is a user/client-id quota: give --user and/or --client-id",
+    "unlimited": "{key} is unlimited for this connection: nothing would be throttled (give --limit)",
+}
+
+#: the end of :func:`kquotactl.core.plan.make_plan`'s note on an unparsable stored value the manifest leaves alone
+KEEP_HINT = " (remove it with alter --delete-config)"
+
+
+def worded(e: QuotaError) -> str:
+    """The one line for ``e`` as the CLI prints it: the core's message, with the flags that fix it."""
+    if isinstance(e, InputProblem):
+        flag = FLAGS.get(e.source, e.source)
+        return f"{flag}{'' if e.value is None else f' {e.value!r}'}: {e.detail}"
+    if isinstance(e, InvalidConfigs):
+        return f"Invalid config(s): {','.join(e.keys)} (not set on {e.entity_desc}; use --if-exists to ignore)"
+    if isinstance(e, MissingInput):
+        return MISSING[e.kind].format(key=e.key)
+    if isinstance(e, NothingToChange):
+        return "nothing to change: give --add-config, --add-config-file or --delete-config"
+    if isinstance(e, NotAPlan):
+        return f"{e.name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)"
+    if isinstance(e, TooManyDeletions):
+        return (
+            f"the plan removes quotas from {e.entities}, more than --max-deletions {e.limit}; "
+            "check the prune scope, or raise --max-deletions if this is intended"
+        )
+    return str(e)

@@ -1,0 +1,27 @@
+"""Which optional package installs which extra, and the one line that says so (printed by the CLI, and by a
+backend that needs one, such as ZooKeeper SASL)."""
+
+from __future__ import annotations
+
+# optional dependency (top-level module) -> the pyproject extra that installs it
+EXTRAS = {
+    "numpy": "impact",
+    "pyarrow": "impact",
+    "pyspark": "impact",
+    "pandas": "impact",
+    "matplotlib": "impact",
+    "kafka": "admin",
+    "puresasl": "sasl",
+}
+
+
+def missing_extra(e: ImportError) -> str | None:
+    """The one line for an optional dependency that is not installed (which extra installs it), else None."""
+    top = (e.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (
+        f"this needs the optional package {top!r}: pip install 'kquotactl[{extra}]' "
+        f"(pipx: pipx install --force 'kquotactl[{extra}]')"
+    )

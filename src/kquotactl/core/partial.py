@@ -1,0 +1,100 @@
+"""The one home for building a :class:`~kquotactl.core.errors.PartialFailure`: which entities of a batch of changes
+were applied, which were not, and which were in flight when the cluster stopped answering (or Ctrl-C came).
+
+Both backends (ZooKeeper transactions, admin-API requests) and the apply service build theirs here;
+:func:`kquotactl.render.records.partial_report` is the one renderer of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import Interrupted, PartialFailure, QuotaError
+from kquotactl.core.model import EntityChange, EntityResult, Outcome
+from kquotactl.core.wording import counted
+
+
+def split_outcomes(
+    changes: Sequence[EntityChange], results: Mapping[Entity, EntityResult], in_flight: Collection[Entity] = ()
+) -> tuple[list[str], list[str], list[str]]:
+    """Labels of the entities applied, not applied, and of unknown outcome (``in_flight``: the transaction or
+    request whose answer never came), in the order of ``changes``."""
+    unknown_set = set(in_flight)
+    applied, missing, unknown = [], [], []
+    for ch in changes:
+        r = results.get(ch.entity)
+        if r is not None:
+            if r.outcome is Outcome.APPLIED:
+                applied.append(ch.entity.label())
+        elif ch.entity in unknown_set:
+            unknown.append(ch.entity.label())
+        else:
+            missing.append(ch.entity.label())
+    return applied, missing, unknown
+
+
+def partial_failure(
+    error: QuotaError,
+    changes: Sequence[EntityChange],
+    results: Mapping[Entity, EntityResult],
+    in_flight: Collection[Entity] = (),
+    *,
+    atomic: bool,
+) -> QuotaError:
+    """``error`` as a :class:`PartialFailure` when some entities were applied before it (nothing is half-written per
+    entity), else ``error`` itself.
+
+    ``atomic``: the batch in flight is one ZooKeeper transaction (all or none of it was written); otherwise one
+    admin request, each of whose entities may or may not have been applied. A re-run converges either way.
+    """
+    if isinstance(error, PartialFailure):
+        return error
+    applied, missing, unknown = split_outcomes(changes, results, in_flight)
+    if not applied and (not unknown or not atomic):
+        return error
+    shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
+    if not atomic:
+        message = (
+            f"{error}; applied {counted(len(applied), 'entity')} ({shown}); "
+            f"{len(unknown)} in the failed request may or may not have been applied; "
+            f"{len(missing)} not sent — re-run to converge"
+        )
+        return PartialFailure(message, applied, missing, unknown)
+    parts = [f"{error}; applied {counted(len(applied), 'entity')}" + (f" ({shown})" if applied else "")]
+    if unknown:
+        parts.append(
+            f"outcome unknown for {len(unknown)} (one transaction, all or none of them written: "
+            f"{', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''})"
+        )
+    parts.append(f"not applied: {len(missing)} — re-run to converge")
+    return PartialFailure("; ".join(parts), applied, missing, unknown)
+
+
+def interrupted(
+    changes: Sequence[EntityChange], results: Mapping[Entity, EntityResult], in_flight: Collection[Entity] = ()
+) -> Interrupted:
+    """Ctrl-C in the middle of writes (exit 130); ``in_flight``: the transaction on the wire, all or none."""
+    applied, missing, unknown = split_outcomes(changes, results, in_flight)
+    shown = ", ".join(unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+    return Interrupted(
+        f"interrupted: {counted(len(applied), 'entity')} applied, {len(missing)} not applied"
+        + (f", outcome unknown for {len(unknown)} (one transaction, all or none: {shown})" if unknown else ""),
+        applied,
+        missing,
+        unknown,
+    )
+
+
+def apply_failure(
+    error: QuotaError,
+    applied: list[str],
+    not_applied: list[str],
+    unknown: Sequence[str] = (),
+    *,
+    interrupted: bool = False,
+) -> PartialFailure:
+    """What a multi-chunk apply reports when it stops: every entity applied so far (earlier chunks included), not
+    applied (later chunks included) and of unknown outcome; ``error`` is the cause."""
+    cls = Interrupted if interrupted else PartialFailure
+    return cls(str(error), applied, not_applied, list(unknown))

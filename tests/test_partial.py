@@ -1,0 +1,58 @@
+"""core/partial.py: the one builder of a PartialFailure (ZooKeeper transactions, admin requests, apply chunks) and
+render.records.partial_report, its one renderer."""
+
+from __future__ import annotations
+
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import EXIT_INTERRUPTED, BackendUnavailable, Interrupted, PartialFailure
+from kquotactl.core.model import EntityChange, EntityResult, Outcome
+from kquotactl.core.partial import apply_failure, interrupted, partial_failure, split_outcomes
+from kquotactl.render.records import partial_report
+
+CHANGES = [EntityChange(Entity(user=f"u{i}"), {"request_percentage": 10.0}) for i in range(5)]
+E = [c.entity for c in CHANGES]
+DONE = {E[0]: EntityResult(E[0], Outcome.APPLIED), E[1]: EntityResult(E[1], Outcome.UNCHANGED)}
+
+
+def test_split_outcomes_in_the_order_of_the_changes() -> None:
+    assert split_outcomes(CHANGES, DONE, [E[3], E[2]]) == (["user=u0"], ["user=u4"], ["user=u2", "user=u3"])
+
+
+def test_a_zookeeper_transaction_in_flight_is_all_or_none() -> None:
+    err = partial_failure(BackendUnavailable("lost"), CHANGES, DONE, [E[2]], atomic=True)
+    assert isinstance(err, PartialFailure)
+    assert (err.applied, err.not_applied, err.unknown) == (["user=u0"], ["user=u3", "user=u4"], ["user=u2"])
+    assert str(err) == (
+        "lost; applied 1 entity (user=u0); outcome unknown for 1 (one transaction, all or none of them written: "
+        "user=u2); not applied: 2 — re-run to converge"
+    )
+    # nothing applied but a transaction of unknown fate: still a partial failure
+    assert isinstance(partial_failure(BackendUnavailable("lost"), CHANGES, {}, [E[0]], atomic=True), PartialFailure)
+
+
+def test_an_admin_request_in_flight_may_or_may_not_have_been_applied() -> None:
+    err = partial_failure(BackendUnavailable("gone"), CHANGES, DONE, [E[2], E[3]], atomic=False)
+    assert isinstance(err, PartialFailure) and err.unknown == ["user=u2", "user=u3"]
+    assert str(err) == (
+        "gone; applied 1 entity (user=u0); 2 in the failed request may or may not have been applied; "
+        "1 not sent — re-run to converge"
+    )
+    plain = BackendUnavailable("gone")
+    assert partial_failure(plain, CHANGES, {}, [E[0]], atomic=False) is plain  # nothing applied: the error as is
+
+
+def test_interrupted_and_apply_failures_render_one_way() -> None:
+    stop = interrupted(CHANGES, DONE, [E[2]])
+    assert isinstance(stop, Interrupted) and stop.exit_code == EXIT_INTERRUPTED
+    assert str(stop).startswith("interrupted: 1 entity applied, 2 not applied, outcome unknown for 1")
+    lines, final = partial_report(apply_failure(stop, ["a"], ["b", "c"], ["d"], interrupted=True))
+    assert lines == ["kquotactl: error: " + str(stop), "applied: a", "not applied: b", "not applied: c",
+                     "outcome unknown: d"]  # fmt: skip
+    assert str(final) == (
+        "interrupted apply: 1 entity applied, 2 not applied, 1 unknown (one transaction: all or none of them) "
+        "(listed above); re-run apply to converge"
+    )
+    assert final.exit_code == EXIT_INTERRUPTED
+    _, partial = partial_report(apply_failure(BackendUnavailable("x"), [], ["b"]))
+    assert str(partial) == "partial apply: 0 entities applied, 1 not applied (listed above); re-run apply to converge"
+    assert partial.exit_code == 1

@@ -1,0 +1,151 @@
+"""The services called from Python, without click, against a real ZooKeeper (the ``chroot`` fixture)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from kquotactl.backends.base import QuotaBackend
+from kquotactl.backends.factory import open_backend
+from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import PartialFailure, TooManyDeletions
+from kquotactl.core.model import Outcome, build_change
+from kquotactl.core.plan import DEFAULT_MAX_DELETIONS
+from kquotactl.manifests.loader import load_text
+from kquotactl.render.records import partial_report
+from kquotactl.services import alter, apply, describe, load_quota_set, plan
+
+MANIFEST = """
+prune: ["users/svc-*"]
+quotas:
+  - entity: {user: svc-a}
+    config: {producer_byte_rate: 1MiB}
+  - entity: {user: svc-b}
+    config: {consumer_byte_rate: 2MiB}
+  - entity: {user: svc-c, client-id: app}
+    config: {request_percentage: 50}
+"""
+
+
+@pytest.fixture
+def backend(chroot) -> Iterator[QuotaBackend]:  # type: ignore[no-untyped-def]
+    b = open_backend(ConnectionOptions(zookeeper=chroot.connect))
+    yield b
+    b.close()
+
+
+def test_describe_alter_plan_apply_round_trip(backend: QuotaBackend) -> None:
+    assert describe(backend).records == []
+    altered = alter(backend, build_change(Entity(user="svc-old"), {"producer_byte_rate": "5"}))
+    assert altered.rejection is None and [r.outcome for r in altered.results] == [Outcome.APPLIED]
+    assert [(r.entity, dict(r.config)) for r in describe(backend).records] == [
+        (Entity(user="svc-old"), {"producer_byte_rate": 5})
+    ]
+
+    planned = plan(backend, load_text(MANIFEST), prune=True)
+    assert planned.plan.counts()["create"] == 3 and planned.plan.counts()["delete"] == 1
+    log = io.StringIO()
+    applied = apply(backend, planned.plan, log=log, keep_records=True, chunk=2)  # two backend calls
+    assert applied.partial is None and applied.failed == []
+    assert applied.counts["applied"] == 4 and len(applied.applied) == 4
+    lines = [json.loads(x) for x in log.getvalue().splitlines()]
+    assert [x["path"] for x in lines] == [x["path"] for x in applied.records]
+    assert {x["outcome"] for x in lines} == {"applied"} and all("time" in x for x in lines)
+
+    assert not plan(backend, load_text(MANIFEST), prune=True).plan.pending  # in sync: a second apply is a no-op
+    index = load_quota_set(backend).index
+    assert index.resolve("producer_byte_rate", "svc-a", "x").limit == 1024 * 1024
+    rejected = alter(backend, build_change(Entity(user="nobody"), {}, ["consumer_byte_rate"]))
+    assert rejected.rejection is not None and "Invalid config(s): consumer_byte_rate" in str(rejected.rejection)
+
+
+def test_a_partial_failure_is_returned_as_data(backend: QuotaBackend, chroot) -> None:  # type: ignore[no-untyped-def]
+    from kazoo.security import make_acl
+
+    manifest = load_text(MANIFEST.replace("svc-c, client-id: app", "svc-c"))
+    the_plan = plan(backend, manifest).plan
+    users = f"{chroot.root}/config/users"
+    read_only = [make_acl("world", "anyone", read=True, admin=True)]  # admin: the ACL can be restored
+    calls = []
+
+    def lock_after_the_first_chunk(n: int) -> None:  # a real refusal by ZooKeeper, between two backend calls
+        calls.append(n)
+        chroot.zk.set_acls(users, read_only)
+
+    try:
+        result = apply(backend, the_plan, chunk=1, progress=lock_after_the_first_chunk)
+    finally:
+        chroot.zk.set_acls(users, [make_acl("world", "anyone", all=True)])
+    assert calls and isinstance(result.partial, PartialFailure), result
+    # the refused transaction is reported of unknown outcome (the backend cannot tell a refusal from a lost answer)
+    assert result.partial.applied == ["user=svc-a"] and result.counts["applied"] == 1
+    assert (result.partial.unknown, result.partial.not_applied) == (["user=svc-b"], ["user=svc-c"])
+    assert "refused to write" in str(result.partial)
+    lines, final = partial_report(result.partial)
+    assert lines[1:] == ["applied: user=svc-a", "not applied: user=svc-c", "outcome unknown: user=svc-b"]
+    assert str(final).startswith("partial apply: 1 entity applied, 1 not applied, 1 unknown") and final.exit_code == 1
+    assert [r.entity for r in describe(backend).records] == [Entity(user="svc-a")]  # what it says is what is there
+
+
+def test_the_deletion_guard_refuses_before_writing(backend: QuotaBackend) -> None:
+    for i in range(3):
+        alter(backend, build_change(Entity(user=f"svc-{i}"), {"producer_byte_rate": "5"}))
+    the_plan = plan(backend, load_text('prune: ["users/svc-*"]\nquotas: []\n'), prune=True).plan
+    with pytest.raises(TooManyDeletions):
+        apply(backend, the_plan, max_deletions=2)
+    assert len(describe(backend).records) == 3
+
+
+def test_apply_and_the_cli_share_the_default_deletion_limit() -> None:
+    from kquotactl.cli.commands.manifest import apply as apply_command
+
+    (option,) = [p for p in apply_command.params if p.name == "max_deletions"]
+    assert option.default == DEFAULT_MAX_DELETIONS
+
+
+def test_one_quota_set_loader_for_files_and_backends(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "q.yaml"
+    path.write_text(MANIFEST)
+    from kquotactl.backends.manifest import ManifestBackend
+
+    by_files = load_quota_set([str(path)]).index
+    by_backend = load_quota_set(ManifestBackend.open([str(path)])).index
+    for user, client in [("svc-a", ""), ("svc-c", "app"), ("svc-c", "other"), ("x", "")]:
+        for key in ("producer_byte_rate", "consumer_byte_rate", "request_percentage"):
+            assert by_files.resolve(key, user, client) == by_backend.resolve(key, user, client)
+
+
+def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from kquotactl.cli.errorwords import worded
+    from kquotactl.core.errors import MissingInput
+    from kquotactl.core.explain import Connection
+    from kquotactl.services import replay
+
+    path = tmp_path / "q.yaml"
+    path.write_text(MANIFEST)
+    loads = []
+
+    def quota_set():  # type: ignore[no-untyped-def]
+        loads.append(1)
+        return load_quota_set([str(path)]).index
+
+    events = [(t * 100, 200_000.0) for t in range(30)]
+    given = replay(events, limit="1MiB")
+    assert (given.key, given.limit, len(given.steps)) == ("producer_byte_rate", 1024 * 1024, 30) and not loads
+    resolved = replay(events, conn=Connection.of("svc-a", "x", None), quota_set=quota_set)
+    assert resolved.limit == 1024 * 1024 and loads == [1]
+    assert [s.throttle_ms for s in resolved.steps] == [s.throttle_ms for s in given.steps]
+    cases = [
+        ({}, "--replay needs the quota: give --limit VALUE, or a connection (--user/--client-id/--ip)"),
+        ({"conn": Connection.of("svc-a", None, None), "key": "connection_creation_rate"}, "give --ip"),
+        ({"conn": Connection.of(None, None, "10.0.0.1")}, "unlimited for this connection"),
+        ({"conn": Connection.of("nobody", None, None)}, "nothing would be throttled (give --limit)"),
+    ]
+    for kwargs, words in cases:
+        with pytest.raises(MissingInput) as e:
+            replay(events, quota_set=quota_set, **kwargs)  # type: ignore[arg-type]
+        assert "--" not in str(e.value) and words in worded(e.value)

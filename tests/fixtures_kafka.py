@@ -154,3 +154,39 @@ def old_kafka(zk_server) -> Iterator[ZkKafkaServer]:
     server.start()
     yield server
     server.close()
+
+
+@dataclass
+class ObservedKafka:
+    """A broker whose quota sensors are served by the JMX exporter agent, and a Prometheus server scraping it."""
+
+    server: KRaftKafkaServer
+    exporter: str  # host:port of the broker's /metrics
+    prometheus: object  # kquotactl.testing.observe.PrometheusServer
+
+    @property
+    def bootstrap(self) -> str:
+        return self.server.bootstrap
+
+
+@pytest.fixture(scope="module")
+def observed_kraft() -> Iterator[ObservedKafka]:
+    """Kafka 4.x KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
+    second by Debian's /usr/bin/prometheus (skipped when it is not installed: scripts/bootstrap.sh installs it)."""
+    import os
+
+    from kquotactl.testing.observe import PROMETHEUS, PrometheusServer, jmx_agent_opts
+    from kquotactl.testing.servers import free_port
+
+    if not os.access(PROMETHEUS, os.X_OK):
+        pytest.skip(f"{PROMETHEUS} is not installed (apt-get install prometheus; scripts/bootstrap.sh does)")
+    port = free_port()
+    server = KRaftKafkaServer(jvm_opts=jmx_agent_opts(port))
+    prometheus = PrometheusServer(targets=[f"127.0.0.1:{port}"])
+    try:
+        server.start()
+        prometheus.start()
+        yield ObservedKafka(server, f"127.0.0.1:{port}", prometheus)
+    finally:
+        prometheus.close()
+        server.close()

@@ -1,0 +1,110 @@
+"""``kquotactl top`` against real parts: a KRaft 4.x broker with the Prometheus JMX exporter agent (Maven Central)
+and the shipped rules, a real Prometheus server scraping it, real confluent-kafka producers over their quotas."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.kafka
+
+QUOTAS = [
+    (["--client-id", "slow"], "producer_byte_rate=20000"),  # level 7, shared by the client-id
+    (["--user", "ANONYMOUS", "--client-id", "pair-app"], "producer_byte_rate=30000"),  # level 1
+    (["--client-id", "fast"], "producer_byte_rate=100MiB"),  # far above its traffic
+    (["--ip", "127.0.0.1"], "connection_creation_rate=500"),
+]
+THROTTLED = {
+    ("", "slow"): (20000, 7, "clients/slow"),
+    ("ANONYMOUS", "pair-app"): (30000, 1, "users/ANONYMOUS/clients/pair-app"),
+}
+
+
+def _produce(bootstrap: str, client_id: str, rate: int, seconds: float) -> None:
+    """``rate`` bytes/s in 10 messages a second, for ``seconds`` (PLAINTEXT: the broker's user is ANONYMOUS)."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 0})
+    payload = b"x" * (rate // 10)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        p.produce("top-traffic", payload)
+        p.poll(0.1)
+    p.flush(30)
+
+
+def _quota_ids(rows: list[dict]) -> dict[tuple[str, ...], dict]:
+    out = {}
+    for row in rows:
+        q = row["quota_id"]
+        out[(q["ip"],) if "ip" in q else (q["user"], q["client-id"])] = row
+    return out
+
+
+def _check_throttled(rows: list[dict]) -> None:
+    got = _quota_ids(rows)
+    assert set(got) == set(THROTTLED), rows
+    for qid, (limit, level, path) in THROTTLED.items():
+        row = got[qid]
+        assert row["throttled"] and row["throttle_ms"] > 0
+        [use] = [u for u in row["quotas"] if u["key"] == "producer_byte_rate"]
+        assert (use["limit"], use["level"], use["entity_path"]) == (limit, level, path)
+        assert use["throttle_ms"] > 0 and use["usage"] > 0
+        assert list(use["brokers"]) and all(b.startswith("127.0.0.1:") for b in use["brokers"])
+
+
+def test_top_names_the_throttled_quota_ids(observed_kraft):
+    bs = observed_kraft.bootstrap
+    for ent, cfg in QUOTAS:
+        r = run_cli("--bootstrap-server", bs, "alter", *ent, "--add-config", cfg)
+        assert r.exit_code == 0, r.stderr
+    time.sleep(1)  # KRaft applies the quota records asynchronously
+    threads = [
+        threading.Thread(target=_produce, args=(bs, "slow", 100_000, 5)),
+        threading.Thread(target=_produce, args=(bs, "pair-app", 100_000, 5)),
+        threading.Thread(target=_produce, args=(bs, "fast", 20_000, 5)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    # straight from the broker's exporter
+    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    _check_throttled(json.loads(r.stdout))
+
+    # --all lists the unthrottled quota-ids too, with their limits: the fast client and the ip
+    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "--all", "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    every = _quota_ids(json.loads(r.stdout))
+    assert not every[("", "fast")]["throttled"]
+    assert every[("", "fast")]["quotas"][0]["limit"] == 100 * 1024 * 1024
+    [ip_use] = every[("127.0.0.1",)]["quotas"]
+    assert (ip_use["key"], ip_use["limit"], ip_use["level"]) == ("connection_creation_rate", 500, 1)
+
+    # through Prometheus (range query over the last 30 s: the throttle is seen even once the scrape moved on)
+    prom = observed_kraft.prometheus.url
+    deadline = time.monotonic() + 20
+    while True:
+        r = run_cli("--bootstrap-server", bs, "top", "--prometheus", prom, "--lookback", "30", "-o", "json")
+        assert r.exit_code == 0, r.stderr
+        rows = json.loads(r.stdout)
+        if len(rows) >= len(THROTTLED) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    _check_throttled(rows)
+    r = run_cli("--bootstrap-server", bs, "top", "--prometheus", prom, "-o", "json")  # instant query
+    assert r.exit_code == 0, r.stderr
+    assert set(_quota_ids(json.loads(r.stdout))) <= set(THROTTLED)
+
+    # the table names them too
+    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "table")
+    assert r.exit_code == 0, r.stderr
+    assert "client-id slow" in r.stdout and "user ANONYMOUS, client-id pair-app" in r.stdout
+    assert "clients/slow" in r.stdout and "fast" not in r.stdout

@@ -94,6 +94,9 @@ class QuotaIdKey:
             return {"ip": self.ip}
         return {"user": self.user, "client-id": self.client_id}
 
+    def sort_key(self) -> tuple[str, str, str]:
+        return (self.user, self.client_id, self.ip)
+
     def words(self) -> str:
         if self.ip:
             return f"ip {self.ip}"
@@ -200,8 +203,9 @@ def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
         else:
             fig.usage = _finite(s.value)
     rows: dict[QuotaIdKey, QuotaIdRow] = {}
-    for (qid, _), use in sorted(uses.items(), key=lambda kv: (kv[0][0].ip, kv[0][0].user, kv[0][0].client_id)):
+    for (qid, _), use in uses.items():
         rows.setdefault(qid, QuotaIdRow(qid, [])).uses.append(use)
     for row in rows.values():
         row.uses.sort(key=lambda u: (-u.throttle_ms, u.key))
-    return sorted(rows.values(), key=lambda r: (-r.throttle_ms, r.quota_id.ip, r.quota_id.user, r.quota_id.client_id))
+    # throttled first; then client quota-ids before ips, by name
+    return sorted(rows.values(), key=lambda r: (-r.throttle_ms, bool(r.quota_id.ip), r.quota_id.sort_key()))

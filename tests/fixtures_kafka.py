@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,31 +163,44 @@ class ObservedKafka:
 
     server: KRaftKafkaServer
     exporter: str  # host:port of the broker's /metrics
-    prometheus: object  # kquotactl.testing.observe.PrometheusServer
+    prometheus: Any  # kquotactl.testing.observe.PrometheusServer, or None (scrape only)
 
     @property
     def bootstrap(self) -> str:
         return self.server.bootstrap
 
 
-@pytest.fixture(scope="module")
-def observed_kraft() -> Iterator[ObservedKafka]:
-    """Kafka 4.x KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
-    second by Debian's /usr/bin/prometheus (skipped when it is not installed: scripts/bootstrap.sh installs it)."""
+def _observed(make_server, with_prometheus: bool = True) -> Iterator[ObservedKafka]:
     import os
 
     from kquotactl.testing.observe import PROMETHEUS, PrometheusServer, jmx_agent_opts
     from kquotactl.testing.servers import free_port
 
-    if not os.access(PROMETHEUS, os.X_OK):
+    if with_prometheus and not os.access(PROMETHEUS, os.X_OK):
         pytest.skip(f"{PROMETHEUS} is not installed (apt-get install prometheus; scripts/bootstrap.sh does)")
     port = free_port()
-    server = KRaftKafkaServer(jvm_opts=jmx_agent_opts(port))
-    prometheus = PrometheusServer(targets=[f"127.0.0.1:{port}"])
+    server = make_server(jmx_agent_opts(port))
+    prometheus = PrometheusServer(targets=[f"127.0.0.1:{port}"]) if with_prometheus else None
     try:
         server.start()
-        prometheus.start()
+        if prometheus is not None:
+            prometheus.start()
         yield ObservedKafka(server, f"127.0.0.1:{port}", prometheus)
     finally:
-        prometheus.close()
+        if prometheus is not None:
+            prometheus.close()
         server.close()
+
+
+@pytest.fixture(scope="module")
+def observed_kraft() -> Iterator[ObservedKafka]:
+    """Kafka 4.x KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
+    second by Debian's /usr/bin/prometheus (skipped when it is not installed: scripts/bootstrap.sh installs it)."""
+    yield from _observed(lambda jvm: KRaftKafkaServer(jvm_opts=jvm))
+
+
+@pytest.fixture(scope="module")
+def observed_zk_kafka(zk_server) -> Iterator[ObservedKafka]:
+    """Kafka 3.9 in ZooKeeper mode with the exporter agent (read directly: no Prometheus), under its own chroot."""
+    connect = f"{zk_server.connect}/kafka39top"
+    yield from _observed(lambda jvm: ZkKafkaServer(zookeeper=connect, jvm_opts=jvm), with_prometheus=False)

@@ -31,10 +31,11 @@ def _produce(bootstrap: str, client_id: str, rate: int, seconds: float) -> None:
 
     p = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 0})
     payload = b"x" * (rate // 10)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    start = time.monotonic()
+    for i in range(int(seconds * 10)):
         p.produce("top-traffic", payload)
-        p.poll(0.1)
+        while (wait := start + (i + 1) / 10 - time.monotonic()) > 0:  # poll returns early on events: pace by time
+            p.poll(wait)
     p.purge()  # a throttled producer's backlog would drain at its quota: drop it, the broker has seen enough
     p.flush(5)
 

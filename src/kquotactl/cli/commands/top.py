@@ -125,22 +125,24 @@ def _table(rows: list[Any], show_all: bool) -> Any:
 
     title = "quota-ids with a sensor" if show_all else "throttled quota-ids"
     table = Table(title=f"{title} ({time.strftime('%H:%M:%S')})", title_justify="left")
-    for col in ("QUOTA-ID", "KEY", "USAGE", "LIMIT/BROKER", "THROTTLE ms", "FROM", "PER BROKER (usage, throttle)"):
-        table.add_column(col, no_wrap=col != "PER BROKER (usage, throttle)")
+    per_broker_col = "PER BROKER (usage, throttle)"
+    for col in ("QUOTA-ID", "KEY", "USAGE", "LIMIT/BROKER", "THROTTLE ms", "LEVEL FROM", per_broker_col):
+        table.add_column(col, no_wrap=col != per_broker_col)
     if not rows:
         table.add_row("(none)", "", "", "", "", "", "")
     for row in rows:
         for i, use in enumerate(row.uses):
             per_broker = "; ".join(
-                f"{b}: {compact(use.key, round(f.usage))}, {f.throttle_ms:g} ms" for b, f in sorted(use.brokers.items())
+                f"{b}: {compact(use.key, round(f.usage))}, {f.throttle_ms:.0f} ms"
+                for b, f in sorted(use.brokers.items())
             )
             table.add_row(
                 escape(row.quota_id.words()) if i == 0 else "",
                 use.key,
                 compact(use.key, round(use.usage)),
                 compact(use.key, use.limit) if use.limit is not None else "unlimited",
-                f"{use.throttle_ms:g}",
-                escape(level_words(use.resolution)),
+                f"{use.throttle_ms:.0f}",
+                escape(f"{use.resolution.level or '-'} {level_words(use.resolution)}"),
                 escape(per_broker),
             )
     return table

@@ -142,3 +142,42 @@ def test_top_errors_are_one_line() -> None:
     assert r.exit_code == 1 and "--prometheus URL or --scrape URL" in r.stderr
     r = run_cli("--bootstrap-server", "127.0.0.1:9", "top", "--scrape", "x:1", "--lookback", "5")
     assert r.exit_code == 1 and "--lookback" in r.stderr
+
+
+@pytest.mark.zookeeper
+def test_watch_refreshes_a_live_table_until_interrupted(exporter: str, chroot) -> None:
+    """``--watch`` on a terminal: the table is redrawn in place (rich Live) and Ctrl-C ends it cleanly."""
+    import os
+    import pty
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    r = run_cli(
+        "--zookeeper", chroot.connect, "alter", "--client-id", 'a "b"', "--add-config", "producer_byte_rate=2000"
+    )
+    assert r.exit_code == 0, r.stderr
+    main, child = pty.openpty()
+    cmd = [sys.executable, "-m", "kquotactl", "--zookeeper", chroot.connect, "top", "--scrape", exporter]
+    env = {**os.environ, "COLUMNS": "200"}  # a pty opens 0x0: rich would assume 80 columns
+    proc = subprocess.Popen([*cmd, "--watch", "0.5"], stdin=child, stdout=child, stderr=child, env=env)
+    os.close(child)
+    seen = b""
+    deadline = time.monotonic() + 30
+    try:
+        while seen.count(b"throttled quota-ids") < 3 and time.monotonic() < deadline:
+            try:
+                seen += os.read(main, 65536)
+            except OSError:
+                break
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    text = seen.decode(errors="replace")
+    assert text.count("throttled quota-ids") >= 3  # the first draw and two refreshes
+    assert 'client-id a "b"' in text and "2500 B/s" in text and "2000 B/s" in text
+    assert "7 clients/a%20%22b%22" in text

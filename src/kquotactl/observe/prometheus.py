@@ -103,15 +103,18 @@ def _sample(series: dict, value: float) -> Sample | None:
     return sample_from_labels(name, labels, value, labels.get("instance", ""))
 
 
-def from_prometheus(base: str, lookback: float = 0.0, step: float = 1.0, now: float | None = None) -> list[Sample]:
+def from_prometheus(
+    base: str, lookback: float = 0.0, step: float | None = None, now: float | None = None
+) -> list[Sample]:
     """The quota sensors now (instant query), or over the last ``lookback`` seconds (range query): then each
     series gives its largest throttle time and its average usage over the range, so a throttle that ended a few
-    seconds ago still shows."""
+    seconds ago still shows. The step defaults to 1 s, coarser for long ranges (at most ~250 points a series)."""
     if lookback <= 0:
         out = [_sample(s, float(s["value"][1])) for s in instant(base, at=now)]
         return [s for s in out if s is not None]
     end = time.time() if now is None else now
     result: list[Sample] = []
+    step = step or max(1.0, lookback / 250)
     for series in range_query(base, SELECTOR, end - lookback, end, step):
         values = [v for v in (float(x[1]) for x in series["values"]) if math.isfinite(v)]
         if not values:

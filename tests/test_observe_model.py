@@ -81,6 +81,11 @@ def test_rows_join_each_quota_id_with_its_limit_and_level() -> None:
     assert etl.to_json()["quota_id"] == {"user": "alice@corp", "client-id": "etl"}
 
 
+def test_a_user_label_that_is_no_sanitized_name_is_shown_as_written() -> None:
+    [row] = top_rows([Sample("byte_rate", "b", 5.0, "Produce", user="50%zz")], INDEX)
+    assert row.quota_id.user == "50%zz"
+
+
 def test_an_unlimited_quota_id_says_so() -> None:
     [row] = top_rows([Sample("byte_rate", "b", 5.0, "Fetch", client_id="c")], INDEX)
     assert row.uses[0].to_json()["limit"] is None and row.uses[0].to_json()["applies"] == "unlimited"

@@ -179,33 +179,62 @@ def _finite(v: float) -> float:
     return v if math.isfinite(v) else 0.0  # an Avg/Rate with no sample in its window reads NaN
 
 
+def _user(label: str) -> str:
+    """The user a sensor's (sanitized, maybe JMX-quoted) tag names; kept as written when it is not an escape
+    the broker could have made (a rules file that rewrites labels, say) rather than failing the whole view."""
+    raw = jmx_unquote(label)
+    try:
+        return desanitize(raw)
+    except ValueError:
+        return raw
+
+
+def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], QuotaUse]) -> tuple[QuotaUse, str] | None:
+    """The :class:`QuotaUse` a sample's labels belong to (created and resolved on first sight), and the metric
+    that carries its usage; None for a sensor that is not per quota-id."""
+    if s.ip:
+        qtype, (usage_metric, key) = IP_TYPE, IP_USAGE
+        qid = QuotaIdKey(ip=s.ip)
+    elif s.quota_type in USAGE:
+        qtype, (usage_metric, key) = s.quota_type, USAGE[s.quota_type]
+        qid = QuotaIdKey(user=_user(s.user), client_id=jmx_unquote(s.client_id))
+    else:
+        return None
+    if s.metric not in (usage_metric, THROTTLE):
+        return None
+    use = uses.get((qid, qtype))
+    if use is None:
+        res = index.resolve_ip(qid.ip, key) if qid.ip else index.resolve(key, qid.user, qid.client_id)
+        use = uses[(qid, qtype)] = QuotaUse(qtype, key, res)
+    return use, usage_metric
+
+
 def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
-    """Group the samples by quota-id and quota type, join each with its limit; sorted by throttle, then name."""
+    """Group the samples by quota-id and quota type, join each with its limit; sorted by throttle, then name.
+
+    Labels are decoded and resolved once per distinct series, not per sample (a series has a sample per broker)."""
     uses: dict[tuple[QuotaIdKey, str], QuotaUse] = {}
+    by_labels: dict[tuple[str, str, str, str, str], tuple[QuotaUse, str] | None] = {}
     for s in samples:
-        if s.ip:
-            qtype, (usage_metric, key) = IP_TYPE, IP_USAGE
-            qid = QuotaIdKey(ip=s.ip)
-        elif s.quota_type in USAGE:
-            qtype, (usage_metric, key) = s.quota_type, USAGE[s.quota_type]
-            qid = QuotaIdKey(user=desanitize(jmx_unquote(s.user)), client_id=jmx_unquote(s.client_id))
+        labels = (s.metric, s.quota_type, s.user, s.client_id, s.ip)
+        if labels in by_labels:
+            found = by_labels[labels]
         else:
+            found = by_labels[labels] = _use_for(s, index, uses)
+        if found is None:
             continue
-        if s.metric not in (usage_metric, THROTTLE):
-            continue
-        use = uses.get((qid, qtype))
-        if use is None:
-            res = index.resolve_ip(qid.ip, key) if qid.ip else index.resolve(key, qid.user, qid.client_id)
-            use = uses[(qid, qtype)] = QuotaUse(qtype, key, res)
-        fig = use.brokers.setdefault(s.broker, BrokerFigure())
+        use, usage_metric = found
         if s.metric == THROTTLE:
-            fig.throttle_ms = _finite(s.value)
-        else:
-            fig.usage = _finite(s.value)
+            use.brokers.setdefault(s.broker, BrokerFigure()).throttle_ms = _finite(s.value)
+        elif s.metric == usage_metric:
+            use.brokers.setdefault(s.broker, BrokerFigure()).usage = _finite(s.value)
     rows: dict[QuotaIdKey, QuotaIdRow] = {}
     for (qid, _), use in uses.items():
         rows.setdefault(qid, QuotaIdRow(qid, [])).uses.append(use)
+    keyed = []
     for row in rows.values():
         row.uses.sort(key=lambda u: (-u.throttle_ms, u.key))
-    # throttled first; then client quota-ids before ips, by name
-    return sorted(rows.values(), key=lambda r: (-r.throttle_ms, bool(r.quota_id.ip), r.quota_id.sort_key()))
+        # throttled first; then client quota-ids before ips, by name
+        keyed.append(((-row.throttle_ms, bool(row.quota_id.ip), row.quota_id.sort_key()), row))
+    keyed.sort(key=lambda kr: kr[0])
+    return [row for _, row in keyed]

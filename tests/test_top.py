@@ -1,5 +1,6 @@
 """``kquotactl top`` against real parts: a KRaft 4.x broker with the Prometheus JMX exporter agent (Maven Central)
-and the shipped rules, a real Prometheus server scraping it, real confluent-kafka producers over their quotas."""
+and the shipped rules, a real Prometheus server scraping it, real confluent-kafka producers and a consumer over
+their quotas; and a ZooKeeper-mode 3.9 broker scraped directly."""
 
 from __future__ import annotations
 
@@ -11,18 +12,24 @@ import pytest
 
 from conftest import run_cli
 
-pytestmark = pytest.mark.kafka
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning"),  # a client thread that fails
+]
 
 QUOTAS = [
     (["--client-id", "slow"], "producer_byte_rate=20000"),  # level 7, shared by the client-id
     (["--user", "ANONYMOUS", "--client-id", "pair-app"], "producer_byte_rate=30000"),  # level 1
     (["--client-id", "fast"], "producer_byte_rate=100MiB"),  # far above its traffic
+    (["--client-id", "reader"], "consumer_byte_rate=2000"),  # a consumer reading the producers' backlog
     (["--ip", "127.0.0.1"], "connection_creation_rate=500"),
 ]
-THROTTLED = {
-    ("", "slow"): (20000, 7, "clients/slow"),
-    ("ANONYMOUS", "pair-app"): (30000, 1, "users/ANONYMOUS/clients/pair-app"),
+THROTTLED = {  # quota-id -> (key, limit, level, entity path)
+    ("", "slow"): ("producer_byte_rate", 20000, 7, "clients/slow"),
+    ("ANONYMOUS", "pair-app"): ("producer_byte_rate", 30000, 1, "users/ANONYMOUS/clients/pair-app"),
+    ("", "reader"): ("consumer_byte_rate", 2000, 7, "clients/reader"),
 }
+CLIENTS = ["slow", "pair-app", "fast", "reader"]
 
 
 def _produce(bootstrap: str, client_id: str, rate: int, seconds: float) -> None:
@@ -40,6 +47,22 @@ def _produce(bootstrap: str, client_id: str, rate: int, seconds: float) -> None:
     p.flush(5)
 
 
+def _consume(bootstrap: str, client_id: str, seconds: float) -> None:
+    """Read the topic from its start for ``seconds``, after 2 s (the producers' backlog); no group (no rebalance
+    wait): the partition is assigned."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    time.sleep(2)
+    # small fetches: each one crosses the quota by a few seconds' worth, not by the whole backlog
+    small = {"max.partition.fetch.bytes": 20000, "fetch.wait.max.ms": 100, "enable.auto.commit": False}
+    c = Consumer({"bootstrap.servers": bootstrap, "client.id": client_id, "group.id": "top", **small})
+    c.assign([TopicPartition("top-traffic", 0, OFFSET_BEGINNING)])
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        c.poll(0.2)
+    c.close()
+
+
 def _quota_ids(rows: list[dict]) -> dict[tuple[str, ...], dict]:
     out = {}
     for row in rows:
@@ -51,12 +74,14 @@ def _quota_ids(rows: list[dict]) -> dict[tuple[str, ...], dict]:
 def _check_throttled(rows: list[dict]) -> None:
     got = _quota_ids(rows)
     assert set(got) == set(THROTTLED), rows
-    for qid, (limit, level, path) in THROTTLED.items():
+    for qid, (key, limit, level, path) in THROTTLED.items():
         row = got[qid]
         assert row["throttled"] and row["throttle_ms"] > 0
-        [use] = [u for u in row["quotas"] if u["key"] == "producer_byte_rate"]
+        [use] = [u for u in row["quotas"] if u["key"] == key]
         assert (use["limit"], use["level"], use["entity_path"]) == (limit, level, path)
-        assert use["throttle_ms"] > 0 and use["usage"] > 0
+        # a throttled fetch is answered empty and its bytes un-recorded (ClientQuotaManager.unrecordQuotaSensor):
+        # a consumer throttled on every fetch reads 0 B/s while throttled
+        assert use["throttle_ms"] > 0 and (use["usage"] > 0 or key == "consumer_byte_rate")
         assert list(use["brokers"]) and all(b.startswith("127.0.0.1:") for b in use["brokers"])
 
 
@@ -68,7 +93,10 @@ def _traffic(cluster: list[str], bootstrap: str, quotas: list[tuple[list[str], s
         assert r.exit_code == 0, r.stderr
     time.sleep(1)  # brokers apply quota changes asynchronously (KRaft metadata, ZooKeeper notifications)
     threads = [
-        threading.Thread(target=_produce, args=(bootstrap, c, 20_000 if c == "fast" else 100_000, 5)) for c in clients
+        threading.Thread(target=_consume, args=(bootstrap, c, 5))
+        if c == "reader"
+        else threading.Thread(target=_produce, args=(bootstrap, c, 20_000 if c == "fast" else 100_000, 5))
+        for c in clients
     ]
     for t in threads:
         t.start()
@@ -78,7 +106,7 @@ def _traffic(cluster: list[str], bootstrap: str, quotas: list[tuple[list[str], s
 
 def test_top_names_the_throttled_quota_ids(observed_kraft):
     bs = observed_kraft.bootstrap
-    _traffic(["--bootstrap-server", bs], bs, QUOTAS, ["slow", "pair-app", "fast"])
+    _traffic(["--bootstrap-server", bs], bs, QUOTAS, CLIENTS)
 
     # straight from the broker's exporter
     r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "json")
@@ -123,7 +151,7 @@ def test_top_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server):
     """Kafka 3.9 (ZooKeeper mode, the Scala quota managers): limits read from ZooKeeper, sensors scraped."""
     zk = ["--zookeeper", f"{zk_server.connect}/kafka39top"]
     quotas = [*QUOTAS, (["--client-id", ODD], "producer_byte_rate=20000")]
-    _traffic(zk, observed_zk_kafka.bootstrap, quotas, ["slow", "pair-app", "fast", ODD])
+    _traffic(zk, observed_zk_kafka.bootstrap, quotas, [*CLIENTS, ODD])
     r = run_cli(*zk, "top", "--scrape", observed_zk_kafka.exporter, "-o", "json")
     assert r.exit_code == 0, r.stderr
     rows = json.loads(r.stdout)

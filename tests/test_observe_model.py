@@ -86,6 +86,25 @@ def test_a_user_label_that_is_no_sanitized_name_is_shown_as_written() -> None:
     assert row.quota_id.user == "50%zz"
 
 
+def test_a_request_throttle_without_a_request_limit_is_the_controllers() -> None:
+    """KRaft: the controller's controller_mutation_rate throttle comes back on the broker's Request sensor."""
+    samples = [
+        Sample("throttle_time", "b", 3330.0, "Request", client_id="c"),
+        Sample("mutation_rate", "b", 0.4, "ControllerMutation", client_id="c"),
+        Sample("throttle_time", "b", 0.0, "ControllerMutation", client_id="c"),
+    ]
+    [row] = top_rows(samples, INDEX)
+    req, mutation = row.uses
+    assert req.key == "request_percentage" and req.limit == 25  # clients/<default> limits requests here
+    assert req.note is None
+    index = QuotaIndex({Entity(client_id="c"): {"controller_mutation_rate": 1}})
+    [row] = top_rows(samples, index)
+    req, mutation = row.uses
+    assert req.limit is None and "controller" in (req.to_json()["note"] or "")
+    assert (mutation.key, mutation.limit, mutation.resolution.level) == ("controller_mutation_rate", 1, 7)
+    assert "note" not in mutation.to_json()
+
+
 def test_an_unlimited_quota_id_says_so() -> None:
     [row] = top_rows([Sample("byte_rate", "b", 5.0, "Fetch", client_id="c")], INDEX)
     assert row.uses[0].to_json()["limit"] is None and row.uses[0].to_json()["applies"] == "unlimited"

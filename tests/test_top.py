@@ -22,14 +22,16 @@ QUOTAS = [
     (["--user", "ANONYMOUS", "--client-id", "pair-app"], "producer_byte_rate=30000"),  # level 1
     (["--client-id", "fast"], "producer_byte_rate=100MiB"),  # far above its traffic
     (["--client-id", "reader"], "consumer_byte_rate=2000"),  # a consumer reading the producers' backlog
+    (["--client-id", "mutator"], "controller_mutation_rate=1"),  # an admin client creating topics
     (["--ip", "127.0.0.1"], "connection_creation_rate=500"),
 ]
 THROTTLED = {  # quota-id -> (key, limit, level, entity path)
     ("", "slow"): ("producer_byte_rate", 20000, 7, "clients/slow"),
     ("ANONYMOUS", "pair-app"): ("producer_byte_rate", 30000, 1, "users/ANONYMOUS/clients/pair-app"),
     ("", "reader"): ("consumer_byte_rate", 2000, 7, "clients/reader"),
+    ("", "mutator"): ("controller_mutation_rate", 1, 7, "clients/mutator"),
 }
-CLIENTS = ["slow", "pair-app", "fast", "reader"]
+CLIENTS = ["slow", "pair-app", "fast", "reader", "mutator"]
 
 
 def _produce(bootstrap: str, client_id: str, rate: int, seconds: float) -> None:
@@ -63,6 +65,18 @@ def _consume(bootstrap: str, client_id: str, seconds: float) -> None:
     c.close()
 
 
+def _mutate(bootstrap: str, client_id: str, seconds: float) -> None:
+    """Create topics of 4 partitions, one call a second: over 1 partition mutation/s (refused calls included)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": client_id})
+    for i in range(int(seconds)):
+        futures = admin.create_topics([NewTopic(f"top-{client_id}-{i}", 4, 1)], request_timeout=5)
+        for f in futures.values():
+            f.exception(timeout=10)  # THROTTLING_QUOTA_EXCEEDED once over the quota: expected
+        time.sleep(0.5)
+
+
 def _quota_ids(rows: list[dict]) -> dict[tuple[str, ...], dict]:
     out = {}
     for row in rows:
@@ -79,9 +93,15 @@ def _check_throttled(rows: list[dict]) -> None:
         assert row["throttled"] and row["throttle_ms"] > 0
         [use] = [u for u in row["quotas"] if u["key"] == key]
         assert (use["limit"], use["level"], use["entity_path"]) == (limit, level, path)
+        if key == "controller_mutation_rate" and any(u.get("note") for u in row["quotas"]):
+            # KRaft: the controller's throttle comes back through the broker's Request sensor (forwarded)
+            [req] = [u for u in row["quotas"] if u.get("note")]
+            assert (req["key"], req["limit"], req["throttle_ms"] > 0) == ("request_percentage", None, True)
+            assert use["usage"] > 0
+            continue
         # a throttled fetch is answered empty and its bytes un-recorded (ClientQuotaManager.unrecordQuotaSensor):
         # a consumer throttled on every fetch reads 0 B/s while throttled
-        assert use["throttle_ms"] > 0 and (use["usage"] > 0 or key == "consumer_byte_rate")
+        assert use["throttle_ms"] > 0 and (use["usage"] > 0 or key == "consumer_byte_rate"), row
         assert list(use["brokers"]) and all(b.startswith("127.0.0.1:") for b in use["brokers"])
 
 
@@ -95,6 +115,8 @@ def _traffic(cluster: list[str], bootstrap: str, quotas: list[tuple[list[str], s
     threads = [
         threading.Thread(target=_consume, args=(bootstrap, c, 5))
         if c == "reader"
+        else threading.Thread(target=_mutate, args=(bootstrap, c, 4))
+        if c == "mutator"
         else threading.Thread(target=_produce, args=(bootstrap, c, 20_000 if c == "fast" else 100_000, 5))
         for c in clients
     ]
@@ -112,13 +134,16 @@ def test_top_names_the_throttled_quota_ids(observed_kraft):
     r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "json")
     assert r.exit_code == 0, r.stderr
     _check_throttled(json.loads(r.stdout))
+    mutator = _quota_ids(json.loads(r.stdout))[("", "mutator")]
+    assert any(u.get("note") for u in mutator["quotas"]), mutator  # KRaft forwards CreateTopics to the controller
 
     # --all lists the unthrottled quota-ids too, with their limits: the fast client and the ip
     r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "--all", "-o", "json")
     assert r.exit_code == 0, r.stderr
     every = _quota_ids(json.loads(r.stdout))
     assert not every[("", "fast")]["throttled"]
-    assert every[("", "fast")]["quotas"][0]["limit"] == 100 * 1024 * 1024
+    [fast] = [u for u in every[("", "fast")]["quotas"] if u["key"] == "producer_byte_rate"]
+    assert fast["limit"] == 100 * 1024 * 1024 and fast["level"] == 7 and fast["throttle_ms"] == 0, every
     [ip_use] = every[("127.0.0.1",)]["quotas"]
     assert (ip_use["key"], ip_use["limit"], ip_use["level"]) == ("connection_creation_rate", 500, 1)
 
@@ -160,3 +185,5 @@ def test_top_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server):
     [use] = [u for u in got[("", ODD)]["quotas"] if u["key"] == "producer_byte_rate"]
     assert (use["limit"], use["level"], use["entity_path"]) == (20000, 7, "clients/odd%2Cid%3D%221%22")
     _check_throttled([row for row in rows if row["quota_id"].get("client-id") != ODD])
+    [mutation] = [u for u in got[("", "mutator")]["quotas"] if u["key"] == "controller_mutation_rate"]
+    assert mutation["throttle_ms"] > 0 and "note" not in mutation  # a ZooKeeper-mode broker throttles it itself

@@ -35,6 +35,12 @@ USAGE: dict[str, tuple[str, str]] = {
 IP_TYPE = "Connection"  # the per-ip connection creation rate
 IP_USAGE = ("connection_accept_rate", "connection_creation_rate")
 THROTTLE = "throttle_time"
+#: a KRaft broker forwards CreateTopics/CreatePartitions/DeleteTopics to the controller and records the throttle of
+#: the answer (the controller's controller_mutation_rate) on its own Request sensor
+#: (RequestHandlerHelper.sendForwardedResponse): a Request throttle with no request_percentage limit is that
+FORWARDED_NOTE = (
+    "forwarded: the controller's throttle (controller_mutation_rate), recorded on the broker's Request sensor"
+)
 METRIC_PREFIX = "kafka_quota_"
 
 
@@ -137,8 +143,15 @@ class QuotaUse:
     def limit(self) -> Number | None:
         return self.resolution.limit
 
+    @property
+    def note(self) -> str | None:
+        if self.quota_type == "Request" and self.limit is None and self.throttle_ms > 0:
+            return FORWARDED_NOTE
+        return None
+
     def to_json(self) -> dict[str, Any]:
         r = self.resolution
+        note = {"note": self.note} if self.note else {}
         return {
             "quota_type": self.quota_type,
             "key": self.key,
@@ -150,6 +163,7 @@ class QuotaUse:
             "entity_path": r.entity_path,
             "applies": level_words(r),
             "brokers": {b: {"usage": f.usage, "throttle_ms": f.throttle_ms} for b, f in sorted(self.brokers.items())},
+            **note,
         }
 
 

@@ -142,7 +142,8 @@ def _table(rows: list[Any], show_all: bool) -> Any:
                 compact(use.key, round(use.usage)),
                 compact(use.key, use.limit) if use.limit is not None else "unlimited",
                 f"{use.throttle_ms:.0f}",
-                escape(f"{use.resolution.level or '-'} {level_words(use.resolution)}"),
+                escape(f"{use.resolution.level or '-'} {level_words(use.resolution)}")
+                + (" (forwarded: the controller's throttle)" if use.note else ""),
                 escape(per_broker),
             )
     return table

@@ -114,13 +114,13 @@ class QuotaIdKey:
         return ", ".join(parts) or "(no user, no client-id)"
 
 
-@dataclass
+@dataclass(slots=True)
 class BrokerFigure:
     usage: float = 0.0
     throttle_ms: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class QuotaUse:
     """One quota type of one quota-id: usage and throttle per broker, summed, and the limit that applies."""
 
@@ -167,7 +167,7 @@ class QuotaUse:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class QuotaIdRow:
     quota_id: QuotaIdKey
     uses: list[QuotaUse]
@@ -203,9 +203,9 @@ def _user(label: str) -> str:
         return raw
 
 
-def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], QuotaUse]) -> tuple[QuotaUse, str] | None:
-    """The :class:`QuotaUse` a sample's labels belong to (created and resolved on first sight), and the metric
-    that carries its usage; None for a sensor that is not per quota-id."""
+def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], QuotaUse]) -> QuotaUse | None:
+    """The :class:`QuotaUse` a sample belongs to (created and resolved on first sight); None for a sensor that is
+    not per quota-id, or a metric that is neither the quota type's usage nor its throttle."""
     if s.ip:
         qtype, (usage_metric, key) = IP_TYPE, IP_USAGE
         qid = QuotaIdKey(ip=s.ip)
@@ -220,7 +220,7 @@ def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], Qu
     if use is None:
         res = index.resolve_ip(qid.ip, key) if qid.ip else index.resolve(key, qid.user, qid.client_id)
         use = uses[(qid, qtype)] = QuotaUse(qtype, key, res)
-    return use, usage_metric
+    return use
 
 
 def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
@@ -228,20 +228,22 @@ def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
 
     Labels are decoded and resolved once per distinct series, not per sample (a series has a sample per broker)."""
     uses: dict[tuple[QuotaIdKey, str], QuotaUse] = {}
-    by_labels: dict[tuple[str, str, str, str, str], tuple[QuotaUse, str] | None] = {}
+    by_labels: dict[tuple[str, str, str, str, str], QuotaUse | None] = {}
     for s in samples:
         labels = (s.metric, s.quota_type, s.user, s.client_id, s.ip)
         if labels in by_labels:
-            found = by_labels[labels]
+            use = by_labels[labels]
         else:
-            found = by_labels[labels] = _use_for(s, index, uses)
-        if found is None:
+            use = by_labels[labels] = _use_for(s, index, uses)
+        if use is None:
             continue
-        use, usage_metric = found
+        fig = use.brokers.get(s.broker)
+        if fig is None:
+            fig = use.brokers[s.broker] = BrokerFigure()
         if s.metric == THROTTLE:
-            use.brokers.setdefault(s.broker, BrokerFigure()).throttle_ms = _finite(s.value)
-        elif s.metric == usage_metric:
-            use.brokers.setdefault(s.broker, BrokerFigure()).usage = _finite(s.value)
+            fig.throttle_ms = _finite(s.value)
+        else:  # the usage metric (_use_for let no other through)
+            fig.usage = _finite(s.value)
     rows: dict[QuotaIdKey, QuotaIdRow] = {}
     for (qid, _), use in uses.items():
         rows.setdefault(qid, QuotaIdRow(qid, [])).uses.append(use)

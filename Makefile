@@ -35,7 +35,7 @@ lint: setup
 # The development/CI environment, pinned with hashes: re-resolve pyproject's ranges to the newest versions, then
 # run `make test` before committing the new requirements-dev.txt.
 lock: setup
-	$(BIN)/uv pip compile pyproject.toml --extra dev --extra sasl --extra admin --extra impact \
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra sasl --extra admin --extra impact --extra observe \
 		--python-version 3.11 --generate-hashes --upgrade -o requirements-dev.txt
 
 bench: setup

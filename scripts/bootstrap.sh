@@ -15,6 +15,8 @@ command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 command -v tmux  >/dev/null 2>&1 || need_apt+=(tmux)
 command -v zsh   >/dev/null 2>&1 || need_apt+=(zsh)
 command -v fish  >/dev/null 2>&1 || need_apt+=(fish)
+# `kquotactl top`'s tests scrape brokers with a real Prometheus server (started by the tests, never the service)
+[ -x /usr/bin/prometheus ] || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing ${need_apt[*]} with apt-get"
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,3 +155,52 @@ def old_kafka(zk_server) -> Iterator[ZkKafkaServer]:
     server.start()
     yield server
     server.close()
+
+
+@dataclass
+class ObservedKafka:
+    """A broker whose quota sensors are served by the JMX exporter agent, and a Prometheus server scraping it."""
+
+    server: KRaftKafkaServer
+    exporter: str  # host:port of the broker's /metrics
+    prometheus: Any  # kquotactl.testing.observe.PrometheusServer, or None (scrape only)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.server.bootstrap
+
+
+def _observed(make_server, with_prometheus: bool = True) -> Iterator[ObservedKafka]:
+    import os
+
+    from kquotactl.testing.observe import PROMETHEUS, PrometheusServer, jmx_agent_opts
+    from kquotactl.testing.servers import free_port
+
+    if with_prometheus and not os.access(PROMETHEUS, os.X_OK):
+        pytest.skip(f"{PROMETHEUS} is not installed (apt-get install prometheus; scripts/bootstrap.sh does)")
+    port = free_port()
+    server = make_server(jmx_agent_opts(port))
+    prometheus = PrometheusServer(targets=[f"127.0.0.1:{port}"]) if with_prometheus else None
+    try:
+        server.start()
+        if prometheus is not None:
+            prometheus.start()
+        yield ObservedKafka(server, f"127.0.0.1:{port}", prometheus)
+    finally:
+        if prometheus is not None:
+            prometheus.close()
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def observed_kraft() -> Iterator[ObservedKafka]:
+    """Kafka 4.x KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
+    second by Debian's /usr/bin/prometheus (skipped when it is not installed: scripts/bootstrap.sh installs it)."""
+    yield from _observed(lambda jvm: KRaftKafkaServer(jvm_opts=jvm))
+
+
+@pytest.fixture(scope="module")
+def observed_zk_kafka(zk_server) -> Iterator[ObservedKafka]:
+    """Kafka 3.9 in ZooKeeper mode with the exporter agent (read directly: no Prometheus), under its own chroot."""
+    connect = f"{zk_server.connect}/kafka39top"
+    yield from _observed(lambda jvm: ZkKafkaServer(zookeeper=connect, jvm_opts=jvm), with_prometheus=False)

@@ -27,8 +27,9 @@ ALLOWED: dict[str, set[str]] = {
     "impact": {"core", "manifests"},
     "backends": {"core", "config", "manifests"},
     "render": {"core", "manifests", "impact"},
+    "observe": {"core", "config"},  # top: the brokers' quota sensors (Prometheus, JMX exporter) joined with limits
     "services": {"core", "manifests", "config", "backends", "inputs", "impact", "render"},
-    "cli": {"core", "manifests", "config", "backends", "inputs", "impact", "render", "services", "<root>"},
+    "cli": {"core", "manifests", "config", "backends", "inputs", "impact", "render", "services", "observe", "<root>"},
     "testing": {"core", "manifests", "config", "backends", "cli", "<root>"},
     "__main__": {"cli"},
     "<root>": set(),

@@ -116,6 +116,7 @@ def test_the_console_script_runs_from_the_venv(installed: Path, tmp_path: Path) 
     [
         (("impact", "generate", "traffic.parquet", "--rows", "10"), "impact"),
         (("--bootstrap-server", "127.0.0.1:9", "describe"), "admin"),
+        (("--bootstrap-server", "127.0.0.1:9", "top", "--scrape", "127.0.0.1:9", "-o", "json"), "observe"),
         (("--zookeeper", "127.0.0.1:9", "--zk-auth", "sasl:u:p", "--connect-timeout", "1", "describe"), "sasl"),
     ],
 )

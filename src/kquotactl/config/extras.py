@@ -12,6 +12,8 @@ EXTRAS = {
     "matplotlib": "impact",
     "kafka": "admin",
     "puresasl": "sasl",
+    "requests": "observe",
+    "prometheus_client": "observe",
 }
 
 

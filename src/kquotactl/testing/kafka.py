@@ -94,6 +94,7 @@ class _KafkaBase:
     workdir: Path | None = None
     port: int = 0
     supports_quota_api: bool = True  # False for brokers older than 2.6 (ready = handshake answered)
+    jvm_opts: list[str] = field(default_factory=list)  # extra JVM arguments of the broker (e.g. a -javaagent)
     _proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -129,7 +130,7 @@ class _KafkaBase:
         (self.workdir / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         self._prepare()
         out = open(self.workdir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child process
-        cmd = self.java("kafka.Kafka", str(self.workdir / "server.properties"))
+        cmd = self.java("kafka.Kafka", str(self.workdir / "server.properties"), jvm=self.jvm_opts)
         self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_port(self.port, self._proc, timeout, f"Kafka ({self.jars_name})", self.log_tail)
         self._wait_ready(timeout)

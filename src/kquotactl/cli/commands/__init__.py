@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import click
 
-from kquotactl.cli.commands import completion, config, connection_rate, explain, impact, manifest
+from kquotactl.cli.commands import completion, config, connection_rate, explain, impact, manifest, top
 
-MODULES = (completion, config, connection_rate, explain, impact, manifest)  # help order: sorted by name
+MODULES = (completion, config, connection_rate, explain, impact, manifest, top)  # help order: sorted by name
 
 
 def module_names() -> list[str]:

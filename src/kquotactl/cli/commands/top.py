@@ -1,0 +1,149 @@
+"""``kquotactl top``: who is throttled now. The brokers' quota sensors (from Prometheus, or scraped from the JMX
+exporter endpoints) joined with the limits the cluster's quotas give each quota-id (:mod:`kquotactl.observe`).
+
+Only click is imported at module level; the observe layer, requests and rich load inside the command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import click
+
+from kquotactl.cli.kit import OnceCommand
+
+
+def register(group: click.Group) -> None:
+    group.add_command(top)
+
+
+@click.command(cls=OnceCommand)
+@click.option("--prometheus", "prometheus", metavar="URL", help="A Prometheus server scraping the brokers' exporters.")
+@click.option(
+    "--scrape",
+    "scrape_urls",
+    metavar="URL",
+    multiple=True,
+    help="A broker's JMX exporter endpoint (host:port or URL; repeat for each broker), read directly.",
+)
+@click.option(
+    "--lookback",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="--prometheus: a range query over the last SECONDS (largest throttle, average usage) instead of now.",
+)
+@click.option("--all", "show_all", is_flag=True, help="List every quota-id with a sensor, not only throttled ones.")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), help="Output format.")
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=0.5),
+    is_flag=False,
+    flag_value=2.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Refresh the table every SECONDS (default 2) until interrupted.",
+)
+@click.pass_context
+def top(
+    ctx: click.Context,
+    prometheus: str | None,
+    scrape_urls: tuple[str, ...],
+    lookback: float,
+    show_all: bool,
+    fmt: str | None,
+    watch: float | None,
+) -> None:
+    """Who is throttled now: per quota-id (user/client-id, ip), usage and throttle time per broker and summed,
+    next to the limit that applies and the level it comes from (as explain resolves it), sorted by throttle.
+
+    Reads the brokers' quota sensors through the Prometheus JMX exporter (rules: docs/observe.md), from a
+    Prometheus server (--prometheus) or straight from each broker's exporter (--scrape, repeated); the limits
+    come from the cluster given as for the other commands. Limits are per broker.
+
+    \b
+    Examples:
+      kquotactl --bootstrap-server b:9092 top --prometheus http://prometheus:9090
+      kquotactl --bootstrap-server b:9092 top --scrape b1:7071 --scrape b2:7071 -o json
+      kquotactl --bootstrap-server b:9092 top --prometheus http://prometheus:9090 --watch 5
+    """
+    from kquotactl.cli.kit import AppState
+    from kquotactl.core.errors import UsageError
+
+    state = ctx.ensure_object(AppState)
+    if bool(prometheus) == bool(scrape_urls):
+        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
+    if lookback and not prometheus:
+        raise UsageError("--lookback is a Prometheus range query: it goes with --prometheus")
+    fmt = fmt or state.output
+    if fmt not in (None, "table", "json"):
+        raise UsageError(f"-o {fmt}: top shows a table or json")
+    fmt = fmt or ("table" if sys.stdout.isatty() else "json")
+    if watch is not None and fmt != "table":
+        raise UsageError("--watch refreshes a table: drop -o json, or --watch")
+
+    def rows() -> list[Any]:
+        from kquotactl.core.precedence import QuotaIndex
+        from kquotactl.observe import prometheus as source
+        from kquotactl.observe.model import top_rows
+
+        samples = source.from_prometheus(prometheus, lookback) if prometheus else source.scrape(scrape_urls)
+        backend = state.backend(ctx)
+        index = QuotaIndex(backend.describe(), per_key_levels=getattr(backend, "name", "") != "zookeeper")
+        found = top_rows(samples, index)
+        return found if show_all else [r for r in found if r.throttled]
+
+    if fmt == "json":
+        click.echo(json.dumps([r.to_json() for r in rows()], indent=2))
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)  # piped: never cut a name
+    if watch is None:
+        console.print(_table(rows(), show_all))
+        return
+    from rich.live import Live
+
+    with Live(_table(rows(), show_all), console=console, auto_refresh=False) as live:
+        try:
+            while True:
+                time.sleep(watch)
+                live.update(_table(rows(), show_all), refresh=True)
+        except KeyboardInterrupt:
+            pass
+
+
+def _table(rows: list[Any], show_all: bool) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from kquotactl.core.explain import compact, level_words
+
+    title = "quota-ids with a sensor" if show_all else "throttled quota-ids"
+    table = Table(title=f"{title} ({time.strftime('%H:%M:%S')})", title_justify="left")
+    per_broker_col = "PER BROKER (usage, throttle)"
+    for col in ("QUOTA-ID", "KEY", "USAGE", "LIMIT/BROKER", "THROTTLE ms", "LEVEL FROM", per_broker_col):
+        table.add_column(col, no_wrap=col != per_broker_col)
+    if not rows:
+        table.add_row("(none)", "", "", "", "", "", "")
+    for row in rows:
+        for i, use in enumerate(row.uses):
+            per_broker = "; ".join(
+                f"{b}: {compact(use.key, round(f.usage))}, {f.throttle_ms:.0f} ms"
+                for b, f in sorted(use.brokers.items())
+            )
+            table.add_row(
+                escape(row.quota_id.words()) if i == 0 else "",
+                use.key,
+                compact(use.key, round(use.usage)),
+                compact(use.key, use.limit) if use.limit is not None else "unlimited",
+                f"{use.throttle_ms:.0f}",
+                escape(f"{use.resolution.level or '-'} {level_words(use.resolution)}")
+                + (" (forwarded: the controller's throttle)" if use.note else ""),
+                escape(per_broker),
+            )
+    return table

@@ -1,0 +1,256 @@
+"""Who is throttled now, as a pure function: the brokers' quota sensors joined with the limits that apply.
+
+Input: :class:`Sample` values, one per broker and sensor, as the JMX exporter rules
+(``jmx-exporter-kafka-quotas.yaml``) name them, whether read from Prometheus or scraped from the exporters.
+Output: one :class:`QuotaIdRow` per quota-id (the broker's metric tags: user/client-id, or an ip), each quota type
+observed with its value per broker and summed, the average throttle time the broker applied, and the limit that
+applies with the level it comes from: the explain resolution (:class:`kquotactl.core.precedence.QuotaIndex`),
+resolved for the quota-id's own names exactly as the broker's ``quotaLimit`` does for those tags. Rows are sorted
+by throttle (largest first). No I/O here.
+
+The sensor tags are the broker's: the user is *sanitized* (``alice%40corp``, :func:`kquotactl.core.sanitizer.
+sanitize`) and the client-id raw, JMX-quoted (``"a,b"``) when an ObjectName cannot hold it bare; both are decoded
+back to the names a quota entity uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kquotactl.core.explain import level_pattern, level_words
+from kquotactl.core.keys import Number
+from kquotactl.core.precedence import QuotaIndex, Resolution
+from kquotactl.core.sanitizer import desanitize
+
+#: exporter metric (``kafka_quota_<name>``) that carries each quota type's usage, and the quota key it is held to
+USAGE: dict[str, tuple[str, str]] = {
+    "Produce": ("byte_rate", "producer_byte_rate"),
+    "Fetch": ("byte_rate", "consumer_byte_rate"),
+    "Request": ("request_time", "request_percentage"),
+    "ControllerMutation": ("mutation_rate", "controller_mutation_rate"),
+}
+IP_TYPE = "Connection"  # the per-ip connection creation rate
+IP_USAGE = ("connection_accept_rate", "connection_creation_rate")
+THROTTLE = "throttle_time"
+#: a KRaft broker forwards CreateTopics/CreatePartitions/DeleteTopics to the controller and records the throttle of
+#: the answer (the controller's controller_mutation_rate) on its own Request sensor
+#: (RequestHandlerHelper.sendForwardedResponse): a Request throttle with no request_percentage limit is that
+FORWARDED_NOTE = (
+    "forwarded: the controller's throttle (controller_mutation_rate), recorded on the broker's Request sensor"
+)
+METRIC_PREFIX = "kafka_quota_"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One sensor value of one broker, labels as the exporter wrote them (user sanitized, client-id maybe quoted)."""
+
+    metric: str  # without the kafka_quota_ prefix: byte_rate, throttle_time, request_time, ...
+    broker: str
+    value: float
+    quota_type: str = ""  # Produce, Fetch, Request, ControllerMutation ("" for the per-ip sensor)
+    user: str = ""
+    client_id: str = ""
+    ip: str = ""
+
+
+def sample_from_labels(name: str, labels: Mapping[str, str], value: float, broker: str) -> Sample | None:
+    """A :class:`Sample` from an exporter series (``kafka_quota_*`` name and labels); None for other series."""
+    if not name.startswith(METRIC_PREFIX):
+        return None
+    return Sample(
+        metric=name[len(METRIC_PREFIX) :],
+        broker=broker,
+        value=value,
+        quota_type=labels.get("quota_type", ""),
+        user=labels.get("user", ""),
+        client_id=labels.get("client_id", ""),
+        ip=labels.get("ip", ""),
+    )
+
+
+def jmx_unquote(value: str) -> str:
+    """Undo ``javax.management.ObjectName.quote`` (Kafka's ``Sanitizer.jmxSanitize`` quotes what it cannot keep)."""
+    if len(value) < 2 or not (value.startswith('"') and value.endswith('"')):
+        return value
+    out: list[str] = []
+    chars = iter(value[1:-1])
+    for ch in chars:
+        if ch == "\\":
+            nxt = next(chars, "")
+            out.append("\n" if nxt == "n" else nxt)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaIdKey:
+    """A quota-id with decoded names: (user, client-id) for client quotas, or an ip."""
+
+    user: str = ""
+    client_id: str = ""
+    ip: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        if self.ip:
+            return {"ip": self.ip}
+        return {"user": self.user, "client-id": self.client_id}
+
+    def sort_key(self) -> tuple[str, str, str]:
+        return (self.user, self.client_id, self.ip)
+
+    def words(self) -> str:
+        if self.ip:
+            return f"ip {self.ip}"
+        parts = []
+        if self.user:
+            parts.append(f"user {self.user}")
+        if self.client_id:
+            parts.append(f"client-id {self.client_id}")
+        return ", ".join(parts) or "(no user, no client-id)"
+
+
+@dataclass(slots=True)
+class BrokerFigure:
+    usage: float = 0.0
+    throttle_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class QuotaUse:
+    """One quota type of one quota-id: usage and throttle per broker, summed, and the limit that applies."""
+
+    quota_type: str
+    key: str
+    resolution: Resolution
+    brokers: dict[str, BrokerFigure] = field(default_factory=dict)
+
+    @property
+    def usage(self) -> float:
+        """Summed over brokers (each broker enforces its limit on its own share: quotas are per broker)."""
+        return sum(b.usage for b in self.brokers.values())
+
+    @property
+    def throttle_ms(self) -> float:
+        """The largest average throttle time any broker applied."""
+        return max((b.throttle_ms for b in self.brokers.values()), default=0.0)
+
+    @property
+    def limit(self) -> Number | None:
+        return self.resolution.limit
+
+    @property
+    def note(self) -> str | None:
+        if self.quota_type == "Request" and self.limit is None and self.throttle_ms > 0:
+            return FORWARDED_NOTE
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.resolution
+        note = {"note": self.note} if self.note else {}
+        return {
+            "quota_type": self.quota_type,
+            "key": self.key,
+            "usage": self.usage,
+            "throttle_ms": self.throttle_ms,
+            "limit": r.limit,
+            "level": r.level,
+            "level_pattern": level_pattern(r.level) if r.level is not None else None,
+            "entity_path": r.entity_path,
+            "applies": level_words(r),
+            "brokers": {b: {"usage": f.usage, "throttle_ms": f.throttle_ms} for b, f in sorted(self.brokers.items())},
+            **note,
+        }
+
+
+@dataclass(slots=True)
+class QuotaIdRow:
+    quota_id: QuotaIdKey
+    uses: list[QuotaUse]
+
+    @property
+    def throttle_ms(self) -> float:
+        return max((u.throttle_ms for u in self.uses), default=0.0)
+
+    @property
+    def throttled(self) -> bool:
+        return self.throttle_ms > 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "quota_id": self.quota_id.to_json(),
+            "throttled": self.throttled,
+            "throttle_ms": self.throttle_ms,
+            "quotas": [u.to_json() for u in self.uses],
+        }
+
+
+def _finite(v: float) -> float:
+    return v if math.isfinite(v) else 0.0  # an Avg/Rate with no sample in its window reads NaN
+
+
+def _user(label: str) -> str:
+    """The user a sensor's (sanitized, maybe JMX-quoted) tag names; kept as written when it is not an escape
+    the broker could have made (a rules file that rewrites labels, say) rather than failing the whole view."""
+    raw = jmx_unquote(label)
+    try:
+        return desanitize(raw)
+    except ValueError:
+        return raw
+
+
+def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], QuotaUse]) -> QuotaUse | None:
+    """The :class:`QuotaUse` a sample belongs to (created and resolved on first sight); None for a sensor that is
+    not per quota-id, or a metric that is neither the quota type's usage nor its throttle."""
+    if s.ip:
+        qtype, (usage_metric, key) = IP_TYPE, IP_USAGE
+        qid = QuotaIdKey(ip=s.ip)
+    elif s.quota_type in USAGE:
+        qtype, (usage_metric, key) = s.quota_type, USAGE[s.quota_type]
+        qid = QuotaIdKey(user=_user(s.user), client_id=jmx_unquote(s.client_id))
+    else:
+        return None
+    if s.metric not in (usage_metric, THROTTLE):
+        return None
+    use = uses.get((qid, qtype))
+    if use is None:
+        res = index.resolve_ip(qid.ip, key) if qid.ip else index.resolve(key, qid.user, qid.client_id)
+        use = uses[(qid, qtype)] = QuotaUse(qtype, key, res)
+    return use
+
+
+def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
+    """Group the samples by quota-id and quota type, join each with its limit; sorted by throttle, then name.
+
+    Labels are decoded and resolved once per distinct series, not per sample (a series has a sample per broker)."""
+    uses: dict[tuple[QuotaIdKey, str], QuotaUse] = {}
+    by_labels: dict[tuple[str, str, str, str, str], QuotaUse | None] = {}
+    for s in samples:
+        labels = (s.metric, s.quota_type, s.user, s.client_id, s.ip)
+        if labels in by_labels:
+            use = by_labels[labels]
+        else:
+            use = by_labels[labels] = _use_for(s, index, uses)
+        if use is None:
+            continue
+        fig = use.brokers.get(s.broker)
+        if fig is None:
+            fig = use.brokers[s.broker] = BrokerFigure()
+        if s.metric == THROTTLE:
+            fig.throttle_ms = _finite(s.value)
+        else:  # the usage metric (_use_for let no other through)
+            fig.usage = _finite(s.value)
+    rows: dict[QuotaIdKey, QuotaIdRow] = {}
+    for (qid, _), use in uses.items():
+        rows.setdefault(qid, QuotaIdRow(qid, [])).uses.append(use)
+    keyed = []
+    for row in rows.values():
+        row.uses.sort(key=lambda u: (-u.throttle_ms, u.key))
+        # throttled first; then client quota-ids before ips, by name
+        keyed.append(((-row.throttle_ms, bool(row.quota_id.ip), row.quota_id.sort_key()), row))
+    keyed.sort(key=lambda kr: kr[0])
+    return [row for _, row in keyed]

@@ -1,0 +1,126 @@
+"""Read the brokers' quota sensors: from a Prometheus server (HTTP API, instant and range queries) or straight from
+the JMX exporter endpoints (``/metrics``, parsed by ``prometheus_client``'s text parser). Both give
+:class:`kquotactl.observe.model.Sample` values; each broker is named by its exporter's ``host:port`` (Prometheus'
+``instance`` label), so both sources name brokers alike.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from kquotactl.core.errors import BackendUnavailable, QuotaError
+from kquotactl.observe.model import METRIC_PREFIX, THROTTLE, Sample, sample_from_labels
+
+SELECTOR = '{__name__=~"kafka_quota_.+"}'
+TIMEOUT = 10.0
+
+
+def _get(url: str, params: dict[str, str] | None = None, timeout: float = TIMEOUT) -> requests.Response:
+    try:
+        resp = requests.get(url, params=params, timeout=timeout)
+    except requests.RequestException as e:
+        raise BackendUnavailable(f"{url}: cannot reach it ({type(e).__name__})") from None
+    if resp.status_code >= 400 and "json" not in resp.headers.get("content-type", ""):  # the API's errors are JSON
+        raise BackendUnavailable(f"{url}: HTTP {resp.status_code}")
+    return resp
+
+
+def broker_of(url: str) -> str:
+    """``http://host:port/metrics`` -> ``host:port`` (what Prometheus calls the target's instance)."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    return parts.netloc
+
+
+def metrics_url(url: str) -> str:
+    """An exporter address as given (``host:port`` or a URL without a path) -> its ``/metrics`` URL."""
+    full = url if "://" in url else f"http://{url}"
+    return full if urlsplit(full).path not in ("", "/") else full.rstrip("/") + "/metrics"
+
+
+def scrape(urls: Iterable[str], timeout: float = TIMEOUT) -> list[Sample]:
+    """Every ``kafka_quota_*`` sample of each exporter endpoint (one per broker)."""
+    out: list[Sample] = []
+    for url in urls:
+        target = metrics_url(url)
+        text = _get(target, timeout=timeout).text
+        broker = broker_of(target)
+        try:
+            families = list(text_string_to_metric_families(text))
+        except ValueError as e:
+            raise QuotaError(f"{target}: not a Prometheus text exposition ({e})") from None
+        for family in families:
+            if not family.name.startswith(METRIC_PREFIX):
+                continue
+            for s in family.samples:
+                sample = sample_from_labels(s.name, s.labels, float(s.value), broker)
+                if sample is not None:
+                    out.append(sample)
+    return out
+
+
+def _api(base: str, path: str, params: dict[str, str], timeout: float) -> Any:
+    url = base.rstrip("/") + path
+    resp = _get(url, params, timeout)
+    try:
+        body = resp.json()
+    except ValueError:
+        raise QuotaError(f"{url}: not a Prometheus API answer (HTTP {resp.status_code})") from None
+    if body.get("status") != "success":
+        raise QuotaError(f"{url}: {body.get('errorType', 'error')}: {body.get('error', 'query failed')}")
+    return body["data"]
+
+
+def instant(base: str, query: str = SELECTOR, at: float | None = None, timeout: float = TIMEOUT) -> list[dict]:
+    """``/api/v1/query``: the vector result (``metric`` labels and one ``value``)."""
+    params = {"query": query}
+    if at is not None:
+        params["time"] = f"{at:.3f}"
+    data = _api(base, "/api/v1/query", params, timeout)
+    if data.get("resultType") != "vector":
+        raise QuotaError(f"{base}: query {query!r} gave a {data.get('resultType')}, not a vector")
+    return data["result"]
+
+
+def range_query(base: str, query: str, start: float, end: float, step: float, timeout: float = TIMEOUT) -> list[dict]:
+    """``/api/v1/query_range``: the matrix result (``metric`` labels and ``values``)."""
+    params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+    data = _api(base, "/api/v1/query_range", params, timeout)
+    if data.get("resultType") != "matrix":
+        raise QuotaError(f"{base}: query {query!r} gave a {data.get('resultType')}, not a matrix")
+    return data["result"]
+
+
+def _sample(series: dict, value: float) -> Sample | None:
+    labels = dict(series["metric"])
+    name = labels.pop("__name__", "")
+    return sample_from_labels(name, labels, value, labels.get("instance", ""))
+
+
+def from_prometheus(
+    base: str, lookback: float = 0.0, step: float | None = None, now: float | None = None
+) -> list[Sample]:
+    """The quota sensors now (instant query), or over the last ``lookback`` seconds (range query): then each
+    series gives its largest throttle time and its average usage over the range, so a throttle that ended a few
+    seconds ago still shows. The step defaults to 1 s, coarser for long ranges (at most ~250 points a series)."""
+    if lookback <= 0:
+        out = [_sample(s, float(s["value"][1])) for s in instant(base, at=now)]
+        return [s for s in out if s is not None]
+    end = time.time() if now is None else now
+    result: list[Sample] = []
+    step = step or max(1.0, lookback / 250)
+    for series in range_query(base, SELECTOR, end - lookback, end, step):
+        values = [v for v in (float(x[1]) for x in series["values"]) if math.isfinite(v)]
+        if not values:
+            continue
+        is_throttle = series["metric"].get("__name__", "") == METRIC_PREFIX + THROTTLE
+        sample = _sample(series, max(values) if is_throttle else sum(values) / len(values))
+        if sample is not None:
+            result.append(sample)
+    return result

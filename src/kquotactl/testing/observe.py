@@ -1,0 +1,100 @@
+"""Real observation parts for ``kquotactl top``'s tests: the Prometheus JMX exporter agent for brokers, and a
+Prometheus server (Debian's ``prometheus`` package, ``/usr/bin/prometheus``) scraping them on 127.0.0.1.
+
+The agent jar comes from Maven Central like the brokers' jars (``maven/jmx-exporter.xml``); Prometheus runs with a
+temporary configuration and TSDB directory, a 1 s scrape interval, and is stopped (its directory removed) on close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+
+from kquotactl.testing.servers import fetch_jars, free_port
+
+PROMETHEUS = os.environ.get("KQUOTACTL_PROMETHEUS", "/usr/bin/prometheus")
+
+
+def exporter_rules() -> Path:
+    """The rules file kquotactl ships (package data), the one docs/observe.md tells operators to deploy."""
+    return Path(str(files("kquotactl.observe").joinpath("jmx-exporter-kafka-quotas.yaml")))
+
+
+def jmx_agent_opts(port: int, rules: Path | None = None) -> list[str]:
+    """JVM arguments that make a broker serve its quota sensors on ``http://127.0.0.1:PORT/metrics``."""
+    jar = next(fetch_jars("jmx-exporter").glob("jmx_prometheus_javaagent-*.jar"))
+    return [f"-javaagent:{jar}=127.0.0.1:{port}:{rules or exporter_rules()}"]
+
+
+@dataclass
+class PrometheusServer:
+    """``/usr/bin/prometheus`` scraping ``targets`` (host:port) every second, on a free 127.0.0.1 port."""
+
+    targets: list[str] = field(default_factory=list)
+    port: int = 0
+    workdir: Path | None = None
+    _proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> PrometheusServer:
+        self.workdir = Path(tempfile.mkdtemp(prefix="kquotactl-prometheus-"))
+        self.port = self.port or free_port()
+        targets = ", ".join(f'"{t}"' for t in self.targets)
+        (self.workdir / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            f"scrape_configs:\n  - job_name: kafka\n    static_configs:\n      - targets: [{targets}]\n"
+        )
+        cmd = [
+            PROMETHEUS,
+            f"--config.file={self.workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--log.level=warn",
+        ]
+        out = open(self.workdir / "prometheus.log", "ab")  # noqa: SIM115 - handed to the child process
+        self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited with {self._proc.returncode}:\n{self.log_tail()}")
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                if r.status == 200:
+                    return self
+            time.sleep(0.2)
+        raise RuntimeError(f"prometheus not ready in {timeout:g}s:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 30) -> str:
+        p = (self.workdir or Path(".")) / "prometheus.log"
+        return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait()
+        self._proc = None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> PrometheusServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,207 @@
+"""``kquotactl top``'s pure model (sensors joined with limits) and the exporter scrape, without a broker."""
+
+from __future__ import annotations
+
+import http.server
+import math
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import run_cli
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.observe.model import Sample, jmx_unquote, top_rows
+from kquotactl.observe.prometheus import broker_of, metrics_url, scrape
+
+INDEX = QuotaIndex(
+    {
+        Entity(user="alice@corp"): {"producer_byte_rate": 1000},
+        Entity(user="alice@corp", client_id="etl"): {"consumer_byte_rate": 5000},
+        Entity(client_id=DEFAULT): {"producer_byte_rate": 2000, "request_percentage": 25},
+        Entity(ip="10.0.0.1"): {"connection_creation_rate": 7},
+    }
+)
+
+
+def test_jmx_unquote_undoes_objectname_quote() -> None:
+    assert jmx_unquote("plain-id") == "plain-id"
+    assert jmx_unquote('"a,b=c"') == "a,b=c"
+    assert jmx_unquote(r'"q\"s\\t\*\?\n"') == 'q"s\\t*?\n'
+    assert jmx_unquote('"') == '"'
+
+
+def test_rows_join_each_quota_id_with_its_limit_and_level() -> None:
+    samples = [
+        # user-level quota-id: the broker's tag is the sanitized user, no client-id
+        Sample("byte_rate", "b1:7071", 1500.0, "Produce", user="alice%40corp"),
+        Sample("throttle_time", "b1:7071", 400.0, "Produce", user="alice%40corp"),
+        Sample("byte_rate", "b2:7071", 900.0, "Produce", user="alice%40corp"),
+        Sample("throttle_time", "b2:7071", math.nan, "Produce", user="alice%40corp"),
+        # client-id level (default): a JMX-quoted client-id
+        Sample("byte_rate", "b1:7071", 100.0, "Produce", client_id='"x,y"'),
+        Sample("throttle_time", "b1:7071", 0.0, "Produce", client_id='"x,y"'),
+        Sample("request_time", "b1:7071", 30.0, "Request", client_id='"x,y"'),
+        Sample("throttle_time", "b1:7071", 12.0, "Request", client_id='"x,y"'),
+        # pair level, fetch: not throttled
+        Sample("byte_rate", "b1:7071", 10.0, "Fetch", user="alice%40corp", client_id="etl"),
+        Sample("connection_accept_rate", "b1:7071", 3.0, ip="10.0.0.1"),
+        Sample("queue_size", "b1:7071", 3.0, "Produce"),  # not a per-quota-id sensor
+    ]
+    rows = top_rows(samples, INDEX)
+    assert [r.quota_id.words() for r in rows] == [
+        "user alice@corp",
+        "client-id x,y",
+        "user alice@corp, client-id etl",
+        "ip 10.0.0.1",
+    ]
+    alice, xy, etl, ip = rows
+    [use] = alice.uses
+    assert (use.key, use.usage, use.throttle_ms, use.limit, use.resolution.level) == (
+        "producer_byte_rate",
+        2400.0,
+        400.0,
+        1000,
+        3,
+    )
+    assert use.to_json()["entity_path"] == "users/alice%40corp"
+    assert use.to_json()["brokers"] == {
+        "b1:7071": {"usage": 1500.0, "throttle_ms": 400.0},
+        "b2:7071": {"usage": 900.0, "throttle_ms": 0.0},  # NaN: no throttle in the window
+    }
+    assert [(u.key, u.limit, u.resolution.level) for u in xy.uses] == [
+        ("request_percentage", 25, 8),  # the throttled one first
+        ("producer_byte_rate", 2000, 8),
+    ]
+    assert xy.throttled and xy.throttle_ms == 12.0
+    assert (ip.uses[0].key, ip.uses[0].limit, ip.uses[0].resolution.level) == ("connection_creation_rate", 7, 1)
+    assert not etl.throttled
+    assert (etl.uses[0].key, etl.uses[0].limit, etl.uses[0].resolution.level) == ("consumer_byte_rate", 5000, 1)
+    assert etl.to_json()["quota_id"] == {"user": "alice@corp", "client-id": "etl"}
+
+
+def test_a_user_label_that_is_no_sanitized_name_is_shown_as_written() -> None:
+    [row] = top_rows([Sample("byte_rate", "b", 5.0, "Produce", user="50%zz")], INDEX)
+    assert row.quota_id.user == "50%zz"
+
+
+def test_a_request_throttle_without_a_request_limit_is_the_controllers() -> None:
+    """KRaft: the controller's controller_mutation_rate throttle comes back on the broker's Request sensor."""
+    samples = [
+        Sample("throttle_time", "b", 3330.0, "Request", client_id="c"),
+        Sample("mutation_rate", "b", 0.4, "ControllerMutation", client_id="c"),
+        Sample("throttle_time", "b", 0.0, "ControllerMutation", client_id="c"),
+    ]
+    [row] = top_rows(samples, INDEX)
+    req, mutation = row.uses
+    assert req.key == "request_percentage" and req.limit == 25  # clients/<default> limits requests here
+    assert req.note is None
+    index = QuotaIndex({Entity(client_id="c"): {"controller_mutation_rate": 1}})
+    [row] = top_rows(samples, index)
+    req, mutation = row.uses
+    assert req.limit is None and "controller" in (req.to_json()["note"] or "")
+    assert (mutation.key, mutation.limit, mutation.resolution.level) == ("controller_mutation_rate", 1, 7)
+    assert "note" not in mutation.to_json()
+
+
+def test_an_unlimited_quota_id_says_so() -> None:
+    [row] = top_rows([Sample("byte_rate", "b", 5.0, "Fetch", client_id="c")], INDEX)
+    assert row.uses[0].to_json()["limit"] is None and row.uses[0].to_json()["applies"] == "unlimited"
+
+
+EXPOSITION = """# HELP kafka_quota_byte_rate Tracking byte-rate per user/client-id
+# TYPE kafka_quota_byte_rate gauge
+kafka_quota_byte_rate{client_id="a \\"b\\"",quota_type="Produce",} 2500.0
+# TYPE kafka_quota_throttle_time gauge
+kafka_quota_throttle_time{client_id="a \\"b\\"",quota_type="Produce",} 250.0
+# TYPE jvm_threads_current gauge
+jvm_threads_current 42.0
+"""
+
+
+@pytest.fixture
+def exporter() -> Iterator[str]:
+    """A real HTTP server serving an exporter's text exposition (what the agent answers on /metrics)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = EXPOSITION.encode() if self.path == "/metrics" else b""
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_scrape_reads_the_quota_series_of_an_exporter(exporter: str) -> None:
+    samples = scrape([exporter])
+    assert sorted((s.metric, s.client_id, s.value, s.broker) for s in samples) == [
+        ("byte_rate", 'a "b"', 2500.0, exporter),
+        ("throttle_time", 'a "b"', 250.0, exporter),
+    ]
+
+
+def test_exporter_addresses() -> None:
+    assert metrics_url("b1:7071") == "http://b1:7071/metrics"
+    assert metrics_url("https://b1:7071/") == "https://b1:7071/metrics"
+    assert metrics_url("http://b1:7071/custom") == "http://b1:7071/custom"
+    assert broker_of("http://b1:7071/metrics") == "b1:7071"
+
+
+def test_top_errors_are_one_line() -> None:
+    r = run_cli("--bootstrap-server", "127.0.0.1:9", "top", "--scrape", "127.0.0.1:9", "-o", "json")
+    assert r.exit_code != 0 and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("kquotactl: error: http://127.0.0.1:9/metrics: cannot reach it")
+    r = run_cli("--bootstrap-server", "127.0.0.1:9", "top", "-o", "json")
+    assert r.exit_code == 1 and "--prometheus URL or --scrape URL" in r.stderr
+    r = run_cli("--bootstrap-server", "127.0.0.1:9", "top", "--scrape", "x:1", "--lookback", "5")
+    assert r.exit_code == 1 and "--lookback" in r.stderr
+
+
+@pytest.mark.zookeeper
+def test_watch_refreshes_a_live_table_until_interrupted(exporter: str, chroot) -> None:
+    """``--watch`` on a terminal: the table is redrawn in place (rich Live) and Ctrl-C ends it cleanly."""
+    import os
+    import pty
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    r = run_cli(
+        "--zookeeper", chroot.connect, "alter", "--client-id", 'a "b"', "--add-config", "producer_byte_rate=2000"
+    )
+    assert r.exit_code == 0, r.stderr
+    main, child = pty.openpty()
+    cmd = [sys.executable, "-m", "kquotactl", "--zookeeper", chroot.connect, "top", "--scrape", exporter]
+    env = {**os.environ, "COLUMNS": "200"}  # a pty opens 0x0: rich would assume 80 columns
+    proc = subprocess.Popen([*cmd, "--watch", "0.5"], stdin=child, stdout=child, stderr=child, env=env)
+    os.close(child)
+    seen = b""
+    deadline = time.monotonic() + 30
+    try:
+        while seen.count(b"throttled quota-ids") < 3 and time.monotonic() < deadline:
+            try:
+                seen += os.read(main, 65536)
+            except OSError:
+                break
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    text = seen.decode(errors="replace")
+    assert text.count("throttled quota-ids") >= 3  # the first draw and two refreshes
+    assert 'client-id a "b"' in text and "2500 B/s" in text and "2000 B/s" in text
+    assert "7 clients/a%20%22b%22" in text

@@ -77,7 +77,9 @@ def _api(base: str, path: str, params: dict[str, str], timeout: float) -> Any:
     return body["data"]
 
 
-def instant(base: str, query: str = SELECTOR, at: float | None = None, timeout: float = TIMEOUT) -> list[dict]:
+def instant(
+    base: str, query: str = SELECTOR, at: float | None = None, timeout: float = TIMEOUT
+) -> list[dict[str, Any]]:
     """``/api/v1/query``: the vector result (``metric`` labels and one ``value``)."""
     params = {"query": query}
     if at is not None:
@@ -85,19 +87,23 @@ def instant(base: str, query: str = SELECTOR, at: float | None = None, timeout: 
     data = _api(base, "/api/v1/query", params, timeout)
     if data.get("resultType") != "vector":
         raise QuotaError(f"{base}: query {query!r} gave a {data.get('resultType')}, not a vector")
-    return data["result"]
+    result: list[dict[str, Any]] = data["result"]
+    return result
 
 
-def range_query(base: str, query: str, start: float, end: float, step: float, timeout: float = TIMEOUT) -> list[dict]:
+def range_query(
+    base: str, query: str, start: float, end: float, step: float, timeout: float = TIMEOUT
+) -> list[dict[str, Any]]:
     """``/api/v1/query_range``: the matrix result (``metric`` labels and ``values``)."""
     params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
     data = _api(base, "/api/v1/query_range", params, timeout)
     if data.get("resultType") != "matrix":
         raise QuotaError(f"{base}: query {query!r} gave a {data.get('resultType')}, not a matrix")
-    return data["result"]
+    result: list[dict[str, Any]] = data["result"]
+    return result
 
 
-def _sample(series: dict, value: float) -> Sample | None:
+def _sample(series: dict[str, Any], value: float) -> Sample | None:
     labels = dict(series["metric"])
     name = labels.pop("__name__", "")
     return sample_from_labels(name, labels, value, labels.get("instance", ""))

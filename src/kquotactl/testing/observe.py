@@ -42,7 +42,7 @@ class PrometheusServer:
     targets: list[str] = field(default_factory=list)
     port: int = 0
     workdir: Path | None = None
-    _proc: subprocess.Popen | None = None
+    _proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:

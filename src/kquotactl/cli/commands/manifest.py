@@ -18,6 +18,7 @@ from kquotactl.core.errors import EXIT_PENDING, QuotaError, UsageError
 
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.manifest import Manifest
     from kquotactl.core.model import QuotaRecord
     from kquotactl.core.plan import Plan
     from kquotactl.services import Applied
@@ -94,7 +95,7 @@ def _num(key: str, v: Any) -> str:
     return human_and_raw(KEYS[key], v)
 
 
-def plan_rows(plan: Any) -> list[list[str]]:
+def plan_rows(plan: Plan) -> list[list[str]]:
     rows = []
     for d in plan.diffs:
         meta = " ".join(f"{k}={v}" for k, v in d.meta.items())
@@ -131,7 +132,7 @@ def table_width(header: list[str], rows: list[list[str]]) -> int:
     return sum(widths) + 2 * (len(widths) - 1)
 
 
-def write_plan_blocks(plan: Any, out: IO[str], width: int) -> None:
+def write_plan_blocks(plan: Plan, out: IO[str], width: int) -> None:
     """The plan for a narrow terminal: per entity a line (action, path, and the source when it fits beside them,
     else on a line of its own) and one indented line per key."""
     from kquotactl.core.manifest import entity_path_text
@@ -158,7 +159,7 @@ PLAN_SHOWN = 20  # entities a large plan shows before apply summarises it (--ver
 
 
 def render_plan(
-    plan: Any, fmt: str, out: IO[str], target: dict[str, str] | None = None, shown: int | None = None
+    plan: Plan, fmt: str, out: IO[str], target: dict[str, str] | None = None, shown: int | None = None
 ) -> None:
     """The plan as a table (every entity, or the first ``shown`` ones followed by counts per action)."""
     if fmt in ("json", "yaml"):
@@ -174,9 +175,9 @@ def render_plan(
         write_plan_blocks(head, out, width)
     else:
         write_table(header, rows, out)
-    if head is plan:
+    if head is plan or shown is None:
         return
-    from kquotactl.render.records import counted
+    from kquotactl.core.wording import counted
 
     c = plan.counts()
     per_action = ", ".join(f"{c[a]} to {a}" for a in ("create", "update", "delete") if c[a])
@@ -223,7 +224,7 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
         manifest = _load(files)
     except ManifestError as e:
         n = len(e.problems)
-        from kquotactl.render.records import counted
+        from kquotactl.core.wording import counted
 
         if fmt in CI_REPORTS:
             from kquotactl.render.ci import invalid_report
@@ -248,7 +249,7 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
         raise QuotaError(f"{counted(n, 'problem')} in the manifest; nothing was written") from None
     warnings = lint(manifest)
     kinds = _kinds(manifest)
-    from kquotactl.render.records import counted
+    from kquotactl.core.wording import counted
 
     words = {
         "users": ("user", "users"),
@@ -294,7 +295,7 @@ def problem_json(problem: str) -> dict[str, str | None]:
     return {"source": m.group(1), "message": m.group(2)} if m else {"source": None, "message": problem}
 
 
-def _kinds(manifest: Any) -> dict[str, int]:
+def _kinds(manifest: Manifest) -> dict[str, int]:
     out = {"users": 0, "pairs": 0, "clients": 0, "ips": 0}
     for e in manifest.entries:
         ent = e.entity
@@ -462,7 +463,8 @@ def apply(
       kquotactl --zookeeper zk:2181/kafka apply --plan plan.json --yes
       kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml --dry-run
     """
-    from kquotactl.render.records import counted, plan_summary
+    from kquotactl.core.wording import counted
+    from kquotactl.render.records import plan_summary
     from kquotactl.services import check_fresh, read_plan_file
 
     fmt = _fmt(state)
@@ -544,7 +546,7 @@ def _apply_with_progress(
         progress_bar = Progress(console=Console(stderr=True), transient=True)
         progress_bar.start()
     task = progress_bar.add_task("applying", total=len(the_plan.diffs)) if progress_bar else None
-    advance = (lambda n: progress_bar.advance(task, n)) if progress_bar else None  # type: ignore[union-attr,arg-type]
+    advance = (lambda n: progress_bar.advance(task, n)) if progress_bar else None  # type: ignore[arg-type]
     log = None
     if log_path is not None:
         from kquotactl.render.outfiles import open_file
@@ -569,7 +571,8 @@ def _apply_with_progress(
 
 def _finish(result: Applied, the_plan: Plan, fmt: str, dry_run: bool) -> None:
     """The per-entity failures, the summary line and (``-o json/yaml``) the records of an apply."""
-    from kquotactl.render.records import counted, result_line
+    from kquotactl.core.wording import counted
+    from kquotactl.render.records import result_line
 
     if fmt in ("json", "yaml"):
         _dump({"summary": result.counts, "results": result.records}, fmt, sys.stdout)
@@ -636,7 +639,7 @@ def export(ctx: click.Context, state: AppState, out_path: str | None, units: boo
     else:
         with replaced_file(out_path, "--out") as out:
             dump(doc, out)
-    from kquotactl.render.records import counted
+    from kquotactl.core.wording import counted
 
     click.echo(f"exported {counted(len(records), 'entity')}", err=True)
 

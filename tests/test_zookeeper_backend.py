@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
 from kquotactl.core.model import EntityChange, Outcome

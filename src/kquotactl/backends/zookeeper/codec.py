@@ -42,14 +42,25 @@ def entity_znode(entity: Entity) -> str:
     return "/config/" + entity.path
 
 
+# The JSON of both znodes written by hand around the json module's C string encoders (what ``json.dumps`` with
+# these separators produces, byte for byte; tests/test_zookeeper_codec.py checks it), as ``json.dumps`` with
+# options builds a new encoder per call and walks the dict in Python.
+_STR = json.encoder.encode_basestring  # ensure_ascii=False: Kafka's own JSON keeps non-ASCII as is
+_STR_ASCII = json.encoder.encode_basestring_ascii
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def encode_entity(props: dict[str, str]) -> bytes:
     """``{"version":1,"config":{...}}``, compact, keys in JDK 9+ ``Properties`` iteration order."""
     ordered = {k: props[k] for k in properties_order(props)}
-    return json.dumps({"version": 1, "config": ordered}, separators=(",", ":"), ensure_ascii=False).encode()
+    if not all(type(v) is str for v in ordered.values()):  # not from decode_entity/format_value: the slow way
+        return _ENCODE({"version": 1, "config": ordered}).encode()
+    body = ",".join(_STR(k) + ":" + _STR(v) for k, v in ordered.items())
+    return ('{"version":1,"config":{' + body + "}}").encode()
 
 
 def encode_notification(entity_path: str) -> bytes:
-    return json.dumps({"version": 2, "entity_path": entity_path}, separators=(",", ":")).encode()
+    return ('{"version":2,"entity_path":' + _STR_ASCII(entity_path) + "}").encode()
 
 
 def decode_entity(path: str, data: bytes | None) -> dict[str, str]:

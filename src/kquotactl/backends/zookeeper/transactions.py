@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kquotactl.backends.zookeeper.codec import (
@@ -58,6 +58,15 @@ class EntityPlan:
     after: dict[str, Number]
     parents: list[str]
     keep_node: bool = False
+    _data: bytes | None = field(
+        default=None, repr=False, compare=False
+    )  # encode_entity(new_props), computed once (batching sizes it, the commit sends it)
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data = encode_entity(self.new_props)
+        return self._data
 
     @property
     def is_user_only(self) -> bool:
@@ -73,7 +82,7 @@ class EntityPlan:
 
     def ops(self, acl: list[Any] | None) -> list[TxnOp]:
         """Transaction ops for this entity: the CAS write, then its v2 notification."""
-        data = encode_entity(self.new_props)
+        data = self.data
         path, node = self.path, self.node
         notification = encode_notification(self.change.entity.path)
         ops: list[TxnOp] = []
@@ -102,7 +111,7 @@ class EntityPlan:
         return None
 
     def size(self) -> int:
-        return len(encode_entity(self.new_props)) + len(self.path) * 2 + 96 + sum(len(p) + 16 for p in self.parents)
+        return len(self.data) + len(self.path) * 2 + 96 + sum(len(p) + 16 for p in self.parents)
 
     def op_count(self) -> int:
         return 2 + len(self.parents)
@@ -195,12 +204,13 @@ def batches(plans: list[EntityPlan]) -> Iterable[list[EntityPlan]]:
     batch: list[EntityPlan] = []
     ops = size = 0
     for p in plans:
-        if batch and (ops + p.op_count() > MAX_TXN_OPS or size + p.size() > MAX_TXN_BYTES):
+        p_ops, p_size = p.op_count(), p.size()
+        if batch and (ops + p_ops > MAX_TXN_OPS or size + p_size > MAX_TXN_BYTES):
             yield batch
             batch, ops, size = [], 0, 0
         batch.append(p)
-        ops += p.op_count()
-        size += p.size()
+        ops += p_ops
+        size += p_size
     if batch:
         yield batch
 

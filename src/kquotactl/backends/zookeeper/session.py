@@ -195,7 +195,17 @@ class ZkSession:
             stop_bounded(client)
 
     def wait(self, async_result: Any, what: str) -> Any:
-        """Wait for one async result with the op timeout; map connection problems to one-line errors."""
+        """Wait for one async result with the op timeout; map connection problems to one-line errors (other
+        errors, such as NoNode, are raised as they are)."""
+        try:
+            return async_result.get(timeout=self.settings.op_timeout)
+        except Exception as e:  # kazoo's classes are imported only on an error: this runs once per request
+            mapped = self._mapped(e, what)
+            if mapped is None:
+                raise
+        raise mapped from None
+
+    def _mapped(self, e: Exception, what: str) -> BackendUnavailable | None:
         from kazoo.exceptions import (
             AuthFailedError,
             ConnectionClosedError,
@@ -205,22 +215,21 @@ class ZkSession:
         )
         from kazoo.handlers.threading import KazooTimeoutError
 
-        try:
-            return async_result.get(timeout=self.settings.op_timeout)
-        except KazooTimeoutError:
-            raise NoAnswer(
+        if isinstance(e, KazooTimeoutError):
+            return NoAnswer(
                 f"ZooKeeper {self.settings.connect} did not answer ({what}) within {self.settings.op_timeout:g}s"
-            ) from None
-        except (ConnectionLoss, SessionExpiredError) as e:
-            raise ConnectionTrouble(f"lost the ZooKeeper connection ({what}): {short(e)}") from None
-        except ConnectionClosedError as e:
-            raise BackendUnavailable(f"lost the ZooKeeper connection ({what}): {short(e)}") from None
-        except NoAuthError:
-            raise NotAuthorized(
+            )
+        if isinstance(e, ConnectionLoss | SessionExpiredError):
+            return ConnectionTrouble(f"lost the ZooKeeper connection ({what}): {short(e)}")
+        if isinstance(e, ConnectionClosedError):
+            return BackendUnavailable(f"lost the ZooKeeper connection ({what}): {short(e)}")
+        if isinstance(e, NoAuthError):
+            return NotAuthorized(
                 f"not authorized by ZooKeeper for {what}: check --zk-auth / SASL credentials and the node ACLs"
-            ) from None
-        except AuthFailedError:
-            raise BackendUnavailable("ZooKeeper authentication failed (check the scheme and credentials)") from None
+            )
+        if isinstance(e, AuthFailedError):
+            return BackendUnavailable("ZooKeeper authentication failed (check the scheme and credentials)")
+        return None
 
     def await_connected(self, trouble: ConnectionTrouble) -> None:
         """Wait, up to the op timeout, for kazoo to reconnect (a new session if the old one expired)."""

@@ -27,6 +27,7 @@ from kquotactl.backends.zookeeper.transactions import (
     EntityPlan,
     Writer,
     _partial,
+    assume_absent,
     batches,
     plan_round,
     split_outcomes,
@@ -60,6 +61,7 @@ class ZooKeeperBackend:
         self.settings = settings
         self.warnings: list[str] = []
         self._brokers_checked = False
+        self._assume_absent: frozenset[Entity] = frozenset()  # not read in the current alter's first round
         self._session = ZkSession(settings)
         self._writer = Writer(self._session)
 
@@ -216,7 +218,7 @@ class ZooKeeperBackend:
         expected: Mapping[Entity, Mapping[str, Number]] | None,
         results: dict[Entity, EntityResult],
     ) -> list[EntityPlan]:
-        return plan_round(self._session, pending, expected, results)
+        return plan_round(self._session, pending, expected, results, self._assume_absent)
 
     def _commit(self, batch: list[EntityPlan]) -> bool:
         return self._writer.commit(batch)
@@ -261,6 +263,8 @@ class ZooKeeperBackend:
                         )
                     break
                 retry: list[EntityChange] = []
+                first = attempts == 1 and not validate_only
+                self._assume_absent = assume_absent(pending, expected) if first else frozenset()
                 plans = self._plan_round(pending, expected, results)
                 if validate_only:
                     for plan in plans:

@@ -122,9 +122,14 @@ def plan_round(
     pending: Sequence[EntityChange],
     expected: Mapping[Entity, Mapping[str, Number]] | None,
     results: dict[Entity, EntityResult],
+    assume_absent: frozenset[Entity] = frozenset(),
 ) -> list[EntityPlan]:
     """Read the current state of every pending entity and decide its ops (:func:`plan_entities`). Entities that
-    need no write get their result in ``results``."""
+    need no write get their result in ``results``.
+
+    Entities in ``assume_absent`` are not read but planned as creates, and so are the parents of pairs whose user
+    is in it (created with that user). Sound because a create is its own compare-and-set: a node there after all
+    fails the transaction as a conflict, and the next round reads and re-plans it (see :func:`assume_absent`)."""
     storable: list[EntityChange] = []
     for ch in pending:
         problem = unstorable_reason(ch.entity)
@@ -134,13 +139,26 @@ def plan_round(
             storable.append(ch)
     paths: list[str] = []
     for ch in storable:
-        ep = "/config/" + ch.entity.path
-        paths.append(ep)
-        if ch.entity.user is not None and ch.entity.client_id is not None:
+        e = ch.entity
+        ep = "/config/" + e.path
+        if e not in assume_absent:
+            paths.append(ep)
+        if e.user is not None and e.client_id is not None and Entity(user=e.user) not in assume_absent:
             user_path = ep.rsplit("/clients/", 1)[0]
             paths += [user_path, user_path + "/clients"]
     nodes = session.get_many(list(dict.fromkeys(paths)))
     return plan_entities(storable, nodes, expected, results)
+
+
+def assume_absent(
+    changes: Sequence[EntityChange], expected: Mapping[Entity, Mapping[str, Number]] | None
+) -> frozenset[Entity]:
+    """The entities a first round need not read: planned as new (no quota there when the plan was made) and only
+    setting keys. A node found there after all (another writer, or non-quota keys such as SCRAM credentials) fails
+    its create and with it the transaction, which the next round re-reads and re-plans like any conflict."""
+    if expected is None:
+        return frozenset()
+    return frozenset(ch.entity for ch in changes if not ch.remove and ch.entity in expected and not expected[ch.entity])
 
 
 def plan_entities(

@@ -10,7 +10,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import KQUOTACTL, row, time_call, time_command
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.model import EntityChange
 from kquotactl.testing.servers import ZooKeeperServer

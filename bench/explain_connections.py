@@ -103,7 +103,8 @@ def main() -> None:
         w, cpu = time.perf_counter() - w, time.process_time() - cpu
         print(f"  {label:<56} {N_CONN / w:9,.0f} c/s {N_CONN / cpu:9,.0f} c/s")
 
-    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.testing.servers import ZooKeeperServer
 
     with ZooKeeperServer(heap="512m") as zk, tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import KQUOTACTL
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend, encode_entity, encode_notification
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.codec import encode_entity, encode_notification
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.plan import make_plan

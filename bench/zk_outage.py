@@ -19,8 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import row, time_call
-from kquotactl.backends.base import zookeeper as zkmod
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.backends.zookeeper import session as zkmod
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import Entity
 from kquotactl.core.model import EntityChange, Outcome
 from kquotactl.testing.servers import ZooKeeperServer

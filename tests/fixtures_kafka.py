@@ -141,7 +141,8 @@ def zk_kafka(zk_server) -> Iterator[ZkModeKafka]:
 
 @pytest.fixture
 def zkmode(zk_kafka: ZkModeKafka) -> Iterator[ZkModeKafka]:
-    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
 
     yield zk_kafka
     with ZooKeeperBackend(ZkSettings(connect=zk_kafka.zookeeper)) as b:

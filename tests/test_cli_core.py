@@ -414,7 +414,8 @@ def test_entity_default_interleaves_with_entity_name_in_command_line_order(chroo
 WORKER = textwrap.dedent(
     """
     import sys
-    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend, ZkSettings
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.entities import Entity
     from kquotactl.core.model import EntityChange, Outcome
     connect, key, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -391,7 +391,8 @@ def test_random_quota_sets_live_and_offline_agree(chroot, tmp_path, seed: int) -
 
     import yaml
 
-    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.model import EntityChange
 
     rnd = random.Random(seed)

@@ -17,7 +17,8 @@ from collections.abc import Callable
 import pytest
 
 from conftest import run_cli, write_manifest, zk_cli
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import InvalidValue
 from kquotactl.core.javafmt import client_quota_entity_hash, java_string_hash

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.model import EntityChange
 

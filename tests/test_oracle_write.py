@@ -197,7 +197,8 @@ def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_w
     zkmode, oracle_seed
 ) -> None:
     from kquotactl.backends.kafka.quotas import AdminBackend
-    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.model import EntityChange
 
     sample = _sample(oracle_seed)

@@ -37,7 +37,8 @@ KEYS = ["producer_byte_rate", "consumer_byte_rate", "request_percentage", "contr
 WORKER = textwrap.dedent(
     """
     import json, sys
-    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.entities import DEFAULT, Entity
     from kquotactl.core.model import EntityChange, Outcome
 

@@ -30,7 +30,8 @@ from fixtures_reliability import (
     notification_counts,
     walk,
 )
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import BackendUnavailable, PartialFailure
 from kquotactl.core.model import EntityChange, Outcome
@@ -258,7 +259,7 @@ def test_lost_commit_answer_is_settled_by_reading_back_never_rewritten(own_zk, l
                     real_commit(batch)
                 _drop_connection(b)
                 COUNTS.faults += 1
-                from kquotactl.backends.zookeeper.backend import ConnectionTrouble
+                from kquotactl.backends.zookeeper.session import ConnectionTrouble
 
                 raise ConnectionTrouble("lost the ZooKeeper connection (commit): ConnectionLoss")
             return real_commit(batch)
@@ -310,7 +311,7 @@ def test_connection_drop_during_a_read_is_ridden_out(own_zk) -> None:
     _prepare(own_zk)
     with _backend(own_zk) as b:
         b.alter(_changes(300))
-        real = b._get_chunk
+        real = b._session._get_chunk
         dropped = []
 
         def drop_then_read(chunk):
@@ -320,7 +321,7 @@ def test_connection_drop_during_a_read_is_ridden_out(own_zk) -> None:
                 COUNTS.faults += 1
             return real(chunk)
 
-        b._get_chunk = drop_then_read  # type: ignore[method-assign]
+        b._session._get_chunk = drop_then_read  # type: ignore[method-assign]
         records = b.describe()
     assert dropped and len(records) == 300
 

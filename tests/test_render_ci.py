@@ -391,7 +391,8 @@ def test_cli_other_commands_refuse_ci_formats_before_doing_anything(tmp_path) ->
 
 @pytest.mark.zookeeper
 def test_plan_reports_against_zookeeper_then_in_sync(chroot, tmp_path, monkeypatch) -> None:
-    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.model import EntityChange
 
     monkeypatch.chdir(tmp_path)

@@ -184,7 +184,8 @@ def test_a_zookeeper_mode_brokers_admin_api_reports_values_its_quota_managers_ca
     """The broker's own DescribeClientQuotas (ZkAdminManager: ``.toDouble`` for every key) shows ``1024.0`` and
     `` 7`` as limits, while its quota managers (``.toLong``) cannot apply them: the ZooKeeper backend says so."""
     from kquotactl.backends.kafka.quotas import AdminBackend
-    from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.entities import Entity
     from kquotactl.core.filters import EntityFilter
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from kquotactl.backends.zookeeper.backend import ZkSettings, ZooKeeperBackend
+from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
 from kquotactl.core.model import EntityChange, Outcome
@@ -275,3 +276,58 @@ def test_entity_names_lists_names_from_both_places_without_defaults(chroot) -> N
         assert b.entity_names(EntityType.IP) == {"192.0.2.1"}
     finally:
         b.close()
+
+
+def test_entities_planned_as_new_are_not_read_first_and_a_node_there_after_all_is_a_conflict(chroot) -> None:
+    """An apply planned against an empty cluster creates without reading first. When a node appeared since (SCRAM
+    credentials under a user; a pair's user node; another tool's quota), the create fails the transaction as a
+    conflict, the next round reads, and the result is what a read-first apply gives: keys of others kept, the
+    quota set where the plan still holds, a stale plan refused."""
+    scram = "salt=c2FsdA==,stored_key=a2V5,server_key=c2s=,iterations=4096"
+    chroot.zk.ensure_path(chroot.root + "/config/users")
+    chroot.zk.create(
+        chroot.root + "/config/users/alice", json.dumps({"version": 1, "config": {"SCRAM-SHA-256": scram}}).encode()
+    )
+    chroot.zk.create(
+        chroot.root + "/config/users/carol",
+        json.dumps({"version": 1, "config": {"producer_byte_rate": "7"}}).encode(),
+    )
+    new = {
+        Entity(user="alice"): {"producer_byte_rate": 100},
+        Entity(user="alice", client_id="app"): {"consumer_byte_rate": 200},
+        Entity(user="bob"): {"producer_byte_rate": 300},
+        Entity(user="carol"): {"producer_byte_rate": 400},
+    }
+    with backend(chroot) as b:
+        results = b.alter([EntityChange(e, c) for e, c in new.items()], expected={e: {} for e in new})
+    outcomes = {r.entity: r.outcome for r in results}
+    assert outcomes == {
+        Entity(user="alice"): Outcome.APPLIED,
+        Entity(user="alice", client_id="app"): Outcome.APPLIED,
+        Entity(user="bob"): Outcome.APPLIED,
+        Entity(user="carol"): Outcome.REJECTED,  # 7 was set since the plan: stale
+    }
+    config = lambda path: json.loads(chroot.get(path))["config"]  # noqa: E731
+    assert config("/config/users/alice") == {"SCRAM-SHA-256": scram, "producer_byte_rate": "100"}
+    assert config("/config/users/alice/clients/app") == {"consumer_byte_rate": "200"}
+    assert config("/config/users/bob") == {"producer_byte_rate": "300"}
+    assert config("/config/users/carol") == {"producer_byte_rate": "7"}
+    assert len(chroot.notifications()) == 3  # one per applied entity, none for the failed first attempt
+
+
+def test_an_apply_into_an_empty_chroot_reads_no_entity_node_before_writing(chroot) -> None:
+    new = {Entity(user=f"u{i}"): {"producer_byte_rate": 100 + i} for i in range(5)}
+    new |= {Entity(user=f"u{i}", client_id="app"): {"consumer_byte_rate": 200 + i} for i in range(5)}
+    with backend(chroot) as b:
+        session = b._session
+        real, read = session.get_many, []
+
+        def recorded(paths):
+            read.extend(paths)
+            return real(paths)
+
+        session.get_many = recorded  # type: ignore[method-assign]
+        results = b.alter([EntityChange(e, c) for e, c in new.items()], expected={e: {} for e in new})
+    assert {r.outcome for r in results} == {Outcome.APPLIED}
+    assert read == []
+    assert len(chroot.notifications()) == len(new)

@@ -15,11 +15,11 @@ from kquotactl.core.errors import UsageError
 
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
-    from kquotactl.backends.zookeeper.backend import TlsSettings, ZkSettings
+    from kquotactl.backends.zookeeper.session import TlsSettings, ZkSettings
 
 
 def zk_settings(opts: ConnectionOptions) -> ZkSettings:
-    from kquotactl.backends.zookeeper.backend import ZkSettings
+    from kquotactl.backends.zookeeper.session import ZkSettings
 
     digest: list[str] = []
     sasl: dict[str, str] | None = None
@@ -53,7 +53,7 @@ def zk_settings(opts: ConnectionOptions) -> ZkSettings:
 
 def zk_tls_settings(path: str) -> TlsSettings:
     """Kafka's ``zookeeper.ssl.*`` client properties (``--zk-tls-config-file``), PEM stores only."""
-    from kquotactl.backends.zookeeper.backend import TlsSettings
+    from kquotactl.backends.zookeeper.session import TlsSettings
     from kquotactl.core.grammar import load_properties
 
     if not os.path.isfile(path):

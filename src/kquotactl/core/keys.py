@@ -318,6 +318,10 @@ def java_parse_integer(text: str, vtype: ValueType = ValueType.LONG) -> int | No
         negative, body = body[0] == "-", body[1:]
     if not body:
         return None
+    if body.isascii() and body.isdigit():  # the common case, as Java reads it
+        value = int(body)
+        value = -value if negative else value
+        return value if -(2**bits) <= value < 2**bits else None
     value = 0
     for c in body:
         d = java_digit(c, 10)

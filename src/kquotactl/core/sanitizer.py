@@ -8,12 +8,17 @@ name cannot escape its entity's znode.
 
 from __future__ import annotations
 
+import re
+
+_ALL_SAFE = re.compile(r"[A-Za-z0-9._-]*")
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _HEX = "0123456789ABCDEF"
 
 
 def sanitize(name: str) -> str:
     """Encode ``name`` as Kafka does for znode names and metric tags."""
+    if _ALL_SAFE.fullmatch(name):
+        return name  # the common case: nothing to escape
     out: list[str] = []
     for byte in name.encode("utf-8"):
         if byte in _SAFE:

@@ -225,3 +225,13 @@ def test_checker_sees_relative_local_and_submodule_imports(tmp_path: Path) -> No
 def test_checker_passes_an_acyclic_package(tmp_path: Path) -> None:
     root = _package(tmp_path, {"a.py": "from pkg import b\n", "b.py": "from .c import z\n", "c.py": "z = 1\n"})
     assert find_cycle(import_graph(root)) is None
+
+
+def test_every_package_directory_has_an_init() -> None:
+    """A namespace package cannot be imported from a zip (``spark-submit --py-files kquotactl.zip``)."""
+    missing = [
+        str(d.relative_to(SRC))
+        for d in [SRC, *SRC.rglob("*")]
+        if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py")) and not (d / "__init__.py").exists()
+    ]
+    assert not missing, f"package directories without __init__.py: {missing}"

@@ -110,7 +110,7 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_engines_report(sta
          str(ROOT / "scripts" / "impact_job.py"), str(traffic), "-f", str(quotas), "-o", "json"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=400,
     )  # fmt: skip
-    assert submit.returncode == 0, submit.stderr[-3000:]
+    assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-3000:]
     assert "Granted executor ID" in submit.stderr  # ran on the worker's executor, not in a local[*] driver
     got, want = json.loads(submit.stdout), json.loads(local.stdout)
     assert got["summary"].pop("engine") == "spark" and want["summary"].pop("engine") == "local"

@@ -31,6 +31,7 @@ from kafka.net.selector import NetworkSelector
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.metadata import MetadataRequest
+
 from kquotactl.config.clientprops import ClientSettings, kafka_python_config
 from kquotactl.core.errors import BackendUnavailable, QuotaError
 

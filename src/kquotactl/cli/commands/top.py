@@ -61,9 +61,10 @@ def top(
     """Who is throttled now: per quota-id (user/client-id, ip), usage and throttle time per broker and summed,
     next to the limit that applies and the level it comes from (as explain resolves it), sorted by throttle.
 
-    Reads the brokers' quota sensors through the Prometheus JMX exporter (rules: docs/observe.md), from a
-    Prometheus server (--prometheus) or straight from each broker's exporter (--scrape, repeated); the limits
-    come from the cluster given as for the other commands. Limits are per broker.
+    Reads the brokers' quota sensors through the Prometheus JMX exporter (with the rules kquotactl ships,
+    jmx-exporter-kafka-quotas.yaml), from a Prometheus server (--prometheus) or straight from each broker's
+    exporter (--scrape, repeated); the limits come from the cluster given as for the other commands. Limits are
+    per broker.
 
     \b
     Examples:

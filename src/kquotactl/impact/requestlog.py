@@ -18,15 +18,17 @@ The mapping to the traffic table (what the brokers' quota managers measure, as c
 - ``ts``: the line's timestamp (when the response was completed), read as UTC, milliseconds kept;
 - ``user``: ``principal`` without its ``User:`` type (the broker's quota user is the principal's name);
 - ``client_id``: ``requestHeader.clientId``; ``ip``: the remote host of ``connection``
-  (``localHost:localPort-remoteHost:remotePort-index``);
+  (``localHost:localPort-remoteHost:remotePort-index`` in 2.8, ``...-processorId-index`` later);
 - ``produce_bytes``: for Produce (api key 0), the sum of the request's ``recordsSizeInBytes`` (the broker records
   the whole request size, header and topic names included: the log undercounts by that framing);
-- ``fetch_bytes``: for a consumer Fetch (api key 1 with no ``replicaId`` ≥ 0 in the request: followers are
-  quota'd by replication quotas), the sum of the response's ``recordsSizeInBytes`` (the broker records the whole
-  response size: same framing undercount);
+- ``fetch_bytes``: for a consumer Fetch (api key 1 whose request has no ``replicaId`` without a minus sign), the
+  sum of the response's ``recordsSizeInBytes`` (the broker records the whole response size: same framing
+  undercount). A follower's Fetch is exempt from client quotas (``sendResponseExemptThrottle``): no bytes and no
+  request time;
 - ``requests``: 1 per line;
-- ``request_time_ms``: ``localTimeMs``, the handler thread's time on the request (the broker's request quota also
-  adds network-thread time, which the log does not show, so the log undercounts request time);
+- ``request_time_ms``: ``localTimeMs``, i.e. ``apiLocalCompleteTime − requestDequeueTime``, which is the
+  request-handler time the request quota records (``requestThreadTimeNanos``); the quota also records the
+  network-thread time, which the log does not show, so the log undercounts request time;
 - ``connections``: 1 per ApiVersions request (api key 18): every client opens each connection with one. A
   connection without one (a client that skips it) is not counted.
 
@@ -165,18 +167,22 @@ def parse_line(line: str) -> Request | None:
     local = _field(doc, "localTimeMs")
     sizes = sum(int(s) for s in _RECORDS.findall(m.group(3)))
     replica = _REPLICA.search(m.group(3))
-    consumer = replica is None or replica.group(1) == "-"
+    follower = api == API_FETCH and replica is not None and replica.group(1) != "-"
     return Request(
         ts=ts,
         user=user_of(principal),
         client_id=client if isinstance(client, str) else "",
         ip=ip_of(connection),
         produce_bytes=sizes if api == API_PRODUCE else 0,
-        fetch_bytes=sizes if api == API_FETCH and consumer else 0,
+        fetch_bytes=sizes if api == API_FETCH and not follower else 0,
         requests=1,
-        request_time_ms=float(local) if isinstance(local, int | float) and not isinstance(local, bool) else 0.0,
+        request_time_ms=0.0 if follower or not _is_number(local) else float(local),
         connections=1 if api == API_VERSIONS else 0,
     )
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 def is_blank(line: str) -> bool:

@@ -203,7 +203,7 @@ def _request_log_columns(value: Any) -> list[Any]:
         F.lit(0).cast("long"),
         lambda acc, x: acc + x.cast("long"),
     )
-    consumer = ~json_text.rlike(REPLICA_ID) | (F.regexp_extract(json_text, REPLICA_ID, 1) == "-")
+    follower = (api == API_FETCH) & json_text.rlike(REPLICA_ID) & (F.regexp_extract(json_text, REPLICA_ID, 1) != "-")
     remote = F.split(connection, "-").getItem(1)
     ip = F.when(remote.contains(":"), F.regexp_extract(remote, "^(.*):[^:]*$", 1)).otherwise(F.lit(""))
     user = F.when(
@@ -218,9 +218,9 @@ def _request_log_columns(value: Any) -> list[Any]:
         F.coalesce(doc["requestHeader"]["clientId"], F.lit("")).alias("client_id"),
         F.coalesce(ip, F.lit("")).alias("ip"),
         F.when(api == API_PRODUCE, sizes).otherwise(zero).alias("produce_bytes"),
-        F.when((api == API_FETCH) & consumer, sizes).otherwise(zero).alias("fetch_bytes"),
+        F.when((api == API_FETCH) & ~follower, sizes).otherwise(zero).alias("fetch_bytes"),
         F.lit(1).cast("long").alias("requests"),
-        F.coalesce(doc["localTimeMs"], F.lit(0.0)).alias("request_time_ms"),
+        F.when(follower, F.lit(0.0)).otherwise(F.coalesce(doc["localTimeMs"], F.lit(0.0))).alias("request_time_ms"),
         F.when(api == API_VERSIONS, F.lit(1)).otherwise(F.lit(0)).cast("long").alias("connections"),
     ]
 

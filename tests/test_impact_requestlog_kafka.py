@@ -1,0 +1,148 @@
+"""A real KRaft 4.1 broker with ``kafka.request.logger`` at DEBUG, a real producer over a produce quota set by
+kquotactl and a real consumer (confluent-kafka); ``impact run --input-format kafka-request-log`` on the broker's
+log finds the quota-id and the bytes, on both engines (the same report).
+
+Tolerance: the log gives record-batch sizes, which include the batch and record framing (61 bytes a batch, a few
+bytes a record) on top of the payload, so produced and fetched bytes are asserted within [payload, payload × 1.15].
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from kquotactl.core.entities import Entity
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.impact.engine import Runner
+from kquotactl.impact.model import Window
+from kquotactl.testing.kafka import KRaftKafkaServer
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+# The brokers' own layout ("[%d] %p %m (%c)%n", config/log4j2.yaml) for the request logger, in its own file.
+LOG4J2_REQUEST_LOG = """Configuration:
+  Appenders:
+    File:
+      - name: F
+        fileName: "{server}"
+        PatternLayout:
+          pattern: "[%d] %p %m (%c)%n"
+      - name: R
+        fileName: "{requests}"
+        PatternLayout:
+          pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        ref: F
+    Logger:
+      - name: kafka.request.logger
+        level: DEBUG
+        additivity: false
+        AppenderRef:
+          ref: R
+"""
+
+LIMIT = 40_000  # bytes/s for (admin, rl-producer)
+MESSAGES, SIZE = 240, 1000  # 240 kB: about 6 s at the limit
+
+
+@dataclass
+class RequestLogBroker(KRaftKafkaServer):
+    """The harness's KRaft broker with the request log written to ``workdir/kafka-request.log``, timestamps in UTC."""
+
+    def _log_opts(self) -> list[str]:
+        assert self.workdir is not None
+        cfg = self.workdir / "log4j2.yaml"
+        logs = {"server": self.workdir / "server.log", "requests": self.workdir / "kafka-request.log"}
+        cfg.write_text(LOG4J2_REQUEST_LOG.format(**logs))
+        return [f"-Dlog4j2.configurationFile={cfg}", "-Duser.timezone=UTC"]
+
+
+def _traffic(broker: RequestLogBroker, topic: str) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.sasl_bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": broker.scram_user,
+            "sasl.password": broker.scram_password,
+            "client.id": "rl-producer",
+            "compression.type": "none",
+            "linger.ms": 20,
+        }
+    )
+    for i in range(MESSAGES):
+        producer.produce(topic, b"x" * SIZE, key=str(i).encode())
+        producer.poll(0)
+    assert producer.flush(120) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": "rl-consumer",
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    got, deadline = 0, time.monotonic() + 120
+    while got < MESSAGES and time.monotonic() < deadline:
+        m = consumer.poll(1.0)
+        if m is not None and m.error() is None:
+            got += 1
+    consumer.close()
+    assert got == MESSAGES
+
+
+def test_request_log_of_a_real_broker_gives_the_quota_id_and_bytes_on_both_engines(spark, tmp_path: Path) -> None:
+    broker = RequestLogBroker(workdir=tmp_path / "broker")
+    broker.workdir.mkdir()
+    log = broker.workdir / "kafka-request.log"
+    try:
+        broker.start()
+        r = run_cli(
+            "--bootstrap-server",
+            broker.bootstrap,
+            "alter",
+            "--user",
+            broker.scram_user,
+            "--client-id",
+            "rl-producer",
+            "--add-config",
+            f"producer_byte_rate={LIMIT}",
+        )
+        assert r.exit_code == 0, r.stderr
+        time.sleep(2)  # KRaft brokers apply quota metadata asynchronously
+        _traffic(broker, f"rl-{uuid.uuid4().hex[:8]}")
+        broker.stop()  # the log is complete; the JVM's cores go to Spark
+        logs = tmp_path / "logs"
+        logs.mkdir()
+        log = Path(shutil.copy(log, logs / log.name))
+    finally:
+        broker.close()
+    index = QuotaIndex({Entity(user=broker.scram_user, client_id="rl-producer"): {"producer_byte_rate": LIMIT}})
+    reports = {}
+    for engine in ("local", "spark"):
+        runner = Runner(str(log), engine, Window(), "local[2]", input_format="kafka-request-log")
+        reports[engine] = runner.analyze(index).report
+        assert runner.log_stats is not None and runner.log_stats.malformed == 0
+    assert reports["local"] == reports["spark"]
+    rep = reports["local"]
+    traffic = rep["summary"]["traffic"]
+    payload = MESSAGES * SIZE
+    assert payload <= traffic["producer_byte_rate"]["usage"] <= payload * 1.15
+    assert payload <= traffic["consumer_byte_rate"]["usage"] <= payload * 1.15
+    (row,) = [r for r in rep["quota_ids"] if r["key"] == "producer_byte_rate"]
+    assert row["quota_id"] == {"user": broker.scram_user, "client-id": "rl-producer"}
+    assert (row["level"], row["limit"]) == (1, LIMIT)
+    # The producer ran against the quota: its replayed rate reached it, and no further than a burst can.
+    assert LIMIT * 0.5 <= row["max_rate"] <= LIMIT * 3

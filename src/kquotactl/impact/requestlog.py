@@ -38,6 +38,7 @@ the principal is *malformed*: counted and skipped, never fatal. Empty lines are 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -51,7 +52,6 @@ LINE = (
     r"(?s)^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})[,.]([0-9]{3})\] [A-Z]+ "
     r"Completed request:(\{.*\})( \([A-Za-z0-9_.$]+\))?[ \t\r]*$"
 )
-TIME_FORMAT_PY = "%Y-%m-%d %H:%M:%S"
 TIME_FORMAT_SPARK = "yyyy-MM-dd HH:mm:ss"
 # Every record batch's size in the request (Produce) or response (Fetch); inside a JSON string a quote is
 # escaped, so these never match text within a client-id or a topic name.
@@ -127,13 +127,28 @@ def ip_of(connection: str) -> str:
     return host if sep else ""
 
 
-def epoch_seconds(stamp: str, millis: str) -> float | None:
-    """``2026-11-25 10:00:00`` and ``123`` as UTC epoch seconds, or None when it is not a valid date."""
+@functools.lru_cache(maxsize=4096)
+def _second(stamp: str) -> int | None:
+    """``2026-11-25 10:00:00`` (the shape :data:`LINE` guarantees) as UTC epoch seconds; None if no such date."""
     try:
-        t = datetime.strptime(stamp, TIME_FORMAT_PY).replace(tzinfo=UTC)
+        t = datetime(
+            int(stamp[0:4]),
+            int(stamp[5:7]),
+            int(stamp[8:10]),
+            int(stamp[11:13]),
+            int(stamp[14:16]),
+            int(stamp[17:19]),
+            tzinfo=UTC,
+        )
     except ValueError:
         return None
-    return int((t - _EPOCH).total_seconds()) + int(millis) / 1000.0
+    return int((t - _EPOCH).total_seconds())
+
+
+def epoch_seconds(stamp: str, millis: str) -> float | None:
+    """``2026-11-25 10:00:00`` and ``123`` as UTC epoch seconds, or None when it is not a valid date."""
+    second = _second(stamp)
+    return None if second is None else second + int(millis) / 1000.0
 
 
 def _field(obj: Any, dotted: str) -> Any:

@@ -15,7 +15,8 @@ the JSON is ``RequestConvertToJson.requestDescMetrics``; the default log4j/log4j
 
 The mapping to the traffic table (what the brokers' quota managers measure, as closely as the log allows):
 
-- ``ts``: the line's timestamp (when the response was completed), read as UTC, milliseconds kept;
+- ``ts``: the line's timestamp, read as UTC, milliseconds kept (written once the response is sent: later than the
+  quota recording, in the Produce/Fetch response callbacks, by the response-queue and send times);
 - ``user``: ``principal`` without its ``User:`` type (the broker's quota user is the principal's name);
 - ``client_id``: ``requestHeader.clientId``; ``ip``: the remote host of ``connection``
   (``localHost:localPort-remoteHost:remotePort-index`` in 2.8, ``...-processorId-index`` later);

@@ -1,6 +1,6 @@
-"""A real KRaft 4.1 broker with ``kafka.request.logger`` at DEBUG, a real producer over a produce quota set by
-kquotactl and a real consumer (confluent-kafka); ``impact run --input-format kafka-request-log`` on the broker's
-log finds the quota-id and the bytes, on both engines (the same report).
+"""Real brokers (KRaft 4.1; ZooKeeper-mode 3.9) with ``kafka.request.logger`` at DEBUG, a real producer over a produce
+quota set by kquotactl and a real consumer (confluent-kafka); ``impact run --input-format kafka-request-log`` on the
+broker's log finds the quota-id and the bytes, on both engines (the same report).
 
 Tolerance: the log gives record-batch sizes, which include the batch and record framing (61 bytes a batch, a few
 bytes a record) on top of the payload, so produced and fetched bytes are asserted within [payload, payload × 1.15].
@@ -11,8 +11,10 @@ from __future__ import annotations
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +23,7 @@ from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.engine import Runner
 from kquotactl.impact.model import Window
-from kquotactl.testing.kafka import KRaftKafkaServer
+from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -50,6 +52,19 @@ LOG4J2_REQUEST_LOG = """Configuration:
           ref: R
 """
 
+LOG4J1_REQUEST_LOG = """log4j.rootLogger=WARN, F
+log4j.appender.F=org.apache.log4j.FileAppender
+log4j.appender.F.File={server}
+log4j.appender.F.layout=org.apache.log4j.PatternLayout
+log4j.appender.F.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.R=org.apache.log4j.FileAppender
+log4j.appender.R.File={requests}
+log4j.appender.R.layout=org.apache.log4j.PatternLayout
+log4j.appender.R.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=DEBUG, R
+log4j.additivity.kafka.request.logger=false
+"""
+
 LIMIT = 40_000  # bytes/s for (admin, rl-producer)
 MESSAGES, SIZE = 240, 1000  # 240 kB: about 6 s at the limit
 
@@ -66,19 +81,28 @@ class RequestLogBroker(KRaftKafkaServer):
         return [f"-Dlog4j2.configurationFile={cfg}", "-Duser.timezone=UTC"]
 
 
-def _traffic(broker: RequestLogBroker, topic: str) -> None:
+@dataclass
+class ZkRequestLogBroker(ZkKafkaServer):
+    """The harness's ZooKeeper-mode 3.9 broker with the request log in ``workdir/kafka-request.log`` (log4j 1)."""
+
+    def _log_opts(self) -> list[str]:
+        assert self.workdir is not None
+        cfg = self.workdir / "log4j.properties"
+        logs = {"server": self.workdir / "server.log", "requests": self.workdir / "kafka-request.log"}
+        cfg.write_text(LOG4J1_REQUEST_LOG.format(**logs))
+        return [f"-Dlog4j.configuration=file:{cfg}", "-Duser.timezone=UTC"]
+
+
+def _traffic(broker: KRaftKafkaServer | ZkKafkaServer, producer_conf: dict[str, str], topic: str) -> None:
     from confluent_kafka import Consumer, Producer
 
     producer = Producer(
         {
-            "bootstrap.servers": broker.sasl_bootstrap,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": broker.scram_user,
-            "sasl.password": broker.scram_password,
+            "bootstrap.servers": broker.bootstrap,
             "client.id": "rl-producer",
             "compression.type": "none",
-            "linger.ms": 20,
+            "linger.ms": "20",
+            **producer_conf,
         }
     )
     for i in range(MESSAGES):
@@ -103,9 +127,16 @@ def _traffic(broker: RequestLogBroker, topic: str) -> None:
     assert got == MESSAGES
 
 
-def test_request_log_of_a_real_broker_gives_the_quota_id_and_bytes_on_both_engines(spark, tmp_path: Path) -> None:
-    broker = RequestLogBroker(workdir=tmp_path / "broker")
-    broker.workdir.mkdir()
+def _replay_broker_log(
+    spark: Any,
+    tmp_path: Path,
+    broker: KRaftKafkaServer | ZkKafkaServer,
+    user: str,
+    producer_conf: Callable[[], dict[str, str]],
+) -> None:
+    """Start ``broker``, set (user, rl-producer)'s produce quota with kquotactl, drive traffic, stop it, and replay
+    its request log on both engines."""
+    assert broker.workdir is not None
     log = broker.workdir / "kafka-request.log"
     try:
         broker.start()
@@ -114,22 +145,22 @@ def test_request_log_of_a_real_broker_gives_the_quota_id_and_bytes_on_both_engin
             broker.bootstrap,
             "alter",
             "--user",
-            broker.scram_user,
+            user,
             "--client-id",
             "rl-producer",
             "--add-config",
             f"producer_byte_rate={LIMIT}",
         )
         assert r.exit_code == 0, r.stderr
-        time.sleep(2)  # KRaft brokers apply quota metadata asynchronously
-        _traffic(broker, f"rl-{uuid.uuid4().hex[:8]}")
+        time.sleep(2)  # brokers apply quota changes asynchronously
+        _traffic(broker, producer_conf(), f"rl-{uuid.uuid4().hex[:8]}")
         broker.stop()  # the log is complete; the JVM's cores go to Spark
         logs = tmp_path / "logs"
         logs.mkdir()
         log = Path(shutil.copy(log, logs / log.name))
     finally:
         broker.close()
-    index = QuotaIndex({Entity(user=broker.scram_user, client_id="rl-producer"): {"producer_byte_rate": LIMIT}})
+    index = QuotaIndex({Entity(user=user, client_id="rl-producer"): {"producer_byte_rate": LIMIT}})
     reports = {}
     for engine in ("local", "spark"):
         runner = Runner(str(log), engine, Window(), "local[2]", input_format="kafka-request-log")
@@ -142,7 +173,29 @@ def test_request_log_of_a_real_broker_gives_the_quota_id_and_bytes_on_both_engin
     assert payload <= traffic["producer_byte_rate"]["usage"] <= payload * 1.15
     assert payload <= traffic["consumer_byte_rate"]["usage"] <= payload * 1.15
     (row,) = [r for r in rep["quota_ids"] if r["key"] == "producer_byte_rate"]
-    assert row["quota_id"] == {"user": broker.scram_user, "client-id": "rl-producer"}
+    assert row["quota_id"] == {"user": user, "client-id": "rl-producer"}
     assert (row["level"], row["limit"]) == (1, LIMIT)
     # The producer ran against the quota: its replayed rate reached it, and no further than a burst can.
     assert LIMIT * 0.5 <= row["max_rate"] <= LIMIT * 3
+
+
+def test_request_log_of_a_kraft_41_broker(spark, tmp_path: Path) -> None:
+    broker = RequestLogBroker(workdir=tmp_path / "broker")
+    broker.workdir.mkdir()
+
+    def sasl() -> dict[str, str]:  # after start(): the SASL listener's port is picked then
+        return {
+            "bootstrap.servers": broker.sasl_bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": broker.scram_user,
+            "sasl.password": broker.scram_password,
+        }
+
+    _replay_broker_log(spark, tmp_path, broker, broker.scram_user, sasl)
+
+
+def test_request_log_of_a_zookeeper_mode_39_broker(spark, zk_server, tmp_path: Path) -> None:
+    broker = ZkRequestLogBroker(zookeeper=f"{zk_server.connect}/rl-{uuid.uuid4().hex[:8]}", workdir=tmp_path / "b")
+    broker.workdir.mkdir()
+    _replay_broker_log(spark, tmp_path, broker, "ANONYMOUS", dict)

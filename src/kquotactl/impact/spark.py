@@ -141,16 +141,19 @@ def read_traffic(spark: Any, path: str, window: Window) -> Any:
 
 def read_request_log(spark: Any, paths: Sequence[str], window: Window) -> tuple[Any, LogStats]:
     """Broker request logs parsed on Spark (``spark.read.text``, Spark's codecs for ``.gz``; regexes and
-    ``from_json`` from :mod:`kquotactl.impact.requestlog`), normalised as :func:`normalize` does, persisted
-    (every quota set replays the parsed rows, not the text), with the same :class:`LogStats` as the local reader."""
+    ``from_json`` from :mod:`kquotactl.impact.requestlog`), normalised as :func:`normalize` does, with the same
+    :class:`LogStats` as the local reader. The parsed lines are persisted: the counts and every quota set's replay
+    read them, not the text."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     local = all("://" not in p for p in paths)
     files = [str(f) for f in request_log_files(paths)] if local else list(paths)
     text = spark.read.option("lineSep", "\n").text(files)
-    parsed = text.select(F.col("_metadata.file_path").alias("file"), F.col("value")).select(
-        "file", *_request_log_columns(F.col("value"))
+    parsed = (
+        text.select(F.col("_metadata.file_path").alias("file"), F.col("value"))
+        .select("file", *_request_log_columns(F.col("value")))
+        .persist(StorageLevel.MEMORY_AND_DISK)  # the text is parsed once: for the counts and for every replay
     )
     agg = parsed.agg(
         F.count(F.when(~F.col("blank"), 1)).alias("lines"),
@@ -162,7 +165,7 @@ def read_request_log(spark: Any, paths: Sequence[str], window: Window) -> tuple[
     if agg["first_file"] is not None:
         stats.first_malformed = _first_malformed(agg["first_file"])
     rows = parsed.where(~F.col("blank") & ~F.col("bad")).select(*REQUEST_COLUMNS)
-    return normalize(rows, window).persist(StorageLevel.MEMORY_AND_DISK), stats
+    return normalize(rows, window), stats
 
 
 def _request_log_columns(value: Any) -> list[Any]:

@@ -8,6 +8,7 @@ bytes a record) on top of the payload, so produced and fetched bytes are asserte
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 import uuid
@@ -65,8 +66,8 @@ log4j.logger.kafka.request.logger=DEBUG, R
 log4j.additivity.kafka.request.logger=false
 """
 
-LIMIT = 40_000  # bytes/s for (admin, rl-producer)
-MESSAGES, SIZE = 240, 1000  # 240 kB: about 6 s at the limit
+LIMIT = 100_000  # bytes/s for (user, rl-producer)
+MESSAGES, SIZE = 1500, 1000  # 1.5 MB in 16 kB batches: about 15 s at the limit, well past it without a quota
 
 
 @dataclass
@@ -101,7 +102,8 @@ def _traffic(broker: KRaftKafkaServer | ZkKafkaServer, producer_conf: dict[str, 
             "bootstrap.servers": broker.bootstrap,
             "client.id": "rl-producer",
             "compression.type": "none",
-            "linger.ms": "20",
+            "linger.ms": "5",
+            "batch.size": "16384",
             **producer_conf,
         }
     )
@@ -177,6 +179,19 @@ def _replay_broker_log(
     assert (row["level"], row["limit"]) == (1, LIMIT)
     # The producer ran against the quota: its replayed rate reached it, and no further than a burst can.
     assert LIMIT * 0.5 <= row["max_rate"] <= LIMIT * 3
+    # What the broker applied (the top-level throttleTimeMs of the producer's Produce lines), next to the replay.
+    applied = []
+    for line in log.read_text().splitlines():
+        doc = json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+        if doc["requestHeader"]["clientId"] == "rl-producer" and doc["requestHeader"]["requestApiKey"] == 0:
+            applied.append(doc["throttleTimeMs"])
+    print(
+        f"\n{type(broker).__name__}: produced {traffic['producer_byte_rate']['usage']:.0f} B for a {payload} B payload;"
+        f" broker throttled {sum(1 for a in applied if a)}/{len(applied)} produce requests, {sum(applied)} ms in all,"
+        f" max {max(applied)} ms; replay: {row['seconds_throttled']} s throttled, {row['total_throttle_ms']} ms in all,"
+        f" max {row['max_throttle_ms']} ms, max rate {row['max_rate']:.0f} B/s"
+    )
+    assert sum(applied) > 0  # the quota kquotactl set was in force on the broker
 
 
 def test_request_log_of_a_kraft_41_broker(spark, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ The command layer calls :func:`analyze`; the engines stay ignorant of each other
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,9 @@ from kquotactl.impact.model import (
     quota_table,
     report,
 )
-from kquotactl.impact.readers import detect_format
+from kquotactl.impact.readers import detect_format, request_log_files
+from kquotactl.impact.requestlog import FORMAT as REQUEST_LOG
+from kquotactl.impact.requestlog import LogStats
 
 AUTO_LOCAL_MAX_BYTES = 32 * 1024 * 1024  # inputs below this run on the local engine with --engine auto
 
@@ -38,12 +40,19 @@ class Analysis:
     rates: Rates = field(default_factory=dict)  # the timeline's quota-ids
 
 
-def choose_engine(engine: str, path: str) -> str:
+TABLE = "table"  # --input-format: Parquet/CSV/JSON lines traffic tables (readers.detect_format)
+INPUT_FORMATS = (TABLE, REQUEST_LOG)
+
+
+def choose_engine(engine: str, path: str, input_format: str = TABLE, paths: Sequence[str] = ()) -> str:
     if engine != "auto":
         return engine
-    if "://" in path:
+    if "://" in path or any("://" in p for p in paths):
         return "spark"
-    _, files = detect_format(path)
+    if input_format == REQUEST_LOG:
+        files = request_log_files(paths or (path,))
+    else:
+        _, files = detect_format(path)
     return "local" if sum(f.stat().st_size for f in files) <= AUTO_LOCAL_MAX_BYTES else "spark"
 
 
@@ -58,9 +67,16 @@ class Runner:
         master: str | None = "local[*]",
         conf: Mapping[str, str] | None = None,
         status: Callable[[str], None] | None = None,
+        input_format: str = TABLE,
+        paths: Sequence[str] = (),
     ) -> None:
+        if input_format not in INPUT_FORMATS:
+            raise UsageError(f"unknown input format {input_format!r}: use {' or '.join(INPUT_FORMATS)}")
         self.path = path
-        self.engine = choose_engine(engine, path)
+        self.paths = tuple(paths) or (path,)
+        self.input_format = input_format
+        self.log_stats: LogStats | None = None  # what reading a request log skipped
+        self.engine = choose_engine(engine, path, input_format, self.paths)
         self.window = window
         self.master = master
         self.conf = dict(conf or {})
@@ -74,17 +90,25 @@ class Runner:
     def analyze(self, index: QuotaIndex, top: int = 0, distinct: bool = False) -> Analysis:
         check_limits(quota_table(index))
         if self.engine == "local":
-            return self._local(index, top, distinct)
-        if self.engine == "spark":
-            return self._spark_run(index, top, distinct)
-        raise UsageError(f"unknown engine {self.engine!r}: use spark, local or auto")
+            a = self._local(index, top, distinct)
+        elif self.engine == "spark":
+            a = self._spark_run(index, top, distinct)
+        else:
+            raise UsageError(f"unknown engine {self.engine!r}: use spark, local or auto")
+        if self.log_stats is not None:
+            a.report["summary"]["request_log"] = self.log_stats.as_dict()
+        return a
 
     def _local(self, index: QuotaIndex, top: int, distinct: bool) -> Analysis:
         from kquotactl.impact import local, readers
 
         if self._columns is None:
             self.status(f"reading {self.path}")
-            self._columns = readers.normalize(readers.read_table(self.path), self.window)
+            if self.input_format == REQUEST_LOG:
+                table, self.log_stats = readers.read_request_log(self.paths)
+            else:
+                table = readers.read_table(self.path)
+            self._columns = readers.normalize(table, self.window)
         self.status("replaying traffic against the quotas (local engine)")
         result, tl, rates = local.timelines(self._columns, index, self.window)
         self._full_timeline, self._bounds = tl, (result.first_sample, result.last_sample)
@@ -103,7 +127,11 @@ class Runner:
         if self._spark is None:
             self.status(f"starting Spark ({self.master or 'from spark-submit'})")
             self._spark = spark.session(self.master, self.conf)
-            self._traffic = spark.read_traffic(self._spark, self.path, self.window)
+            if self.input_format == REQUEST_LOG:
+                self.status(f"Spark: parsing the request log {self.path}")
+                self._traffic, self.log_stats = spark.read_request_log(self._spark, self.paths, self.window)
+            else:
+                self._traffic = spark.read_traffic(self._spark, self.path, self.window)
         self.status("Spark: resolving and replaying traffic against the quotas")
         result, tl, rates = spark.run(self._traffic, quota_table(index), self.window, timeline_top=top)
         a = Analysis(report(result, index, self.window), tl, result.first_sample, rates=rates)

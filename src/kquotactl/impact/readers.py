@@ -7,11 +7,14 @@ reads the same files with Spark's readers and applies the same normalisation (``
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from kquotactl.core.errors import UsageError
 from kquotactl.impact.model import ID_COLUMNS, USAGE, Window
+from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
+from kquotactl.impact.requestlog import LogStats, is_blank, is_request_log_file, parse_line
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 
@@ -125,3 +128,73 @@ def sample_column(ts: Any, size_s: int) -> Any:
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         return pc.floor(pc.divide(pc.cast(ts, pa.float64()), float(size_s))).cast(pa.int64())
     raise UsageError(f"'ts' has type {t}; expected epoch seconds or a timestamp")
+
+
+# -- the broker request log (format: kquotactl.impact.requestlog) ---------------------------------
+
+
+def request_log_files(paths: Sequence[str]) -> list[Path]:
+    """The files of a request-log input: files as given, and in directories the request logs and their
+    rotations (:func:`~kquotactl.impact.requestlog.is_request_log_file`); sorted by absolute path."""
+    out: set[Path] = set()
+    for path in paths:
+        p = Path(path)
+        if not p.exists():
+            raise UsageError(f"request log {str(p)!r} does not exist; give kafka-request.log files or a directory")
+        if p.is_dir():
+            found = [f for f in p.rglob("*") if f.is_file() and is_request_log_file(f.name)]
+            if not found:
+                raise UsageError(f"no request logs (kafka-request.log*) in {str(p)!r}")
+            out.update(f.absolute() for f in found)
+        else:
+            out.add(p.absolute())
+    return sorted(out, key=str)
+
+
+def request_log_lines(path: Path) -> Iterator[str]:
+    """A request log's lines (split on ``\\n`` only, as the Spark engine's ``lineSep``), gunzipped for ``.gz``;
+    bytes that are not UTF-8 become U+FFFD as in Spark's text reader."""
+    import gzip
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            for raw in f:
+                yield (raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8", errors="replace")
+    except (OSError, EOFError) as e:
+        raise UsageError(f"cannot read request log {str(path)!r}: {e}") from None
+
+
+def first_malformed_line(path: Path) -> int | None:
+    """The 1-based number of the first malformed line of one request log, or None."""
+    for n, line in enumerate(request_log_lines(path), 1):
+        if not is_blank(line) and parse_line(line) is None:
+            return n
+    return None
+
+
+def read_request_log(paths: Sequence[str]) -> tuple[Any, LogStats]:
+    """Request logs as one pyarrow traffic table (columns :data:`~kquotactl.impact.requestlog.COLUMNS`) and
+    what was skipped."""
+    import pyarrow as pa
+
+    stats = LogStats()
+    cols: dict[str, list[Any]] = {c: [] for c in REQUEST_COLUMNS}
+    for path in request_log_files(paths):
+        for n, line in enumerate(request_log_lines(path), 1):
+            if is_blank(line):
+                continue
+            stats.lines += 1
+            req = parse_line(line)
+            if req is None:
+                stats.malformed += 1
+                if stats.first_malformed is None:
+                    stats.first_malformed = f"{path}:{n}"
+                continue
+            stats.requests += 1
+            for c in REQUEST_COLUMNS:
+                cols[c].append(getattr(req, c))
+    types = {"ts": pa.float64(), "user": pa.string(), "client_id": pa.string(), "ip": pa.string()}
+    types.update({"request_time_ms": pa.float64()})
+    schema = pa.schema([(c, types.get(c, pa.int64())) for c in REQUEST_COLUMNS])
+    return pa.table(cols, schema=schema), stats

@@ -44,7 +44,21 @@ from kquotactl.impact.model import (
     Timeline,
     Window,
 )
-from kquotactl.impact.readers import detect_format
+from kquotactl.impact.readers import detect_format, first_malformed_line, request_log_files
+from kquotactl.impact.requestlog import (
+    API_FETCH,
+    API_PRODUCE,
+    API_VERSIONS,
+    BLANK,
+    JSON_FIELDS,
+    PRINCIPAL_TYPE,
+    RECORDS_SIZE,
+    REPLICA_ID,
+    TIME_FORMAT_SPARK,
+    LogStats,
+)
+from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
+from kquotactl.impact.requestlog import LINE as RL_LINE
 
 # Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
 # follows whichever resolver this package has, so both engines always agree.
@@ -128,6 +142,109 @@ def read_traffic(spark: Any, path: str, window: Window) -> Any:
     else:
         df = reader.parquet(path)
     return normalize(df, window)
+
+
+def read_request_log(spark: Any, paths: Sequence[str], window: Window) -> tuple[Any, LogStats]:
+    """Broker request logs parsed on Spark (``spark.read.text``, Spark's codecs for ``.gz``; regexes and
+    ``from_json`` from :mod:`kquotactl.impact.requestlog`), normalised as :func:`normalize` does, with the same
+    :class:`LogStats` as the local reader. The parsed lines are persisted: the counts and every quota set's replay
+    read them, not the text."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    local = all("://" not in p for p in paths)
+    files = [str(f) for f in request_log_files(paths)] if local else list(paths)
+    text = spark.read.option("lineSep", "\n").text(files)
+    parsed = (
+        text.select(F.col("_metadata.file_path").alias("file"), F.col("value"))
+        .select("file", *_request_log_columns(F.col("value")))
+        .persist(StorageLevel.MEMORY_AND_DISK)  # the text is parsed once: for the counts and for every replay
+    )
+    agg = parsed.agg(
+        F.count(F.when(~F.col("blank"), 1)).alias("lines"),
+        F.count(F.when(F.col("bad"), 1)).alias("malformed"),
+        F.min(F.when(F.col("bad"), F.col("file"))).alias("first_file"),
+    ).collect()[0]
+    stats = LogStats(lines=agg["lines"], malformed=agg["malformed"])
+    stats.requests = stats.lines - stats.malformed
+    if agg["first_file"] is not None:
+        stats.first_malformed = _first_malformed(agg["first_file"])
+    rows = parsed.where(~F.col("blank") & ~F.col("bad")).select(*REQUEST_COLUMNS)
+    return normalize(rows, window), stats
+
+
+def _request_log_columns(value: Any) -> list[Any]:
+    """blank, bad (malformed) and the traffic columns of one request-log line, as Spark expressions."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    def group(i: int) -> Any:
+        return F.regexp_extract(value, RL_LINE, i)
+
+    matched = value.rlike(RL_LINE)
+    json_text = group(3)
+    stamp = F.try_to_timestamp(group(1), F.lit(TIME_FORMAT_SPARK))
+    ts = F.unix_seconds(stamp) + F.when(matched, group(2)).cast("int") / F.lit(1000.0)
+    header = T.StructType([T.StructField("requestApiKey", T.IntegerType()), T.StructField("clientId", T.StringType())])
+    fields: dict[str, T.DataType] = {"requestHeader": header}
+    for dotted, kind in JSON_FIELDS.items():
+        if "." not in dotted:
+            fields[dotted] = {"string": T.StringType(), "double": T.DoubleType()}[kind]
+    schema = T.StructType(
+        [T.StructField(k, v) for k, v in fields.items()] + [T.StructField("_corrupt_record", T.StringType())]
+    )
+    doc = F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"})
+    api = doc["requestHeader"]["requestApiKey"]
+    connection, principal = doc["connection"], doc["principal"]
+    blank = value.rlike(BLANK)
+    bad = ~blank & (
+        ~matched
+        | stamp.isNull()
+        | doc.isNull()
+        | doc["_corrupt_record"].isNotNull()
+        | api.isNull()
+        | connection.isNull()
+        | principal.isNull()
+    )
+    sizes = F.aggregate(
+        F.regexp_extract_all(json_text, F.lit(RECORDS_SIZE), 1),
+        F.lit(0).cast("long"),
+        lambda acc, x: acc + x.cast("long"),
+    )
+    follower = (api == API_FETCH) & json_text.rlike(REPLICA_ID) & (F.regexp_extract(json_text, REPLICA_ID, 1) != "-")
+    remote = F.split(connection, "-").getItem(1)
+    ip = F.when(remote.contains(":"), F.regexp_extract(remote, "^(.*):[^:]*$", 1)).otherwise(F.lit(""))
+    user = F.when(
+        principal.startswith(PRINCIPAL_TYPE), F.substring(principal, len(PRINCIPAL_TYPE) + 1, 1 << 30)
+    ).otherwise(principal)
+    zero = F.lit(0).cast("long")
+    return [
+        blank.alias("blank"),
+        F.coalesce(bad, F.lit(True)).alias("bad"),
+        ts.alias("ts"),
+        user.alias("user"),
+        F.coalesce(doc["requestHeader"]["clientId"], F.lit("")).alias("client_id"),
+        F.coalesce(ip, F.lit("")).alias("ip"),
+        F.when(api == API_PRODUCE, sizes).otherwise(zero).alias("produce_bytes"),
+        F.when((api == API_FETCH) & ~follower, sizes).otherwise(zero).alias("fetch_bytes"),
+        F.lit(1).cast("long").alias("requests"),
+        F.when(follower, F.lit(0.0)).otherwise(F.coalesce(doc["localTimeMs"], F.lit(0.0))).alias("request_time_ms"),
+        F.when(api == API_VERSIONS, F.lit(1)).otherwise(F.lit(0)).cast("long").alias("connections"),
+    ]
+
+
+def _first_malformed(file_uri: str) -> str:
+    """``FILE:LINE`` of the first malformed line in the first file holding one (Spark gives no line numbers:
+    that one file is read again, locally, with the same parser); ``FILE`` alone for a remote file."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(file_uri)
+    if u.scheme not in ("", "file"):
+        return file_uri
+    path = Path(unquote(u.path))
+    line = first_malformed_line(path)
+    return f"{path}:{line}" if line is not None else str(path)
 
 
 def normalize(df: Any, window: Window) -> Any:

@@ -49,7 +49,15 @@ def _status(console: Any) -> Any:
 
 
 @impact.command("run")
-@click.argument("traffic", metavar="TRAFFIC")
+@click.argument("traffic", metavar="TRAFFIC...", nargs=-1, required=True)
+@click.option(
+    "--input-format",
+    type=click.Choice(["table", "kafka-request-log"]),
+    default="table",
+    show_default=True,
+    help="table: Parquet/CSV/JSON lines traffic; kafka-request-log: broker request logs (kafka.request.logger at "
+    "DEBUG: files, directories, rotated and .gz files), parsed on the chosen engine.",
+)
 @click.option(
     "-f",
     "--file",
@@ -105,7 +113,8 @@ def _status(console: Any) -> Any:
 @click.pass_context
 def run(
     ctx: click.Context,
-    traffic: str,
+    traffic: tuple[str, ...],
+    input_format: str,
     files: tuple[str, ...],
     compare_with: tuple[str, ...],
     engine: str,
@@ -131,6 +140,7 @@ def run(
       kquotactl impact run traffic/ -f proposed.yaml --compare current.yaml -o json
       kquotactl --zookeeper zk:2181 impact run s3a://bucket/traffic/ --engine spark --master yarn
       kquotactl impact run traffic.csv -f quotas.yaml --out report/ --top 5 --conf spark.driver.memory=8g
+      kquotactl impact run --input-format kafka-request-log logs/ -f quotas.yaml --engine spark
     """
     from rich.console import Console
 
@@ -141,7 +151,10 @@ def run(
     from kquotactl.impact.spark import parse_conf
 
     state = ctx.find_object(AppState) or AppState()
-    input_exists(traffic)
+    if len(traffic) > 1 and input_format == "table":
+        raise UsageError("several TRAFFIC inputs need --input-format kafka-request-log; give one table input")
+    for path in traffic:
+        input_exists(path)
     if out_dir is not None:
         from kquotactl.render.outfiles import check_dir
 
@@ -164,10 +177,14 @@ def run(
             elif state.verbose:
                 click.echo(f"kquotactl: {msg}", err=True)
 
-        runner = Runner(traffic, engine, window, None if master == "submit" else master, conf, say)
+        runner = Runner(
+            ", ".join(traffic), engine, window, None if master == "submit" else master, conf, say, input_format, traffic
+        )
         if topic_cfg is not None and runner.engine != "local":
             raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
         analysis = runner.analyze(index, top=top if out_dir else 0, distinct=base is not None)
+        if runner.log_stats is not None and (skipped := runner.log_stats.warning()):
+            click.echo(f"kquotactl: {skipped}", err=True)
         result: dict[str, Any] = dict(analysis.report)
         result["summary"] = {**result["summary"], "engine": runner.engine}
         if topic_cfg is not None:
@@ -184,7 +201,7 @@ def run(
 
             say(f"writing {out_dir}")
             quotas = ", ".join(files) if files else "the live cluster's quotas"
-            replayed = {"input": traffic, "quotas": quotas}
+            replayed = {"input": ", ".join(traffic), "quotas": quotas}
             write_files(
                 result,
                 analysis.timeline,

@@ -1,0 +1,238 @@
+"""The broker request log (``kafka.request.logger`` at DEBUG) as traffic: the one definition of the format.
+
+Both engines read it from here: the local engine applies :func:`parse_line` to each line; the Spark engine
+uses the same patterns (:data:`LINE`, :data:`RECORDS_SIZE`, :data:`REPLICA_ID`), written in the subset of
+regular-expression syntax that Python's ``re`` and Java's ``java.util.regex`` read alike (no ``\\d``/``\\w``/``\\s``,
+which differ on non-ASCII text), and the same JSON field names (:data:`JSON_FIELDS`) through ``from_json``.
+
+A line, for Kafka 2.8 to 4.x (``RequestChannel.updateRequestMetrics`` logs ``"Completed request:" + json`` where
+the JSON is ``RequestConvertToJson.requestDescMetrics``; the default log4j/log4j2 layout is ``[%d] %p %m (%c)%n``)::
+
+    [2026-11-25 10:00:00,123] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":0,
+    "requestApiVersion":9,"correlationId":5,"clientId":"app-1","requestApiKeyName":"PRODUCE"},"request":{...},
+    "response":{...},"connection":"127.0.0.1:9092-127.0.0.1:51234-0","totalTimeMs":2.1,"requestQueueTimeMs":0.1,
+    "localTimeMs":1.5,"remoteTimeMs":0.0,"throttleTimeMs":0,...,"principal":"User:alice",...} (kafka.request.logger)
+
+The mapping to the traffic table (what the brokers' quota managers measure, as closely as the log allows):
+
+- ``ts``: the line's timestamp, read as UTC, milliseconds kept (written once the response is sent: later than the
+  quota recording, in the Produce/Fetch response callbacks, by the response-queue and send times);
+- ``user``: ``principal`` without its ``User:`` type (the broker's quota user is the principal's name);
+- ``client_id``: ``requestHeader.clientId``; ``ip``: the remote host of ``connection``
+  (``localHost:localPort-remoteHost:remotePort-index`` in 2.8, ``...-processorId-index`` later);
+- ``produce_bytes``: for Produce (api key 0), the sum of the request's ``recordsSizeInBytes`` (the broker records
+  the whole request size, header and topic names included: the log undercounts by that framing);
+- ``fetch_bytes``: for a consumer Fetch (api key 1 whose request has no ``replicaId`` without a minus sign), the
+  sum of the response's ``recordsSizeInBytes`` (the broker records the whole response size: same framing
+  undercount). A follower's Fetch is exempt from client quotas (``sendResponseExemptThrottle``): no bytes and no
+  request time;
+- ``requests``: 1 per line;
+- ``request_time_ms``: ``localTimeMs``, i.e. ``apiLocalCompleteTime − requestDequeueTime``, which is the
+  request-handler time the request quota records (``requestThreadTimeNanos``); the quota also records the
+  network-thread time, which the log does not show, so the log undercounts request time;
+- ``connections``: 1 per ApiVersions request (api key 18): every client opens each connection with one. A
+  connection without one (a client that skips it) is not counted.
+
+A line that does not match :data:`LINE`, whose JSON does not parse, or that lacks the api key, the connection or
+the principal is *malformed*: counted and skipped, never fatal. Empty lines are skipped and not counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+FORMAT = "kafka-request-log"
+
+# [date time,ms] LEVEL Completed request:{json} (logger)   — groups: 1 date-time, 2 milliseconds, 3 JSON.
+LINE = (
+    r"(?s)^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})[,.]([0-9]{3})\] [A-Z]+ "
+    r"Completed request:(\{.*\})( \([A-Za-z0-9_.$]+\))?[ \t\r]*$"
+)
+TIME_FORMAT_SPARK = "yyyy-MM-dd HH:mm:ss"
+# Every record batch's size in the request (Produce) or response (Fetch); inside a JSON string a quote is
+# escaped, so these never match text within a client-id or a topic name.
+RECORDS_SIZE = r'"recordsSizeInBytes":([0-9]{1,10})(?![0-9])'
+# The first replicaId of the line is the Fetch request's (the request precedes the response in the JSON):
+# top-level up to Fetch v14, in replicaState from v15. A consumer's is -1 (or absent); a follower's has no sign.
+REPLICA_ID = r'"replicaId":(-?)[0-9]'
+BLANK = r"^[ \t\r]*$"
+
+API_PRODUCE = 0
+API_FETCH = 1
+API_VERSIONS = 18
+
+# The JSON fields read (dotted = nested), with their types; from_json reads exactly these in Spark.
+JSON_FIELDS: dict[str, str] = {
+    "requestHeader.requestApiKey": "int",
+    "requestHeader.clientId": "string",
+    "connection": "string",
+    "principal": "string",
+    "localTimeMs": "double",
+}
+PRINCIPAL_TYPE = "User:"
+
+_LINE = re.compile(LINE)
+_RECORDS = re.compile(RECORDS_SIZE)
+_REPLICA = re.compile(REPLICA_ID)
+_BLANK = re.compile(BLANK)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request-log line as a traffic row."""
+
+    ts: float
+    user: str
+    client_id: str
+    ip: str
+    produce_bytes: int
+    fetch_bytes: int
+    requests: int
+    request_time_ms: float
+    connections: int
+
+
+COLUMNS: tuple[str, ...] = (
+    "ts",
+    "user",
+    "client_id",
+    "ip",
+    "produce_bytes",
+    "fetch_bytes",
+    "requests",
+    "request_time_ms",
+    "connections",
+)
+
+
+def user_of(principal: str) -> str:
+    """``User:alice`` → ``alice``; a principal of another type keeps its full text."""
+    return principal[len(PRINCIPAL_TYPE) :] if principal.startswith(PRINCIPAL_TYPE) else principal
+
+
+def ip_of(connection: str) -> str:
+    """The remote host of a connection id ``localHost:localPort-remoteHost:remotePort-index[-...]``.
+
+    IPv6 hosts contain colons, so the host is everything before the last colon of the second dash-separated part.
+    """
+    parts = connection.split("-")
+    if len(parts) < 2:
+        return ""
+    host, sep, _port = parts[1].rpartition(":")
+    return host if sep else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _second(stamp: str) -> int | None:
+    """``2026-11-25 10:00:00`` (the shape :data:`LINE` guarantees) as UTC epoch seconds; None if no such date."""
+    try:
+        t = datetime(
+            int(stamp[0:4]),
+            int(stamp[5:7]),
+            int(stamp[8:10]),
+            int(stamp[11:13]),
+            int(stamp[14:16]),
+            int(stamp[17:19]),
+            tzinfo=UTC,
+        )
+    except ValueError:
+        return None
+    return int((t - _EPOCH).total_seconds())
+
+
+def epoch_seconds(stamp: str, millis: str) -> float | None:
+    """``2026-11-25 10:00:00`` and ``123`` as UTC epoch seconds, or None when it is not a valid date."""
+    second = _second(stamp)
+    return None if second is None else second + int(millis) / 1000.0
+
+
+def _field(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def parse_line(line: str) -> Request | None:
+    """One line as a :class:`Request`, or None when it is malformed (the caller skips empty lines first)."""
+    m = _LINE.match(line)
+    if m is None:
+        return None
+    ts = epoch_seconds(m.group(1), m.group(2))
+    if ts is None:
+        return None
+    try:
+        doc = json.loads(m.group(3))
+    except ValueError:
+        return None
+    api = _field(doc, "requestHeader.requestApiKey")
+    connection = _field(doc, "connection")
+    principal = _field(doc, "principal")
+    if not isinstance(api, int) or isinstance(api, bool) or not isinstance(connection, str):
+        return None
+    if not isinstance(principal, str):
+        return None
+    client = _field(doc, "requestHeader.clientId")
+    local = _field(doc, "localTimeMs")
+    sizes = sum(int(s) for s in _RECORDS.findall(m.group(3)))
+    replica = _REPLICA.search(m.group(3))
+    follower = api == API_FETCH and replica is not None and replica.group(1) != "-"
+    return Request(
+        ts=ts,
+        user=user_of(principal),
+        client_id=client if isinstance(client, str) else "",
+        ip=ip_of(connection),
+        produce_bytes=sizes if api == API_PRODUCE else 0,
+        fetch_bytes=sizes if api == API_FETCH and not follower else 0,
+        requests=1,
+        request_time_ms=0.0 if follower or not _is_number(local) else float(local),
+        connections=1 if api == API_VERSIONS else 0,
+    )
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def is_blank(line: str) -> bool:
+    """Lines skipped without counting as malformed."""
+    return _BLANK.match(line) is not None
+
+
+@dataclass
+class LogStats:
+    """What reading a request log found: lines read (blank ones excluded), requests kept, malformed lines."""
+
+    lines: int = 0
+    requests: int = 0
+    malformed: int = 0
+    first_malformed: str | None = None  # "FILE:LINE"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "lines": self.lines,
+            "requests": self.requests,
+            "malformed_lines": self.malformed,
+            "first_malformed": self.first_malformed,
+        }
+
+    def warning(self) -> str | None:
+        """The stderr line, when lines were skipped."""
+        if not self.malformed:
+            return None
+        s = "" if self.malformed == 1 else "s"
+        return f"{self.malformed} malformed request-log line{s} skipped, first at {self.first_malformed}"
+
+
+def is_request_log_file(name: str) -> bool:
+    """In a directory, the files read as request logs: ``kafka-request.log`` and its rotations
+    (``kafka-request.log.2026-11-25-10``, ``.gz``), i.e. names containing ``request`` and ``.log``."""
+    return "request" in name and ".log" in name and not name.startswith((".", "_"))

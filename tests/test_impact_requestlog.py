@@ -1,0 +1,168 @@
+"""The broker request log as impact input: the format (lines of Kafka 2.8, 3.9 and 4.1), the local reader, the CLI,
+and the Spark engine giving the same table and report (the Spark test is marked ``spark``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kquotactl.core.entities import Entity
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.impact import generate, local, model, readers
+from kquotactl.impact.requestlog import LINE, Request, ip_of, parse_line, user_of
+
+# Lines as the brokers write them: "[%d] %p %m (%c)%n" with m = "Completed request:" + requestDescMetrics' JSON.
+# 2.8: connection ids local-remote-index; Fetch v12 carries replicaId (-1 for a consumer).
+V28_PRODUCE = (
+    '[2026-11-25 10:00:00,250] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":0,'
+    '"requestApiVersion":8,"correlationId":7,"clientId":"billing-app","requestApiKeyName":"PRODUCE"},"request":'
+    '{"transactionalId":null,"acks":-1,"timeoutMs":30000,"topicData":[{"name":"orders","partitionData":[{"index":0,'
+    '"recordsSizeInBytes":1200},{"index":3,"recordsSizeInBytes":300}]}]},"response":{"responses":[{"name":"orders",'
+    '"partitionResponses":[{"index":0,"errorCode":0,"baseOffset":41}]}],"throttleTimeMs":0},"connection":'
+    '"10.0.0.5:9092-10.1.2.3:51234-17","totalTimeMs":3.2,"requestQueueTimeMs":0.2,"localTimeMs":2.5,'
+    '"remoteTimeMs":0.0,"throttleTimeMs":0,"responseQueueTimeMs":0.1,"sendTimeMs":0.4,"securityProtocol":'
+    '"SASL_PLAINTEXT","principal":"User:alice","listener":"SASL_PLAINTEXT","clientInformation":{"softwareName":'
+    '"apache-kafka-java","softwareVersion":"2.8.2"}} (kafka.request.logger)'
+)
+V28_FETCH_CONSUMER = (
+    '[2026-11-25 10:00:00,900] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":1,'
+    '"requestApiVersion":12,"correlationId":8,"clientId":"reader","requestApiKeyName":"FETCH"},"request":'
+    '{"replicaId":-1,"maxWaitMs":500,"minBytes":1,"topics":[]},"response":{"throttleTimeMs":0,"errorCode":0,'
+    '"sessionId":0,"responses":[{"topic":"orders","partitions":[{"partitionIndex":0,"errorCode":0,"highWatermark":'
+    '42,"recordsSizeInBytes":4096}]}]},"connection":"10.0.0.5:9092-10.1.2.4:40000-3","totalTimeMs":501.0,'
+    '"requestQueueTimeMs":0.1,"localTimeMs":0.7,"remoteTimeMs":500.0,"throttleTimeMs":0,"responseQueueTimeMs":0.1,'
+    '"sendTimeMs":0.1,"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS","listener":"PLAINTEXT",'
+    '"clientInformation":{"softwareName":"librdkafka","softwareVersion":"1.9.2"}} (kafka.request.logger)'
+)
+V28_FETCH_FOLLOWER = V28_FETCH_CONSUMER.replace('"replicaId":-1', '"replicaId":2')
+# 3.9: connection ids local-remote-processor-index; Fetch v16 has no replicaId for a consumer.
+V39_FETCH = (
+    '[2026-11-25 10:00:01,010] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":1,'
+    '"requestApiVersion":16,"correlationId":9,"clientId":"reader","requestApiKeyName":"FETCH"},"request":'
+    '{"maxWaitMs":500,"minBytes":1,"topics":[]},"response":{"throttleTimeMs":0,"errorCode":0,"sessionId":1,'
+    '"responses":[{"topicId":"Yh3xQ0zqT6y0nQ1m1a2b3c","partitions":[{"partitionIndex":0,"recordsSizeInBytes":100},'
+    '{"partitionIndex":1,"recordsSizeInBytes":23}]}]},"connection":"10.0.0.5:9092-10.1.2.4:40001-2-18",'
+    '"totalTimeMs":1.0,"requestQueueTimeMs":0.1,"localTimeMs":0.25,"remoteTimeMs":0.5,"throttleTimeMs":0,'
+    '"responseQueueTimeMs":0.1,"sendTimeMs":0.1,"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS",'
+    '"listener":"PLAINTEXT","clientInformation":{"softwareName":"librdkafka","softwareVersion":"2.6.1"}} '
+    "(kafka.request.logger)"
+)
+# 4.1: Fetch v17 moved a follower's replicaId into replicaState; an IPv6 client.
+V41_FETCH_FOLLOWER = V39_FETCH.replace('{"maxWaitMs"', '{"replicaState":{"replicaId":1,"replicaEpoch":3},"maxWaitMs"')
+V41_API_VERSIONS = (
+    '[2026-11-25 10:00:01,500] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":18,'
+    '"requestApiVersion":4,"correlationId":1,"clientId":"rdkafka \\"quoted\\" \\u00e9","requestApiKeyName":'
+    '"API_VERSIONS"},"request":{"clientSoftwareName":"librdkafka","clientSoftwareVersion":"2.6.1"},"response":'
+    '{"errorCode":0,"apiKeys":[],"throttleTimeMs":0},"connection":"0:0:0:0:0:0:0:1:9092-0:0:0:0:0:0:0:1:5555-0-1",'
+    '"totalTimeMs":0.5,"requestQueueTimeMs":0.1,"localTimeMs":0.125,"remoteTimeMs":0.0,"throttleTimeMs":0,'
+    '"responseQueueTimeMs":0.1,"sendTimeMs":0.1,"securityProtocol":"SSL","principal":"User:CN=bob,O=acme",'
+    '"listener":"SSL","clientInformation":{"softwareName":"librdkafka","softwareVersion":"2.6.1"}} '
+    "(kafka.request.logger)"
+)
+GOOD = [V28_PRODUCE, V28_FETCH_CONSUMER, V28_FETCH_FOLLOWER, V39_FETCH, V41_FETCH_FOLLOWER, V41_API_VERSIONS]
+MALFORMED = [
+    "[2026-11-25 10:00:02,000] INFO some other logger's line (kafka.server.KafkaApis)",
+    V28_PRODUCE[: len(V28_PRODUCE) // 2],  # cut short
+    V28_PRODUCE.replace("2026-11-25 10:00:00", "2026-02-30 10:00:00"),  # no such day
+    V28_PRODUCE.replace('"principal":"User:alice",', ""),  # no principal
+    V28_PRODUCE.replace('"requestApiKey":0,', ""),  # no api key
+    V28_PRODUCE.replace('"connection":', '"connection" '),  # not JSON
+    "garbage",
+]
+
+
+def test_lines_of_each_version_map_to_traffic_rows() -> None:
+    ts = 1_795_600_800  # 2026-11-25T10:00:00Z
+    got = [parse_line(line) for line in GOOD]
+    assert got == [
+        Request(ts + 0.25, "alice", "billing-app", "10.1.2.3", 1500, 0, 1, 2.5, 0),
+        Request(ts + 0.9, "ANONYMOUS", "reader", "10.1.2.4", 0, 4096, 1, 0.7, 0),
+        Request(ts + 0.9, "ANONYMOUS", "reader", "10.1.2.4", 0, 0, 1, 0.0, 0),  # a follower: exempt
+        Request(ts + 1.01, "ANONYMOUS", "reader", "10.1.2.4", 0, 123, 1, 0.25, 0),
+        Request(ts + 1.01, "ANONYMOUS", "reader", "10.1.2.4", 0, 0, 1, 0.0, 0),
+        Request(ts + 1.5, "CN=bob,O=acme", 'rdkafka "quoted" é', "0:0:0:0:0:0:0:1", 0, 0, 1, 0.125, 1),
+    ]
+
+
+@pytest.mark.parametrize("line", MALFORMED)
+def test_malformed_lines_are_none(line: str) -> None:
+    assert parse_line(line) is None
+
+
+def test_the_generator_writes_lines_the_parser_reads_back() -> None:
+    for version in generate.KAFKA_VERSIONS:
+        line = generate.request_log_line(1_795_600_800.5, 0, "u", "c", "10.0.0.1", (10, 20), 1.5, version)
+        assert parse_line(line) == Request(1_795_600_800.5, "u", "c", "10.0.0.1", 30, 0, 1, 1.5, 0)
+        follower = generate.request_log_line(1_795_600_800.5, 1, "u", "c", "10.0.0.1", (10,), 1.5, version, 3)
+        assert parse_line(follower).fetch_bytes == 0
+
+
+def test_names_and_the_line_pattern() -> None:
+    assert user_of("User:alice") == "alice" and user_of("Group:x") == "Group:x"
+    assert ip_of("a:1-10.0.0.9:2-3") == "10.0.0.9" and ip_of("broken") == ""
+    assert LINE.startswith("(?s)^")  # . matches every character in both Python and Java regexes
+
+
+def _write_logs(d: Path) -> list[str]:
+    """A logs/ directory: a gzipped rotation (malformed lines inside), the live file, and a file not read."""
+    d.mkdir()
+    rotated = d / "kafka-request.log.2026-11-25-09.gz"
+    with gzip.open(rotated, "wt") as f:
+        f.write("\n".join([GOOD[0], "", MALFORMED[0], GOOD[1], *MALFORMED[1:]]) + "\n")
+    (d / "kafka-request.log").write_text("\n".join(GOOD[2:]) + "\r\n\n")
+    (d / "server.log").write_text("not a request log\n")
+    return [str(rotated), str(d / "kafka-request.log")]
+
+
+def test_local_reader_counts_malformed_lines_and_reads_gz_and_rotations(tmp_path: Path) -> None:
+    files = _write_logs(tmp_path / "logs")
+    table, stats = readers.read_request_log([str(tmp_path / "logs")])
+    assert table.num_rows == len(GOOD) and stats.requests == len(GOOD)
+    assert stats.malformed == len(MALFORMED) and stats.lines == len(GOOD) + len(MALFORMED)
+    assert stats.first_malformed == f"{(tmp_path / 'logs' / 'kafka-request.log.2026-11-25-09.gz').absolute()}:3"
+    assert stats.warning() == f"{len(MALFORMED)} malformed request-log lines skipped, first at {stats.first_malformed}"
+    again, _ = readers.read_request_log(list(reversed(files)))  # several files: the same table
+    assert again.equals(table)
+
+
+def test_cli_reports_skipped_lines_on_stderr_and_in_json(tmp_path: Path) -> None:
+    _write_logs(tmp_path / "logs")
+    quotas = tmp_path / "q.yaml"
+    quotas.write_text("quotas:\n- entity: {user: alice}\n  config: {producer_byte_rate: 100}\n")
+    cmd = [sys.executable, "-m", "kquotactl", "-o", "json", "impact", "run", "--input-format", "kafka-request-log"]
+    p = subprocess.run([*cmd, str(tmp_path / "logs"), "-f", str(quotas)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["summary"]["engine"] == "local"  # auto: a small input
+    assert out["summary"]["request_log"]["malformed_lines"] == len(MALFORMED)
+    assert f"{len(MALFORMED)} malformed request-log lines skipped, first at " in p.stderr
+    (row,) = out["quota_ids"]
+    assert (row["quota_id"], row["max_throttle_ms"] > 0) == ({"user": "alice", "client-id": ""}, True)
+    table = subprocess.run([*cmd[:-2], str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True, text=True)
+    assert table.returncode != 0 and "kafka-request-log" in table.stderr
+
+
+@pytest.mark.spark
+def test_spark_parses_the_same_table_and_report_as_the_local_engine(spark, tmp_path: Path) -> None:
+    from kquotactl.impact import spark as sp
+
+    _write_logs(tmp_path / "logs")
+    traffic = generate.generate(3000, users=8, clients=20, rate=100)
+    generate.write_lines(generate.request_log(traffic, "3.9", malformed_every=500), tmp_path / "logs" / "b-request.log")
+    quotas = {**generate.quotas(8, 20), Entity(user="svc-0"): {"producer_byte_rate": 2000}}
+    index, window = QuotaIndex(quotas), model.Window()
+    table, stats = readers.read_request_log([str(tmp_path / "logs")])
+    df, sstats = sp.read_request_log(spark, [str(tmp_path / "logs")], window)
+    assert sstats == stats and stats.malformed == len(MALFORMED) + 6
+    columns = readers.normalize(table, window)
+    rows = sorted(zip(*(columns[c] for c in df.columns), strict=True))
+    assert sorted(tuple(r) for r in df.collect()) == rows
+    want = model.report(local.run(columns, index, window), index, window)
+    result, *_ = sp.run(df, model.quota_table(index), window)
+    assert model.report(result, index, window) == want
+    assert want["summary"]["throttled_quota_ids"] > 0

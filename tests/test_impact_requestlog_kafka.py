@@ -1,0 +1,216 @@
+"""Real brokers (KRaft 4.1; ZooKeeper-mode 3.9) with ``kafka.request.logger`` at DEBUG, a real producer over a produce
+quota set by kquotactl and a real consumer (confluent-kafka); ``impact run --input-format kafka-request-log`` on the
+broker's log finds the quota-id and the bytes, on both engines (the same report).
+
+Tolerance: the log gives record-batch sizes, which include the batch and record framing (61 bytes a batch, a few
+bytes a record) on top of the payload, so produced and fetched bytes are asserted within [payload, payload × 1.15].
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import run_cli
+from kquotactl.core.entities import Entity
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.impact.engine import Runner
+from kquotactl.impact.model import Window
+from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+# The brokers' own layout ("[%d] %p %m (%c)%n", config/log4j2.yaml) for the request logger, in its own file.
+LOG4J2_REQUEST_LOG = """Configuration:
+  Appenders:
+    File:
+      - name: F
+        fileName: "{server}"
+        PatternLayout:
+          pattern: "[%d] %p %m (%c)%n"
+      - name: R
+        fileName: "{requests}"
+        PatternLayout:
+          pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        ref: F
+    Logger:
+      - name: kafka.request.logger
+        level: DEBUG
+        additivity: false
+        AppenderRef:
+          ref: R
+"""
+
+LOG4J1_REQUEST_LOG = """log4j.rootLogger=WARN, F
+log4j.appender.F=org.apache.log4j.FileAppender
+log4j.appender.F.File={server}
+log4j.appender.F.layout=org.apache.log4j.PatternLayout
+log4j.appender.F.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.R=org.apache.log4j.FileAppender
+log4j.appender.R.File={requests}
+log4j.appender.R.layout=org.apache.log4j.PatternLayout
+log4j.appender.R.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=DEBUG, R
+log4j.additivity.kafka.request.logger=false
+"""
+
+LIMIT = 100_000  # bytes/s for (user, rl-producer)
+MESSAGES, SIZE = 1500, 1000  # 1.5 MB in 16 kB batches: about 15 s at the limit, well past it without a quota
+
+
+@dataclass
+class RequestLogBroker(KRaftKafkaServer):
+    """The harness's KRaft broker with the request log written to ``workdir/kafka-request.log``, timestamps in UTC."""
+
+    def _log_opts(self) -> list[str]:
+        assert self.workdir is not None
+        cfg = self.workdir / "log4j2.yaml"
+        logs = {"server": self.workdir / "server.log", "requests": self.workdir / "kafka-request.log"}
+        cfg.write_text(LOG4J2_REQUEST_LOG.format(**logs))
+        return [f"-Dlog4j2.configurationFile={cfg}", "-Duser.timezone=UTC"]
+
+
+@dataclass
+class ZkRequestLogBroker(ZkKafkaServer):
+    """The harness's ZooKeeper-mode 3.9 broker with the request log in ``workdir/kafka-request.log`` (log4j 1)."""
+
+    def _log_opts(self) -> list[str]:
+        assert self.workdir is not None
+        cfg = self.workdir / "log4j.properties"
+        logs = {"server": self.workdir / "server.log", "requests": self.workdir / "kafka-request.log"}
+        cfg.write_text(LOG4J1_REQUEST_LOG.format(**logs))
+        return [f"-Dlog4j.configuration=file:{cfg}", "-Duser.timezone=UTC"]
+
+
+def _traffic(broker: KRaftKafkaServer | ZkKafkaServer, producer_conf: dict[str, str], topic: str) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": "rl-producer",
+            "compression.type": "none",
+            "linger.ms": "5",
+            "batch.size": "16384",
+            **producer_conf,
+        }
+    )
+    for i in range(MESSAGES):
+        producer.produce(topic, b"x" * SIZE, key=str(i).encode())
+        producer.poll(0)
+    assert producer.flush(120) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": "rl-consumer",
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    got, deadline = 0, time.monotonic() + 120
+    while got < MESSAGES and time.monotonic() < deadline:
+        m = consumer.poll(1.0)
+        if m is not None and m.error() is None:
+            got += 1
+    consumer.close()
+    assert got == MESSAGES
+
+
+def _replay_broker_log(
+    spark: Any,
+    tmp_path: Path,
+    broker: KRaftKafkaServer | ZkKafkaServer,
+    user: str,
+    producer_conf: Callable[[], dict[str, str]],
+) -> None:
+    """Start ``broker``, set (user, rl-producer)'s produce quota with kquotactl, drive traffic, stop it, and replay
+    its request log on both engines."""
+    assert broker.workdir is not None
+    log = broker.workdir / "kafka-request.log"
+    try:
+        broker.start()
+        r = run_cli(
+            "--bootstrap-server",
+            broker.bootstrap,
+            "alter",
+            "--user",
+            user,
+            "--client-id",
+            "rl-producer",
+            "--add-config",
+            f"producer_byte_rate={LIMIT}",
+        )
+        assert r.exit_code == 0, r.stderr
+        time.sleep(2)  # brokers apply quota changes asynchronously
+        _traffic(broker, producer_conf(), f"rl-{uuid.uuid4().hex[:8]}")
+        broker.stop()  # the log is complete; the JVM's cores go to Spark
+        logs = tmp_path / "logs"
+        logs.mkdir()
+        log = Path(shutil.copy(log, logs / log.name))
+    finally:
+        broker.close()
+    index = QuotaIndex({Entity(user=user, client_id="rl-producer"): {"producer_byte_rate": LIMIT}})
+    reports = {}
+    for engine in ("local", "spark"):
+        runner = Runner(str(log), engine, Window(), "local[2]", input_format="kafka-request-log")
+        reports[engine] = runner.analyze(index).report
+        assert runner.log_stats is not None and runner.log_stats.malformed == 0
+    assert reports["local"] == reports["spark"]
+    rep = reports["local"]
+    traffic = rep["summary"]["traffic"]
+    payload = MESSAGES * SIZE
+    assert payload <= traffic["producer_byte_rate"]["usage"] <= payload * 1.15
+    assert payload <= traffic["consumer_byte_rate"]["usage"] <= payload * 1.15
+    (row,) = [r for r in rep["quota_ids"] if r["key"] == "producer_byte_rate"]
+    assert row["quota_id"] == {"user": user, "client-id": "rl-producer"}
+    assert (row["level"], row["limit"]) == (1, LIMIT)
+    # The producer ran against the quota: its replayed rate reached it, and no further than a burst can.
+    assert LIMIT * 0.5 <= row["max_rate"] <= LIMIT * 3
+    # What the broker applied (the top-level throttleTimeMs of the producer's Produce lines), next to the replay.
+    applied = []
+    for line in log.read_text().splitlines():
+        doc = json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+        if doc["requestHeader"]["clientId"] == "rl-producer" and doc["requestHeader"]["requestApiKey"] == 0:
+            applied.append(doc["throttleTimeMs"])
+    print(
+        f"\n{type(broker).__name__}: produced {traffic['producer_byte_rate']['usage']:.0f} B for a {payload} B payload;"
+        f" broker throttled {sum(1 for a in applied if a)}/{len(applied)} produce requests, {sum(applied)} ms in all,"
+        f" max {max(applied)} ms; replay: {row['seconds_throttled']} s throttled, {row['total_throttle_ms']} ms in all,"
+        f" max {row['max_throttle_ms']} ms, max rate {row['max_rate']:.0f} B/s"
+    )
+    assert sum(applied) > 0  # the quota kquotactl set was in force on the broker
+
+
+def test_request_log_of_a_kraft_41_broker(spark, tmp_path: Path) -> None:
+    broker = RequestLogBroker(workdir=tmp_path / "broker")
+    broker.workdir.mkdir()
+
+    def sasl() -> dict[str, str]:  # after start(): the SASL listener's port is picked then
+        return {
+            "bootstrap.servers": broker.sasl_bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": broker.scram_user,
+            "sasl.password": broker.scram_password,
+        }
+
+    _replay_broker_log(spark, tmp_path, broker, broker.scram_user, sasl)
+
+
+def test_request_log_of_a_zookeeper_mode_39_broker(spark, zk_server, tmp_path: Path) -> None:
+    broker = ZkRequestLogBroker(zookeeper=f"{zk_server.connect}/rl-{uuid.uuid4().hex[:8]}", workdir=tmp_path / "b")
+    broker.workdir.mkdir()
+    _replay_broker_log(spark, tmp_path, broker, "ANONYMOUS", dict)

@@ -26,7 +26,7 @@ import pytest
 from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, replay_hint
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import QuotaError
-from kquotactl.core.keys import KEYS, EntityKind, format_value, java_trim
+from kquotactl.core.keys import KEYS, KeyScope, format_value, java_trim
 from kquotactl.core.model import build_change, check_live_changes
 from kquotactl.testing.oracle import cases_per_run
 
@@ -71,7 +71,7 @@ def _case(rng: random.Random) -> tuple[str, str, str]:
     if rng.random() < 0.05:  # a key on the wrong kind of entity
         entity = rng.choice(list(ENTITIES))
     else:
-        entity = "ips" if kind is EntityKind.IP else rng.choice(["users", "clients"])
+        entity = "ips" if kind is KeyScope.IP else rng.choice(["users", "clients"])
     return key, entity, _text(rng)
 
 

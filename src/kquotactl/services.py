@@ -338,7 +338,7 @@ def replay(
     :func:`limit_value`), or under what ``conn`` resolves to in ``quota_set`` (called only then: loading a live
     quota set reads the cluster). ``key`` defaults to connection_creation_rate for an ip-only connection, else
     producer_byte_rate. A missing input raises :class:`MissingInput`."""
-    from kquotactl.core.keys import EntityKind, lookup_key
+    from kquotactl.core.keys import KeyScope, lookup_key
 
     if key is None:
         key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
@@ -349,7 +349,7 @@ def replay(
         if conn is None or quota_set is None:
             raise MissingInput("replay-limit")
         index = quota_set()
-        if qk.kind is EntityKind.IP:
+        if qk.kind is KeyScope.IP:
             if conn.ip is None:
                 raise MissingInput("ip", key)
             res = index.resolve_ip(conn.ip, key)

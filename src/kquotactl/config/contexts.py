@@ -74,7 +74,7 @@ class Context:
 
 
 @dataclass(frozen=True)
-class Config:
+class ContextsFile:
     """The parsed file. Problems are kept, not raised: a broken context (or file) is reported, in one line
     naming the file, the context and the problem, only when something uses it (:meth:`get`,
     :meth:`current_context`), so one typo never breaks commands that do not need it."""
@@ -143,13 +143,13 @@ def default_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(base).expanduser() / "kquotactl" / "config.yaml"
 
 
-def parse_config(data: Any, path: Path) -> Config:
-    """Validate the YAML document. Nothing is raised: problems are recorded on the :class:`Config` (whole
+def parse_config(data: Any, path: Path) -> ContextsFile:
+    """Validate the YAML document. Nothing is raised: problems are recorded on the :class:`ContextsFile` (whole
     file) or on each :class:`Context`, and reported when used."""
     if data is None:
-        return Config(path=path, exists=True)
+        return ContextsFile(path=path, exists=True)
     if not isinstance(data, dict):
-        return Config(
+        return ContextsFile(
             path=path, exists=True, problem=f"{path}: expected a mapping with 'contexts:' and 'current-context:'"
         )
     problem = None
@@ -177,7 +177,7 @@ def parse_config(data: Any, path: Path) -> Config:
     else:
         problem = problem or f"{path}: 'contexts:' must map context names to settings"
     current = data.get("current-context")
-    return Config(
+    return ContextsFile(
         path=path,
         contexts=contexts,
         current=None if current is None else str(current),
@@ -233,7 +233,7 @@ def config_target(path: str | os.PathLike[str] | None = None, env: Mapping[str, 
     return Path(path).expanduser() if path is not None else default_path(env)
 
 
-def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
+def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> ContextsFile:
     """Read the config file; a missing default file is an empty config, a missing ``--config`` is an error.
     An unreadable file or bad YAML is recorded on the result (reported when a context is needed)."""
     explicit = path is not None
@@ -243,9 +243,9 @@ def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, st
     except FileNotFoundError:
         if explicit:
             raise UsageError(f"config file {p} does not exist (check --config)") from None
-        return Config(path=p)
+        return ContextsFile(path=p)
     except UsageError as e:
-        return Config(path=p, exists=True, problem=e.message)
+        return ContextsFile(path=p, exists=True, problem=e.message)
     return parse_config(data, p)
 
 
@@ -294,7 +294,7 @@ def apply_context(
 
 
 def select_context(
-    config: Config, explicit: str | None, env: Mapping[str, str] | None = None
+    config: ContextsFile, explicit: str | None, env: Mapping[str, str] | None = None
 ) -> tuple[Context | None, str]:
     """Which context applies: ``--context`` > ``KQUOTACTL_CONTEXT`` > the file's current-context.
 
@@ -342,7 +342,7 @@ def set_current(text: str, name: str) -> str:
     return f"{line}\n{text}" if text else f"{line}\ncontexts: {{}}\n"
 
 
-def write_current_context(config: Config, name: str) -> None:
+def write_current_context(config: ContextsFile, name: str) -> None:
     """Atomically point ``current-context`` at ``name`` (the file keeps its comments and its mode)."""
     config.get(name)
     text = config.path.read_text(encoding="utf-8") if config.path.exists() else ""

@@ -14,7 +14,7 @@ from typing import Final
 
 from kquotactl.core.errors import InvalidRequest, InvalidValue
 from kquotactl.core.inet import IpKind, address_key, read_ip_name
-from kquotactl.core.keys import EntityKind
+from kquotactl.core.keys import KeyScope
 from kquotactl.core.sanitizer import desanitize, sanitize
 
 DEFAULT_MARKER: Final = "<default>"
@@ -148,8 +148,8 @@ class Entity:
     # -- views -----------------------------------------------------------------------------------
 
     @property
-    def kind(self) -> EntityKind:
-        return EntityKind.IP if self.ip is not None else EntityKind.CLIENT
+    def kind(self) -> KeyScope:
+        return KeyScope.IP if self.ip is not None else KeyScope.CLIENT
 
     def components(self) -> dict[EntityType, Name]:
         out: dict[EntityType, Name] = {}

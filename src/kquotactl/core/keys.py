@@ -32,7 +32,7 @@ class ValueType(StrEnum):
     INT = "INT"
 
 
-class EntityKind(StrEnum):
+class KeyScope(StrEnum):
     """Quota keys apply either to user/client-id entities or to ip entities (KIP-612)."""
 
     CLIENT = "client"  # users, clients, (user, client-id) pairs and their defaults
@@ -43,7 +43,7 @@ class EntityKind(StrEnum):
 class QuotaKey:
     name: str
     type: ValueType
-    kind: EntityKind
+    kind: KeyScope
     unit: str
     doc: str
     enforced: bool = True  # does a stock Apache Kafka broker enforce it?
@@ -62,7 +62,7 @@ KEYS: dict[str, QuotaKey] = {
         QuotaKey(
             "producer_byte_rate",
             ValueType.LONG,
-            EntityKind.CLIENT,
+            KeyScope.CLIENT,
             "bytes/s",
             "Upper bound (bytes/second) for producer traffic.",
             byte_rate=True,
@@ -70,7 +70,7 @@ KEYS: dict[str, QuotaKey] = {
         QuotaKey(
             "consumer_byte_rate",
             ValueType.LONG,
-            EntityKind.CLIENT,
+            KeyScope.CLIENT,
             "bytes/s",
             "Upper bound (bytes/second) for consumer traffic.",
             byte_rate=True,
@@ -78,7 +78,7 @@ KEYS: dict[str, QuotaKey] = {
         QuotaKey(
             "request_rate",
             ValueType.LONG,
-            EntityKind.CLIENT,
+            KeyScope.CLIENT,
             "requests/s",
             "Requests per second (KIP-124 draft). Stock Apache Kafka brokers ignore it and enforce "
             "request_percentage instead.",
@@ -89,7 +89,7 @@ KEYS: dict[str, QuotaKey] = {
         QuotaKey(
             "request_percentage",
             ValueType.DOUBLE,
-            EntityKind.CLIENT,
+            KeyScope.CLIENT,
             "%",
             "Percentage of one request-handler/network thread's time per quota window.",
             throttle_capped=True,
@@ -97,14 +97,14 @@ KEYS: dict[str, QuotaKey] = {
         QuotaKey(
             "controller_mutation_rate",
             ValueType.DOUBLE,
-            EntityKind.CLIENT,
+            KeyScope.CLIENT,
             "mutations/s",
             "Rate of partition mutations (create/delete topics and partitions) per second (KIP-599).",
         ),
         QuotaKey(
             "connection_creation_rate",
             ValueType.INT,
-            EntityKind.IP,
+            KeyScope.IP,
             "connections/s",
             "Upper bound of connections accepted per second for the IP (KIP-612).",
             throttle_capped=True,
@@ -115,8 +115,8 @@ KEYS: dict[str, QuotaKey] = {
 #: The core's key order: how kquotactl sorts keys in everything it writes and prints (unknown keys last).
 KEY_ORDER = {k: i for i, k in enumerate(KEYS)}
 
-CLIENT_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is EntityKind.CLIENT)
-IP_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is EntityKind.IP)
+CLIENT_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is KeyScope.CLIENT)
+IP_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is KeyScope.IP)
 SCRAM_KEYS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
 
 # Unit suffixes for byte rates. IEC (KiB) are powers of 1024, SI (kB/KB) powers of 1000; "B" is bytes.
@@ -135,11 +135,11 @@ UNIT_FACTORS: dict[str, int] = {
 _NUMBER = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)$")
 
 
-def keys_for(kind: EntityKind) -> tuple[str, ...]:
-    return CLIENT_KEYS if kind is EntityKind.CLIENT else IP_KEYS
+def keys_for(kind: KeyScope) -> tuple[str, ...]:
+    return CLIENT_KEYS if kind is KeyScope.CLIENT else IP_KEYS
 
 
-def lookup_key(name: str, kind: EntityKind | None = None) -> QuotaKey:
+def lookup_key(name: str, kind: KeyScope | None = None) -> QuotaKey:
     """Return the key definition, or raise naming the bad key (with the closest valid one)."""
     key = KEYS.get(name)
     if key is None:
@@ -153,7 +153,7 @@ def lookup_key(name: str, kind: EntityKind | None = None) -> QuotaKey:
         hint = f" — did you mean {close[0]}?" if close else f" (valid keys: {', '.join(candidates)})"
         raise InvalidValue(f"unknown key {name!r}{hint}")
     if kind is not None and key.kind is not kind:
-        if key.kind is EntityKind.IP:
+        if key.kind is KeyScope.IP:
             raise InvalidValue(f"{name} is only valid for ips, not for users or clients")
         raise InvalidValue(f"{name} is not valid for ips (ips take only connection_creation_rate)")
     return key

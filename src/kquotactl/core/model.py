@@ -11,7 +11,7 @@ from kquotactl.core.entities import Entity
 from kquotactl.core.errors import InvalidConfigs, InvalidValue, NothingToChange, QuotaError, UsageError
 from kquotactl.core.keys import KEYS, Number, check_live_key, check_number, lookup_key, not_applied_reason, parse_value
 
-Config = dict[str, Number]
+QuotaConfig = dict[str, Number]
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def build_change(
 ) -> EntityChange:
     """Validate keys and values for the entity's kind and build the change; nothing is written here."""
     kind = entity.kind
-    typed: Config = {}
+    typed: QuotaConfig = {}
     for k, v in add.items():
         key = lookup_key(k, kind)
         typed[k] = parse_value(key, v) if isinstance(v, str) else check_number(key, v)
@@ -110,12 +110,12 @@ def check_one_change_per_entity(changes: Iterable[EntityChange]) -> None:
         seen.add(ch.entity)
 
 
-def apply_change(current: Mapping[str, Number], change: EntityChange) -> Config:
+def apply_change(current: Mapping[str, Number], change: EntityChange) -> QuotaConfig:
     """The entity's config after the change; deleting an unset key fails unless ``if_exists``."""
     missing = sorted(k for k in change.remove if k not in current)
     if missing and not change.if_exists:
         raise InvalidConfigs(missing, change.entity.label())
-    new: Config = {k: v for k, v in current.items() if k not in change.remove}
+    new: QuotaConfig = {k: v for k, v in current.items() if k not in change.remove}
     new.update(change.set)
     return new
 
@@ -145,3 +145,15 @@ class EntityResult:
             "after": dict(self.after),
             **({"message": self.message} if self.message else {}),
         }
+
+
+def stale_plan_result(
+    entity: Entity, expected: Mapping[Entity, Mapping[str, Number]] | None, before: Mapping[str, Number]
+) -> EntityResult | None:
+    """The rejection of an entity whose live config is no longer what the plan saw (``expected``), else None: every
+    backend refuses to overwrite a change made since the plan (a stale plan)."""
+    if expected is None or entity not in expected or dict(expected[entity]) == before:
+        return None
+    return EntityResult(
+        entity, Outcome.REJECTED, before, before, message="changed since the plan was made (stale plan); re-run plan"
+    )

@@ -23,15 +23,16 @@ from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, MatchType
 from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
 from kquotactl.core.model import (
-    Config,
     EntityChange,
     EntityResult,
     Outcome,
+    QuotaConfig,
     QuotaRecord,
     WireEntry,
     apply_change,
     check_live_changes,
     check_one_change_per_entity,
+    stale_plan_result,
 )
 from kquotactl.core.partial import partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
@@ -115,9 +116,9 @@ def coerce_value(key: str, value: float) -> Number | None:
     return min(int(as_int), limit)
 
 
-def typed_values(entity: Entity, values: Mapping[str, float], warnings: list[str] | None = None) -> Config:
+def typed_values(entity: Entity, values: Mapping[str, float], warnings: list[str] | None = None) -> QuotaConfig:
     """The quota keys of a described entity, typed, in the canonical key order."""
-    out: Config = {}
+    out: QuotaConfig = {}
     for k in KEYS:
         if k in values and KEYS[k].kind is entity.kind:
             v = coerce_value(k, values[k])
@@ -129,7 +130,7 @@ def typed_values(entity: Entity, values: Mapping[str, float], warnings: list[str
     return out
 
 
-def plan_ops(before: Mapping[str, Number], change: EntityChange) -> tuple[Config, list[tuple[str, float, bool]]]:
+def plan_ops(before: Mapping[str, Number], change: EntityChange) -> tuple[QuotaConfig, list[tuple[str, float, bool]]]:
     """The entity's config after ``change`` and the ops that get it there (sets and removes in one entry).
 
     Only keys that actually change are sent. Raises like :func:`apply_change` (deleting an unset key).
@@ -246,12 +247,12 @@ class AdminBackend:
         self.warnings.extend(str(f) for f in stored_findings(records))
         return records
 
-    def _current(self, entities: Sequence[Entity]) -> dict[Entity, Config]:
+    def _current(self, entities: Sequence[Entity]) -> dict[Entity, QuotaConfig]:
         """Live config of each entity (absent = no quotas), by exact describes or one describe of everything."""
         if self.controller:
             return {}
         if len(entities) <= EXACT_READS_UP_TO:
-            out: dict[Entity, Config] = {}
+            out: dict[Entity, QuotaConfig] = {}
             for e in entities:
                 recs = self.describe(EntityFilter.exact(e))
                 if recs:
@@ -284,17 +285,11 @@ class AdminBackend:
             changes = route_ip_changes(changes, [str(n) for n in stored if n is not None and n is not DEFAULT])
         current = self._current([ch.entity for ch in changes])
         results: dict[Entity, EntityResult] = {}
-        planned: list[tuple[EntityChange, Config, Config, list[tuple[str, float, bool]]]] = []
+        planned: list[tuple[EntityChange, QuotaConfig, QuotaConfig, list[tuple[str, float, bool]]]] = []
         for ch in changes:
             before = current.get(ch.entity, {})
-            if expected is not None and ch.entity in expected and dict(expected[ch.entity]) != before:
-                results[ch.entity] = EntityResult(
-                    ch.entity,
-                    Outcome.REJECTED,
-                    before,
-                    before,
-                    message="changed since the plan was made (stale plan); re-run plan",
-                )
+            if (stale := stale_plan_result(ch.entity, expected, before)) is not None:
+                results[ch.entity] = stale
                 continue
             if self.controller:  # controllers cannot describe: send the change as given
                 after = dict(ch.set)

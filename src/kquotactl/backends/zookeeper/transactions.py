@@ -33,7 +33,7 @@ from kquotactl.backends.zookeeper.session import ConnectionTrouble, NotAuthorize
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import BackendUnavailable, ConflictError, QuotaError
 from kquotactl.core.keys import KEYS, Number, format_value
-from kquotactl.core.model import EntityChange, EntityResult, Outcome, apply_change
+from kquotactl.core.model import EntityChange, EntityResult, Outcome, apply_change, stale_plan_result
 from kquotactl.core.wording import counted
 
 log = logging.getLogger("kquotactl.zookeeper")
@@ -175,14 +175,8 @@ def plan_entities(
         props = dict(node.props) if node else {}
         unparsed: dict[str, str] = {}
         before = typed_config(ch.entity, props, unparsed)
-        if expected is not None and ch.entity in expected and dict(expected[ch.entity]) != before:
-            results[ch.entity] = EntityResult(
-                ch.entity,
-                Outcome.REJECTED,
-                before,
-                before,
-                message="changed since the plan was made (stale plan); re-run plan",
-            )
+        if (stale := stale_plan_result(ch.entity, expected, before)) is not None:
+            results[ch.entity] = stale
             continue
         try:
             # a stored value brokers cannot parse is still a key that can be removed (or overwritten)

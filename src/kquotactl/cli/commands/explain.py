@@ -175,10 +175,10 @@ def explain(
     if "-" in files and connections is not None and getattr(connections, "name", "") == "<stdin>":
         raise UsageError("-f - and --connections - cannot both read stdin: put one of them in a file")
     if conn is not None and replay is None:
-        from kquotactl.core.keys import EntityKind
+        from kquotactl.core.keys import KeyScope
 
         for k in throttle.observed:
-            if (KEYS[k].kind is EntityKind.IP) != (conn.user is None) and not (conn.ip and conn.user):
+            if (KEYS[k].kind is KeyScope.IP) != (conn.user is None) and not (conn.ip and conn.user):
                 needs = "--ip" if conn.user else "--user/--client-id"
                 state.warn(f"--observed {k}: this connection has no {k} (it needs {needs})")
 

@@ -1,0 +1,168 @@
+"""The option spec of the commands that take kafka-configs' options: which cluster (``connection_options``) and which
+entity (``entity_options``), with the help texts they share. Declared apart from the commands that use them, as
+httpie declares its options, so the help, the man pages (:mod:`kquotactl.cli.docsgen`) and completion
+(:mod:`kquotactl.cli.completion`, by option name) all read one definition. Only click is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kquotactl.cli.kit import stacked
+
+KEYS_HELP = (
+    "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
+    "request_percentage, controller_mutation_rate (DOUBLE) for users and clients; connection_creation_rate (INT) "
+    "for ips. Values must be greater than 0. request_rate (the KIP-124 draft key, which no Apache Kafka release "
+    "knows) is refused: set request_percentage; --delete-config request_rate still removes one another tool stored."
+)
+
+EPILOG_EXIT = (
+    "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan, apply --dry-run, "
+    "a declined apply), 130 interrupted (Ctrl-C)."
+)
+
+
+# -- option groups ------------------------------------------------------------------------------
+
+
+def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--zookeeper",
+            metavar="HOST:PORT[/CHROOT]",
+            help=f"ZooKeeper connect string of a ZooKeeper-mode cluster (env {'KQUOTACTL_ZOOKEEPER'}).",
+        ),
+        click.option(
+            "--bootstrap-server",
+            metavar="HOST:PORT[,...]",
+            help="Brokers to use the admin API (KIP-546) with: KRaft and ZooKeeper-mode clusters.",
+        ),
+        click.option(
+            "--bootstrap-controller",
+            metavar="HOST:PORT[,...]",
+            help="KRaft controllers to use the admin API with (Kafka 3.7+).",
+        ),
+        click.option(
+            "--command-config",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="Java client properties for the admin API (security.protocol, sasl.*, ssl.*).",
+        ),
+        click.option(
+            "--connect-timeout",
+            "--zk-timeout",
+            "connect_timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=10.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up connecting after this long.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=30.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up on any single request after this long.",
+        ),
+        click.option(
+            "--zk-auth",
+            multiple=True,
+            metavar="SCHEME:USER:PASSWORD",
+            help="ZooKeeper authentication: digest:USER:PASSWORD or sasl:USER:PASSWORD "
+            "(env KQUOTACTL_ZK_AUTH keeps it off the command line).",
+        ),
+        click.option(
+            "--zk-sasl-jaas",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="JAAS file whose 'Client' section has the ZooKeeper SASL login "
+            "(default: -Djava.security.auth.login.config in KAFKA_OPTS).",
+        ),
+        click.option(
+            "--zk-tls-config-file",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="ZooKeeper TLS client properties (Kafka's zookeeper.ssl.* names, PEM stores).",
+        ),
+        click.option(
+            "--zk-acl",
+            type=click.Choice(["open", "secure"]),
+            default="open",
+            show_default=True,
+            help="ACLs for nodes kquotactl creates: 'secure' = what brokers use with zookeeper.set.acl=true.",
+        ),
+        click.option(
+            "--allow-no-brokers",
+            is_flag=True,
+            help="Write into a ZooKeeper chroot that has no /brokers yet (a cluster whose brokers have not started); "
+            "without it such a write is refused as a probably forgotten chroot.",
+        ),
+    ]
+    return stacked(opts, f)
+
+
+ENTITY_TYPES = ("users", "clients", "ips")
+
+ENTITY_DEFAULT_TOKEN = "\x00entity-default"  # kquotactl.cli.entityargs.ENTITY_DEFAULT (not imported: start-up time)
+
+
+def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option(
+            "--entity-type",
+            "entity_types",
+            multiple=True,
+            metavar="[users|clients|ips]",
+            shell_complete=lambda ctx, param, incomplete: [
+                t for t in ENTITY_TYPES if t.startswith(incomplete)
+            ],  # no click.Choice: kafka-configs refuses a duplicate type before an unknown one, and so do we
+            help="Entity type; repeat to combine users and clients into a pair.",
+        ),
+        click.option(
+            "--entity-name",
+            "entity_names",
+            multiple=True,
+            metavar="NAME",
+            help="Name for the --entity-type at the same position (never empty: --entity-default is the default).",
+        ),
+        click.option(
+            "--entity-default",
+            "entity_names",
+            flag_value=ENTITY_DEFAULT_TOKEN,
+            multiple=True,
+            help="The default entity for the --entity-type at the same position.",
+        ),
+        click.option(
+            "--user",
+            metavar="NAME",
+            help="A user principal (same as --entity-type users --entity-name).",
+        ),
+        click.option(
+            "--client",
+            "--client-id",
+            "client",
+            metavar="NAME",
+            help="A client-id.",
+        ),
+        click.option(
+            "--ip",
+            metavar="ADDRESS",
+            help="An IPv4/IPv6 address (connection_creation_rate only).",
+        ),
+        click.option("--user-defaults", is_flag=True, help="The default user."),
+        click.option("--client-defaults", is_flag=True, help="The default client-id."),
+        click.option("--ip-defaults", is_flag=True, help="The default ip."),
+        click.option(
+            "--literal-names",
+            is_flag=True,
+            help="A user or client-id named '<default>' is a real name (without it, that name is refused as ambiguous: "
+            "kafka-configs writes such a user, manifests mean the default).",
+        ),
+    ]
+    return stacked(opts, f)

@@ -166,3 +166,12 @@ def test_spark_parses_the_same_table_and_report_as_the_local_engine(spark, tmp_p
     result, *_ = sp.run(df, model.quota_table(index), window)
     assert model.report(result, index, window) == want
     assert want["summary"]["throttled_quota_ids"] > 0
+
+
+def test_the_cli_offers_exactly_the_engines_input_formats() -> None:
+    """The command spells the formats out (importing the engine would slow every start-up): held to the engine's."""
+    from kquotactl.cli.commands.impact import run
+    from kquotactl.impact.engine import INPUT_FORMATS
+
+    (option,) = [p for p in run.params if p.name == "input_format"]
+    assert tuple(option.type.choices) == INPUT_FORMATS  # type: ignore[attr-defined]

@@ -285,3 +285,16 @@ def test_every_byte_rate_reads_back_exactly_from_its_unit_text(value: int) -> No
     text = exact_unit_text(key, value)
     assert parse_value(key, text if text is not None else str(value)) == value
     assert human_and_raw(key, value).endswith(f"({value})") or value < 1000
+
+
+def test_importing_and_running_kquotactl_leaves_clicks_own_wrapping_alone() -> None:
+    """kquotactl's wrapping is its commands' formatter's, never a patch of click for every program in the process."""
+    import click.formatting
+
+    from kquotactl.cli import app
+    from kquotactl.cli.helpwrap import wrap_text
+
+    original = click.formatting.wrap_text
+    assert original is not wrap_text
+    CliRunner().invoke(app.cli, ["alter", "--help"])
+    assert click.formatting.wrap_text is original

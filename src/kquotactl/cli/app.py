@@ -17,7 +17,6 @@ import click
 from kquotactl import __version__
 from kquotactl.cli.argv import normalize_argv
 from kquotactl.cli.errorwords import worded
-from kquotactl.cli.helpwrap import install as _install_help_wrapping
 from kquotactl.cli.kit import (
     CI_REPORTS,
     AppState,
@@ -32,7 +31,6 @@ from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, one_line
 if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
     from kquotactl.backends.base import QuotaBackend
 
-_install_help_wrapping()  # help keeps option names whole and folds long examples to the terminal's width
 
 PARSE_ONLY = "kquotactl.parse_only"  # ctx.meta key: describe/alter return their request instead of running it
 

@@ -53,7 +53,7 @@ def pages(cli: click.Command | None = None) -> list[Page]:
 
     def walk(cmd: click.Command, path: tuple[str, ...], parent: click.Context | None) -> None:
         settings = {**cmd.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
-        ctx = click.Context(cmd, info_name=path[-1] if path else PROG, parent=parent, **settings)
+        ctx = cmd.context_class(cmd, info_name=path[-1] if path else PROG, parent=parent, **settings)
         out.append(Page(path, cmd, ctx))
         if isinstance(cmd, click.Group):
             for name in sorted(cmd.list_commands(ctx)):

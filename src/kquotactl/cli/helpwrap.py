@@ -2,11 +2,16 @@
 name such as ``--bootstrap-server`` is never cut in two) and with over-long example lines folded the way a shell
 reads them (`` \\`` continuations; a trailing ``# comment`` moves to its own line above the command).
 
-:func:`install` puts :func:`wrap_text` in place of ``click.formatting.wrap_text``, which click's help formatter
-calls for every paragraph and option description.
+:class:`HelpFormatter` is click's formatter with :func:`wrap_text` in place of ``click.formatting.wrap_text`` while
+it writes (click's formatter calls that module function for every paragraph, option description and usage line);
+kquotactl's commands use it through their context class (:class:`kquotactl.cli.kit.AppContext`), so importing
+kquotactl never changes the help of another click program in the same process.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import click.formatting
 
@@ -107,5 +112,27 @@ def wrap_text(
     return "\n\n".join(out)
 
 
-def install() -> None:
+@contextmanager
+def _our_wrapping() -> Iterator[None]:
+    saved = click.formatting.wrap_text
     click.formatting.wrap_text = wrap_text
+    try:
+        yield
+    finally:
+        click.formatting.wrap_text = saved
+
+
+class HelpFormatter(click.HelpFormatter):
+    """click's help formatter with kquotactl's wrapping (words whole, example lines folded), for its own commands."""
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        with _our_wrapping():
+            super().write_usage(prog, args, prefix)
+
+    def write_text(self, text: str) -> None:
+        with _our_wrapping():
+            super().write_text(text)
+
+    def write_dl(self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
+        with _our_wrapping():
+            super().write_dl(rows, col_max, col_spacing)

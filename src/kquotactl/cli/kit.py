@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kquotactl.cli.helpwrap import HelpFormatter
 from kquotactl.config.cluster import ConnectionOptions, typed_cluster
 
 if TYPE_CHECKING:  # the backends load lazily: `kquotactl --help` imports none of them
@@ -116,6 +117,8 @@ def terminal_columns() -> int:
 
 
 class AppContext(click.Context):
+    formatter_class = HelpFormatter
+
     def make_formatter(self) -> click.HelpFormatter:
         """click's help formatter at click's width (the terminal's, at most ``max_content_width``, at least 50)."""
         width = self.terminal_width

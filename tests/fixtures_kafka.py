@@ -178,7 +178,7 @@ def _observed(make_server, with_prometheus: bool = True) -> Iterator[ObservedKaf
     from kquotactl.testing.servers import free_port
 
     if with_prometheus and not os.access(PROMETHEUS, os.X_OK):
-        pytest.skip(f"{PROMETHEUS} is not installed (apt-get install prometheus; scripts/bootstrap.sh does)")
+        pytest.fail(f"{PROMETHEUS} is not installed (apt-get install prometheus; `make setup` does it)")
     port = free_port()
     server = make_server(jmx_agent_opts(port))
     prometheus = PrometheusServer(targets=[f"127.0.0.1:{port}"]) if with_prometheus else None
@@ -196,7 +196,7 @@ def _observed(make_server, with_prometheus: bool = True) -> Iterator[ObservedKaf
 @pytest.fixture(scope="module")
 def observed_kraft() -> Iterator[ObservedKafka]:
     """Kafka 4.x KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
-    second by Debian's /usr/bin/prometheus (skipped when it is not installed: scripts/bootstrap.sh installs it)."""
+    second by Debian's /usr/bin/prometheus (a failure when it is not installed: scripts/bootstrap.sh installs it)."""
     yield from _observed(lambda jvm: KRaftKafkaServer(jvm_opts=jvm))
 
 

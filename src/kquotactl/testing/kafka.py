@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -27,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kquotactl.testing.servers import classpath, fetch_jars, free_port
+from kquotactl.testing.servers import classpath, fetch_jars, free_port, stop_process_group
 
 JVM_OPTS = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true"]
 
@@ -167,14 +165,7 @@ class _KafkaBase:
     def stop(self) -> None:
         if self._proc is None:
             return
-        if self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGTERM)
-            try:
-                self._proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait()
+        stop_process_group(self._proc)
         self._proc = None
 
     def close(self) -> None:

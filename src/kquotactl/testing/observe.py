@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-from kquotactl.testing.servers import fetch_jars, free_port
+from kquotactl.testing.servers import fetch_jars, free_port, stop_process_group
 
 PROMETHEUS = os.environ.get("KQUOTACTL_PROMETHEUS", "/usr/bin/prometheus")
 
@@ -80,14 +79,8 @@ class PrometheusServer:
         return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
 
     def close(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGTERM)
-            try:
-                self._proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait()
+        if self._proc is not None:
+            stop_process_group(self._proc)
         self._proc = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -90,6 +90,20 @@ LOGBACK = """<configuration>
 """
 
 
+def stop_process_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 20.0) -> None:
+    """Signal a server started with ``start_new_session=True`` (its whole process group), then SIGKILL it if it has
+    not exited within ``timeout`` seconds; returns once it is gone."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @dataclass
 class ZooKeeperServer:
     """A standalone ZooKeeper on 127.0.0.1 (QuorumPeerMain with a generated zoo.cfg)."""
@@ -177,14 +191,7 @@ class ZooKeeperServer:
         """Stop the process (SIGKILL to simulate a crash); the data directory is kept for a restart."""
         if self._proc is None:
             return
-        if self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, sig)
-            try:
-                self._proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait()
+        stop_process_group(self._proc, sig, timeout=15)
         self._proc = None
 
     def kill(self) -> None:

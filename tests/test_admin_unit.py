@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kquotactl.backends.kafka.quotas import (
+    check_wire_exact,
     chunks,
     coerce_value,
     entity_from_wire,
@@ -21,7 +22,7 @@ from kquotactl.backends.kafka.quotas import (
 )
 from kquotactl.config.clientprops import load_client_settings, parse_client_properties, unknown_properties
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
-from kquotactl.core.errors import InvalidConfigs, UsageError
+from kquotactl.core.errors import InvalidConfigs, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
 from kquotactl.core.keys import INT_MAX, LONG_MAX
 from kquotactl.core.model import EntityChange
@@ -297,3 +298,18 @@ def test_no_module_reads_kafka_client_private_attributes():
         and _library_names(ast.parse((src / "backends/kafka/client.py").read_text()))[0]
     )
     assert {m: r for m, r in scanned.items() if r} == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "exact"),
+    [(1, True), (2**53, True), (2**53 + 1, False), (2**63 - 3, False), (LONG_MAX, True), (2**62, True), (10.5, True)],
+)
+def test_wire_exactness_is_what_reads_back(value, exact):
+    """An integer is sendable when the double the admin API carries reads back as the same integer (LONG_MAX
+    reads back clamped to itself); doubles are what they are."""
+    change = EntityChange(Entity.of(user="u"), {"consumer_byte_rate": value})
+    if exact:
+        check_wire_exact([change])
+    else:
+        with pytest.raises(QuotaError, match=rf"^user=u: consumer_byte_rate={value} cannot be sent exactly"):
+            check_wire_exact([change])

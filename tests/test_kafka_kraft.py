@@ -114,6 +114,25 @@ def test_request_rate_key_refused_before_the_broker_sees_it(kraft):
     assert state(kraft) == []
 
 
+@pytest.mark.parametrize("value", [2**63 - 3, 2**53 + 1])
+def test_a_value_the_wire_double_cannot_carry_is_refused_before_anything_is_written(kraft, tmp_path, value):
+    """The broker would store the nearest double; kquotactl would then see a change that never converges."""
+    r = bs(kraft, "alter", "--user", "big", "--add-config", f"producer_byte_rate={value}")
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert f"user=big: producer_byte_rate={value} cannot be sent exactly" in r.stderr
+    assert f"would store {int(float(value)) if value < 2**63 - 1024 else 2**63 - 1}" in r.stderr
+    manifest = tmp_path / "q.yaml"
+    manifest.write_text(
+        f"quotas:\n- entity: {{user: ok}}\n  config: {{producer_byte_rate: 1024}}\n"
+        f"- entity: {{user: big}}\n  config: {{producer_byte_rate: {value}}}\n"
+    )
+    r = bs(kraft, "apply", "-f", str(manifest), "--yes")
+    assert r.exit_code == 1 and "cannot be sent exactly" in r.stderr, r.stderr
+    assert state(kraft) == []
+    assert bs(kraft, "alter", "--user", "max", "--add-config", f"producer_byte_rate={2**63 - 1}").exit_code == 0
+    assert state(kraft) == [{"entity": {"user": "max"}, "config": {"producer_byte_rate": 2**63 - 1}}]
+
+
 def test_dry_run_uses_validate_only_and_writes_nothing(kraft):
     assert bs(kraft, "alter", "--user", "u", "--add-config", "producer_byte_rate=100").exit_code == 0
     r = bs(kraft, "alter", "--user", "u", "--add-config", "producer_byte_rate=200", "--dry-run", "-o", "json")

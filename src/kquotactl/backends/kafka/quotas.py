@@ -130,6 +130,22 @@ def typed_values(entity: Entity, values: Mapping[str, float], warnings: list[str
     return out
 
 
+def check_wire_exact(changes: Iterable[EntityChange]) -> None:
+    """Refuse, before anything is sent, an integer value the admin API's double cannot carry exactly.
+
+    The broker would store the nearest double (2**63 - 3 becomes Long.MAX_VALUE), so the value read back
+    would differ from the value written and every later plan would show the same change again.
+    """
+    for ch in changes:
+        for k, v in ch.set.items():
+            if isinstance(v, int) and coerce_value(k, float(v)) != v:
+                raise QuotaError(
+                    f"{ch.entity.label()}: {k}={v} cannot be sent exactly: the admin API carries quota values as "
+                    f"doubles and the broker would store {coerce_value(k, float(v))} (the ZooKeeper backend "
+                    "stores it as given)"
+                )
+
+
 def plan_ops(before: Mapping[str, Number], change: EntityChange) -> tuple[QuotaConfig, list[tuple[str, float, bool]]]:
     """The entity's config after ``change`` and the ops that get it there (sets and removes in one entry).
 
@@ -279,6 +295,7 @@ class AdminBackend:
         """Read, plan (pure), then send batched entries; see the module docstring."""
         check_live_changes(changes)
         check_one_change_per_entity(changes)
+        check_wire_exact(changes)
         if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
             ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)
             stored = [entity_from_wire(pairs).ip for pairs, _ in ips]

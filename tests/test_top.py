@@ -126,7 +126,7 @@ def _traffic(cluster: list[str], bootstrap: str, quotas: list[tuple[list[str], s
         t.join()
 
 
-def test_top_names_the_throttled_quota_ids(observed_kraft):
+def test_top_names_the_throttled_quota_ids(observed_kraft, tmp_path):
     bs = observed_kraft.bootstrap
     _traffic(["--bootstrap-server", bs], bs, QUOTAS, CLIENTS)
 
@@ -146,6 +146,24 @@ def test_top_names_the_throttled_quota_ids(observed_kraft):
     assert fast["limit"] == 100 * 1024 * 1024 and fast["level"] == 7 and fast["throttle_ms"] == 0, every
     [ip_use] = every[("127.0.0.1",)]["quotas"]
     assert (ip_use["key"], ip_use["limit"], ip_use["level"]) == ("connection_creation_rate", 500, 1)
+
+    # -f: the limits from manifests instead of the cluster (offline): the cluster's own export gives the same
+    # limits and levels; a proposed manifest gives its own
+    def limits(rows: list[dict]) -> dict:
+        return {q: sorted((u["key"], u["limit"], u["level"]) for u in r["quotas"]) for q, r in _quota_ids(rows).items()}
+
+    exported = tmp_path / "live.yaml"
+    assert run_cli("--bootstrap-server", bs, "export", "--out", str(exported)).exit_code == 0
+    r = run_cli("top", "--scrape", observed_kraft.exporter, "--all", "-f", str(exported), "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    assert limits(json.loads(r.stdout)) == limits(list(every.values()))
+    proposed = tmp_path / "proposed.yaml"
+    proposed.write_text("quotas:\n- entity: {client-id: fast}\n  config: {producer_byte_rate: 10KiB}\n")
+    r = run_cli("top", "--scrape", observed_kraft.exporter, "--all", "-f", str(proposed), "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    assert ("producer_byte_rate", 10240, 7) in limits(json.loads(r.stdout))[("", "fast")]
+    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-f", str(proposed))
+    assert r.exit_code == 1 and "drop --zookeeper/--bootstrap-server, or -f" in r.stderr
 
     # through Prometheus (range query over the last 30 s: the throttle is seen even once the scrape moved on)
     prom = observed_kraft.prometheus.url

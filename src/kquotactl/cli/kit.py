@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +20,7 @@ from kquotactl.config.cluster import ConnectionOptions, typed_cluster
 
 if TYPE_CHECKING:  # the backends load lazily: `kquotactl --help` imports none of them
     from kquotactl.backends.base import QuotaBackend
-
-if TYPE_CHECKING:
-    from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.precedence import QuotaIndex
 
 CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
 
@@ -180,3 +178,20 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
     ]
     return stacked(opts, f)
+
+
+def quota_index(
+    ctx: click.Context, state: AppState, files: Sequence[str], statics: Mapping[str, int] | None = None
+) -> QuotaIndex:
+    """The quotas a command resolves connections against (explain, top): manifests given with ``-f`` (offline) or
+    the live cluster's whole quota set; what the backend noticed reading it is said once."""
+    from kquotactl.services import load_quota_set
+
+    if files and (state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller):
+        from kquotactl.core.errors import UsageError
+
+        raise UsageError("-f reads the quotas from manifests (offline): drop --zookeeper/--bootstrap-server, or -f")
+    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics)
+    for w in quota_set.warnings:
+        state.warn(w)
+    return quota_set.index

@@ -8,7 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand, quota_window_options
+from kquotactl.cli.kit import OnceCommand, quota_index, quota_window_options
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -192,7 +192,7 @@ def explain(
                 err=True,
             )
             return _example_index(statics)
-        return _load_index(ctx, state, files, statics)
+        return quota_index(ctx, state, files, statics)
 
     if replay is not None:
         events = read_events(replay, getattr(replay, "name", "events"))
@@ -279,20 +279,6 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
             raise UsageError(f"--static-default: {STATIC_CONFIGS[key]} given twice: give each once")
         out[key] = int(parse_value(KEYS[key], value))
     return out
-
-
-def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics: dict[str, int]) -> QuotaIndex:
-    """The quotas to explain against: manifests (offline) or the live cluster's whole quota set."""
-    from kquotactl.services import load_quota_set
-
-    if files and (state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller):
-        from kquotactl.core.errors import UsageError
-
-        raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
-    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics)
-    for w in quota_set.warnings:
-        state.warn(w)
-    return quota_set.index
 
 
 EXAMPLE_MANIFEST = """\

@@ -37,6 +37,15 @@ def register(group: click.Group) -> None:
     metavar="SECONDS",
     help="--prometheus: a range query over the last SECONDS (largest throttle, average usage) instead of now.",
 )
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    metavar="MANIFEST",
+    type=click.Path(exists=True, allow_dash=True),
+    help="Take the limits from manifest files or directories instead of the cluster (repeatable; '-' = stdin).",
+)
 @click.option("--all", "show_all", is_flag=True, help="List every quota-id with a sensor, not only throttled ones.")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), help="Output format.")
 @click.option(
@@ -54,6 +63,7 @@ def top(
     prometheus: str | None,
     scrape_urls: tuple[str, ...],
     lookback: float,
+    files: tuple[str, ...],
     show_all: bool,
     fmt: str | None,
     watch: float | None,
@@ -63,16 +73,17 @@ def top(
 
     Reads the brokers' quota sensors through the Prometheus JMX exporter (with the rules kquotactl ships,
     jmx-exporter-kafka-quotas.yaml), from a Prometheus server (--prometheus) or straight from each broker's
-    exporter (--scrape, repeated); the limits come from the cluster given as for the other commands. Limits are
-    per broker.
+    exporter (--scrape, repeated); the limits come from the cluster given as for the other commands, or from
+    manifests (-f: e.g. the proposed ones, before they are applied). Limits are per broker.
 
     \b
     Examples:
       kquotactl --bootstrap-server b:9092 top --prometheus http://prometheus:9090
       kquotactl --bootstrap-server b:9092 top --scrape b1:7071 --scrape b2:7071 -o json
       kquotactl --bootstrap-server b:9092 top --prometheus http://prometheus:9090 --watch 5
+      kquotactl top --prometheus http://prometheus:9090 -f quotas/
     """
-    from kquotactl.cli.kit import AppState
+    from kquotactl.cli.kit import AppState, quota_index
     from kquotactl.core.errors import UsageError
 
     state = ctx.ensure_object(AppState)
@@ -87,15 +98,14 @@ def top(
     if watch is not None and fmt != "table":
         raise UsageError("--watch refreshes a table: drop -o json, or --watch")
 
+    index = quota_index(ctx, state, files) if files else None  # manifests are read once, the cluster every refresh
+
     def rows() -> list[Any]:
-        from kquotactl.core.precedence import QuotaIndex
         from kquotactl.observe import prometheus as source
         from kquotactl.observe.model import top_rows
 
         samples = source.from_prometheus(prometheus, lookback) if prometheus else source.scrape(scrape_urls)
-        backend = state.backend(ctx)
-        index = QuotaIndex(backend.describe(), per_key_levels=getattr(backend, "name", "") != "zookeeper")
-        found = top_rows(samples, index)
+        found = top_rows(samples, index or quota_index(ctx, state, ()))
         return found if show_all else [r for r in found if r.throttled]
 
     if fmt == "json":

@@ -633,10 +633,11 @@ def apply_stages(
     return out
 
 
-def staged_log_header(staged: StagedPlan, target: Mapping[str, str] | None = None) -> str:
-    """The log line a staged apply starts with: the whole schedule, so ``apply --resume LOG`` needs nothing else."""
+def staged_log_header(staged: StagedPlan, interval: float, target: Mapping[str, str] | None = None) -> str:
+    """The log line a staged apply starts with: the whole schedule and the interval, so ``apply --resume LOG``
+    needs nothing else."""
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    head: dict[str, Any] = {"time": stamp, "staged": staged.to_json()}
+    head: dict[str, Any] = {"time": stamp, "staged": staged.to_json(), "interval": interval}
     if target:
         head["target"] = dict(target)
     return json.dumps(head, ensure_ascii=False) + "\n"
@@ -650,6 +651,7 @@ class StagedLog:
     staged: StagedPlan
     done: dict[Entity, int]
     target: dict[str, str] | None
+    interval: float = 0.0
 
 
 def read_staged_log(path: str) -> StagedLog:
@@ -663,6 +665,7 @@ def read_staged_log(path: str) -> StagedLog:
         raise UsageError(f"cannot read the log {path}: {e.strerror or e}") from None
     staged: StagedPlan | None = None
     target: dict[str, str] | None = None
+    interval = 0.0
     done: dict[Entity, int] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -672,6 +675,7 @@ def read_staged_log(path: str) -> StagedLog:
             if "staged" in data:
                 staged = stages.StagedPlan.from_json(data["staged"])
                 target = data.get("target")
+                interval = float(data.get("interval", 0.0))
                 done = {e.entity: 0 for e in staged.entities}
             elif staged is not None and "stage" in data and data.get("outcome") in ("applied", "unchanged"):
                 entity = entities.Entity.from_json(data["entity"])
@@ -681,7 +685,7 @@ def read_staged_log(path: str) -> StagedLog:
             raise UsageError(f"{path}:{number}: not a line of a staged apply log ({type(e).__name__}: {e})") from None
     if staged is None:
         raise UsageError(f"{path}: no staged apply in this log (apply --stages N --log FILE writes one)")
-    return StagedLog(staged, done, target)
+    return StagedLog(staged, done, target, interval)
 
 
 def resume_point(backend: QuotaBackend, logged: StagedLog) -> dict[Entity, int]:

@@ -464,7 +464,8 @@ def plan(
 @click.option(
     "--interval",
     metavar="DURATION",
-    help="--stages: wait this long between stages (5m, 90s, 1h, or seconds), after each stage's check.",
+    help="--stages: wait this long between stages (5m, 90s, 1h, or seconds), after each stage's check "
+    "(--resume: the logged one unless given).",
 )
 @click.option(
     "--resume",
@@ -685,7 +686,7 @@ def _run_stages(
 
         log = open_file(log_path, "--log", "a")
         if not done:
-            log.write(staged_log_header(staged, target))
+            log.write(staged_log_header(staged, seconds, target))
             log.flush()
     try:
         if observer is not None:
@@ -771,7 +772,7 @@ def _resume(
     if not remaining:
         click.echo(f"nothing to resume: every entity of {resume_path} is at its target")
         return
-    seconds = _interval(interval, staged)
+    seconds = logged.interval if interval is None else _interval(interval, staged)
     first = min(done.values()) + 1
     click.echo(f"resuming {resume_path} at stage {first} of {staged.count}", err=True)
     render_stages(staged, sys.stdout)

@@ -524,6 +524,7 @@ def apply(
     from kquotactl.services import check_fresh, read_plan_file
 
     fmt = _fmt(state)
+    interval_seconds = _duration(interval)
     if (prometheus or scrape_urls) and not (stages or resume_path):
         raise UsageError("--prometheus and --scrape check between stages: they go with --stages N or --resume LOG")
     if prometheus and scrape_urls:
@@ -533,7 +534,7 @@ def apply(
             raise UsageError(
                 "--resume LOG continues the logged stages: --plan, --stages, --prune, --dry-run do not apply"
             )
-        _resume(ctx, state, files, resume_path, interval, yes, prometheus, scrape_urls, max_deletions)
+        _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
         return
     if log_path is not None:
         from kquotactl.render.outfiles import check_file
@@ -571,7 +572,7 @@ def apply(
         _summary(plan_summary(the_plan), fmt)
         return
     staged = _staged(the_plan, manifest, stages, stage_shape)
-    seconds = _interval(interval, staged)
+    seconds = _interval(interval_seconds, staged)
     if fmt == "table":
         render_plan(the_plan, fmt, sys.stdout, target, shown=None if (verbose or state.verbose) else PLAN_SHOWN)
         if staged is not None:
@@ -616,22 +617,29 @@ def _staged(the_plan: Plan, manifest: Manifest | None, stages: int | None, shape
     return staged_plan(the_plan, stages or 1, StageShape(shape), per_entity)
 
 
-def _interval(text: str | None, staged: StagedPlan | None) -> float:
-    """``--interval`` in seconds: needed by a staged apply of more than one stage, refused without one."""
-    if staged is None:
-        if text is not None:
-            raise UsageError("--interval is the wait between stages: it goes with --stages N (or --resume LOG)")
-        return 0.0
+def _duration(text: str | None) -> float | None:
+    """``--interval`` in seconds (checked before anything is read or written)."""
     if text is None:
-        if staged.count <= 1:
-            return 0.0
-        raise UsageError(f"a staged apply ({staged.count} stages) needs --interval DURATION (5m, 90s, 1h)")
+        return None
     from kquotactl.core.stages import parse_duration
 
     try:
         return parse_duration(text)
     except ValueError:
         raise UsageError(f"--interval {text!r}: not a duration (5m, 90s, 1h, 500ms, or seconds)") from None
+
+
+def _interval(seconds: float | None, staged: StagedPlan | None) -> float:
+    """The wait between stages: needed by a staged apply of more than one stage, refused without one."""
+    if staged is None:
+        if seconds is not None:
+            raise UsageError("--interval is the wait between stages: it goes with --stages N (or --resume LOG)")
+        return 0.0
+    if seconds is None:
+        if staged.count <= 1:
+            return 0.0
+        raise UsageError(f"a staged apply ({staged.count} stages) needs --interval DURATION (5m, 90s, 1h)")
+    return seconds
 
 
 def render_stages(staged: StagedPlan, out: IO[str]) -> None:
@@ -739,7 +747,7 @@ def _resume(
     state: AppState,
     files: Sequence[str],
     resume_path: str,
-    interval: str | None,
+    interval: float | None,
     yes: bool,
     prometheus: str | None,
     scrape_urls: Sequence[str],

@@ -98,6 +98,11 @@ def test_three_stages_reach_the_target_and_the_log_holds_every_stage(target, tmp
     ]
     r = run_cli(*target, "apply", "--resume", log, "--yes")  # finished: nothing to resume
     assert r.exit_code == 0 and "nothing to resume" in r.stdout
+    # back up: raises only, so nothing to stage
+    r = run_cli(*target, "apply", "-f", str(tmp_path / "before.yaml"), "--stages", "3", "--interval", "1s", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert "no limit is lowered: nothing to stage, applied at once" in r.stderr
+    assert live(target)["alice"]["producer_byte_rate"] == 1000000
 
 
 def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, tmp_path) -> None:

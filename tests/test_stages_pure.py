@@ -162,3 +162,22 @@ def test_regression_rule_predicts_from_the_demand_before_the_stage() -> None:
     assert len(worse) == 1 and worse[0].startswith("user alice: producer_byte_rate throttled 40000 ms on broker b1")
     assert stage_regressions([], _rows(500, 900, 500)) == []  # within the slack
     assert len(stage_regressions([], _rows(500, 5000, 500))) == 1  # newly throttled with nothing predicted
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--stages", "3", "--interval", "soon"], "--interval 'soon': not a duration (5m, 90s, 1h, 500ms, or seconds)"),
+        (["--prometheus", "http://p:9090"], "--prometheus and --scrape check between stages: they go with --stages N"),
+        (["--stages", "2", "--scrape", "a:1", "--prometheus", "http://p"], "give either --prometheus URL or --scrape"),
+        (["--resume", "x.log", "--stages", "2"], "--resume LOG continues the logged stages: --plan, --stages"),
+    ],
+)
+def test_staged_apply_usage_errors_come_before_any_connection(tmp_path, args: list[str], message: str) -> None:
+    from conftest import run_cli
+
+    m = tmp_path / "m.yaml"
+    m.write_text("quotas:\n  - entity: {user: a}\n    config: {producer_byte_rate: 10}\n")
+    r = run_cli("--zookeeper", "127.0.0.1:1/none", "apply", "-f", str(m), "--yes", *args)
+    assert r.exit_code == 1
+    assert r.stderr.startswith(f"kquotactl: error: {message}"), r.stderr

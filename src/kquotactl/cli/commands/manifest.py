@@ -436,8 +436,10 @@ def plan(
         _dump({**the_plan.to_json(target), "staged": staged.to_json()}, fmt, sys.stdout)
     else:
         render_plan(the_plan, fmt, sys.stdout, target)
-        if staged is not None:
+        if staged is not None and staged.count > 1:
             render_stages(staged, sys.stdout)
+        elif staged is not None and the_plan.pending:
+            state.warn("no limit is lowered: nothing to stage, apply would apply it at once")
     _summary(plan_summary(the_plan) + (f" (plan saved to {out_path})" if out_path else ""), fmt)
     if the_plan.pending:
         ctx.exit(EXIT_PENDING)
@@ -573,6 +575,9 @@ def apply(
         return
     staged = _staged(the_plan, manifest, stages, stage_shape)
     seconds = _interval(interval_seconds, staged)
+    if staged is not None and staged.count <= 1:
+        state.warn("no limit is lowered: nothing to stage, applied at once")
+        staged = None
     if fmt == "table":
         render_plan(the_plan, fmt, sys.stdout, target, shown=None if (verbose or state.verbose) else PLAN_SHOWN)
         if staged is not None:

@@ -28,7 +28,16 @@ ALLOWED: dict[str, set[str]] = {
     "backends": {"core", "config", "manifests"},
     "render": {"core", "manifests", "impact"},
     "observe": {"core", "config"},  # top: the brokers' quota sensors (Prometheus, JMX exporter) joined with limits
-    "services": {"core", "manifests", "config", "backends", "inputs", "impact", "render"},
+    "services": {
+        "core",
+        "manifests",
+        "config",
+        "backends",
+        "inputs",
+        "impact",
+        "render",
+        "observe",
+    },  # observe: apply --stages
     "cli": {"core", "manifests", "config", "backends", "inputs", "impact", "render", "services", "observe", "<root>"},
     "testing": {"core", "manifests", "config", "backends", "cli", "<root>"},
     "__main__": {"cli"},

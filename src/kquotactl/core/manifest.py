@@ -16,7 +16,7 @@ from kquotactl.core.model import QuotaRecord
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 TOP_KEYS = ("prune", "quotas")
-ENTRY_KEYS = ("entity", "config", "owner", "reason", "ticket")
+ENTRY_KEYS = ("entity", "config", "stages", "owner", "reason", "ticket")
 META_KEYS = ("owner", "reason", "ticket")
 ENTITY_KEYS = {"user": EntityType.USER, "client-id": EntityType.CLIENT_ID, "ip": EntityType.IP}
 
@@ -53,6 +53,7 @@ class ManifestEntry:
     owner: str | None = None
     reason: str | None = None
     ticket: str | None = None
+    stages: int | None = None  # apply --stages for this entry's lowered limits (kquotactl.core.stages)
 
     def meta(self) -> dict[str, str]:
         """The metadata that is set (owner/reason/ticket), for plans and apply logs."""
@@ -165,6 +166,10 @@ class Manifest:
     def records(self) -> list[QuotaRecord]:
         """The desired state as records, sorted like ``describe`` output."""
         return [QuotaRecord(e.entity, dict(e.config)) for e in sorted(self.entries, key=lambda e: e.entity.sort_key())]
+
+    def stages(self) -> dict[Entity, int]:
+        """Entity -> its entry's own ``stages:`` (entries that give one)."""
+        return {e.entity: e.stages for e in self.entries if e.stages is not None}
 
     def owns(self, entity: Entity) -> bool:
         """Is the entity inside this manifest's prune scope?"""

@@ -266,7 +266,7 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
                 diffs.append(d)
         else:
             unmanaged += 1
-    diffs.sort(key=_apply_order)
+    diffs.sort(key=apply_order)
     notes = _unparsed_notes(live, diffs, keep_hint) + [
         str(f) for f in stored_findings(live) if f.code != "unparsable-value"
     ]
@@ -293,7 +293,7 @@ def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff], ke
     return notes
 
 
-def _apply_order(d: EntityDiff) -> tuple[int, int, EntitySortKey]:
+def apply_order(d: EntityDiff) -> tuple[int, int, EntitySortKey]:
     if not d.removes:
         return (0, 0, d.entity.sort_key())  # adding limits opens no window: any order is safe
     return (2 if not d.sets else 1, precedence_rank(d.entity), d.entity.sort_key())

@@ -6,6 +6,7 @@ A manifest is::
     quotas:
       - entity: {user: alice, client-id: "batch job"}
         config: {producer_byte_rate: 10MiB, request_percentage: 50}
+        stages: 4                             # optional: apply --stages lowers these limits in 4 steps
         owner: team-a                         # optional metadata, carried into plans and apply logs
         reason: batch window
         ticket: OPS-12
@@ -225,7 +226,8 @@ class _Reader:
                 text = self.text(fields[k][1], k)
                 if text is not None:
                     meta[k] = text
-        if entity is None:
+        stages = self.stages(fields["stages"][1]) if "stages" in fields else None
+        if entity is None or ("stages" in fields and stages is None):
             return
         config, key_sources = self.config(fields["config"][1], entity)
         if config is None:
@@ -238,7 +240,20 @@ class _Reader:
                 f"entity {entity_path_text(entity)} is declared twice (first at {first.source}); merge the entries",
             )
             return
-        self.manifest.add(ManifestEntry(entity, config, src, key_sources, **meta))
+        self.manifest.add(ManifestEntry(entity, config, src, key_sources, stages=stages, **meta))
+
+    def stages(self, node: Any) -> int | None:
+        """An entry's ``stages:``: a whole number from 1 to :data:`kquotactl.core.stages.MAX_STAGES`."""
+        import yaml
+
+        from kquotactl.core.stages import MAX_STAGES
+
+        value = _scalar_value(node) if isinstance(node, yaml.ScalarNode) and node.tag == _TAG_INT else None
+        if not isinstance(value, int) or not 1 <= value <= MAX_STAGES:
+            shown = node.value if isinstance(node, yaml.ScalarNode) else _kind(node)
+            self.problem(node, f"stages must be a whole number from 1 to {MAX_STAGES}, not {shown!r}")
+            return None
+        return value
 
     def text(self, node: Any, what: str) -> str | None:
         import yaml

@@ -254,3 +254,54 @@ def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
         keyed.append(((-row.throttle_ms, bool(row.quota_id.ip), row.quota_id.sort_key()), row))
     keyed.sort(key=lambda kr: kr[0])
     return [row for _, row in keyed]
+
+
+#: Kafka's default quota window: quota.window.num (11) samples of quota.window.size.seconds (1 s)
+QUOTA_WINDOW_MS = 11_000.0
+
+
+def predicted_throttle_ms(usage: float, throttle_ms: float, limit: float, window_ms: float = QUOTA_WINDOW_MS) -> float:
+    """The throttle a quota-id should get under ``limit`` given what it did before: usage ``usage`` while throttled
+    ``throttle_ms``. The broker's throttle is ``(rate - limit) / limit * window`` (ClientQuotaManager.throttleTime),
+    so the demand behind a throttled usage is ``usage * (1 + throttle / window)``; that demand at the new limit."""
+    if limit <= 0:
+        return 0.0
+    demand = usage * (1 + throttle_ms / window_ms)
+    return max(0.0, (demand / limit - 1) * window_ms)
+
+
+def stage_regressions(
+    before: Iterable[QuotaIdRow],
+    after: Iterable[QuotaIdRow],
+    *,
+    window_ms: float = QUOTA_WINDOW_MS,
+    tolerance: float = 0.25,
+    slack_ms: float = 1000.0,
+) -> list[str]:
+    """The quota-ids a stage made worse than it predicts (the staged apply's regression rule).
+
+    For each quota-id and quota type throttled after the stage: the throttle :func:`predicted_throttle_ms` gives for
+    its usage and throttle *before* the stage at the limit that applies *after* it (no figure before: no usage, so
+    nothing predicted). A regression is an observed throttle above that prediction by more than ``tolerance``
+    (25 %) plus ``slack_ms`` (1 s: sensors average over the window, traffic is noisy). A quota-id the stage did not
+    touch is held to the same rule, with its unchanged limit: it may not get worse than it was."""
+    was = {(r.quota_id, u.quota_type): u for r in before for u in r.uses}
+    out: list[str] = []
+    for row in after:
+        for use in row.uses:
+            if use.throttle_ms <= 0 or use.limit is None:
+                continue
+            prev = was.get((row.quota_id, use.quota_type))
+            for broker, fig in sorted(use.brokers.items()):  # limits are per broker: so is the prediction
+                old = prev.brokers.get(broker) if prev else None
+                predicted = (
+                    predicted_throttle_ms(old.usage, old.throttle_ms, float(use.limit), window_ms) if old else 0.0
+                )
+                allowed = predicted * (1 + tolerance) + slack_ms
+                if fig.throttle_ms > allowed:
+                    out.append(
+                        f"{row.quota_id.words()}: {use.key} throttled {fig.throttle_ms:.0f} ms on broker {broker} "
+                        f"after the stage, {predicted:.0f} ms predicted from its usage before it "
+                        f"(allowed up to {allowed:.0f} ms)"
+                    )
+    return out

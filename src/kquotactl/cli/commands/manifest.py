@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from kquotactl.core.manifest import Manifest
     from kquotactl.core.model import QuotaRecord
     from kquotactl.core.plan import Plan
-    from kquotactl.services import Applied
+    from kquotactl.core.stages import StagedPlan
+    from kquotactl.services import Applied, StagedApplied, StageEvent
 
 FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."
 
@@ -356,6 +357,19 @@ max_deletions_option = click.option(
     metavar="N",
     help="Refuse (nothing written) when more than N entities would lose quotas.",
 )
+stages_option = click.option(
+    "--stages",
+    type=click.IntRange(1, 100),
+    metavar="N",
+    help="Lower limits in N steps (raises, new and removed keys go in the first); an entry's stages: overrides it.",
+)
+stage_shape_option = click.option(
+    "--stage-shape",
+    type=click.Choice(["geometric", "linear"]),
+    default="geometric",
+    show_default=True,
+    help="--stages: each step lowers by the same factor (geometric) or the same amount (linear).",
+)
 live_from_option = click.option(
     "--live-from",
     multiple=True,
@@ -370,6 +384,8 @@ live_from_option = click.option(
 @max_deletions_option
 @click.option("--out", "out_path", metavar="FILE", type=click.Path(dir_okay=False), help="Save the plan (JSON).")
 @live_from_option
+@stages_option
+@stage_shape_option
 @pass_state
 @click.pass_context
 def plan(
@@ -380,6 +396,8 @@ def plan(
     max_deletions: int,
     out_path: str | None,
     live_from: Sequence[str],
+    stages: int | None,
+    stage_shape: str,
 ) -> None:
     """Show what apply would change: per entity and key, add / change old -> new / remove.
 
@@ -392,6 +410,7 @@ def plan(
       kquotactl --zookeeper zk:2181/kafka plan -f quotas.yaml
       kquotactl --zookeeper zk:2181/kafka plan -f quotas/ --prune -o json --out plan.json
       kquotactl plan -f quotas.yaml --live-from exported.yaml
+      kquotactl --bootstrap-server b:9092 plan -f quotas.yaml --stages 4
     """
     from kquotactl.core.plan import check_deletions
     from kquotactl.render.outfiles import check_file, replaced_file
@@ -407,13 +426,20 @@ def plan(
             _dump(the_plan.to_json(target), "json", fh)
     from kquotactl.render.records import plan_summary
 
+    staged = _staged(the_plan, manifest, stages, stage_shape)
     if fmt in CI_REPORTS:
         from kquotactl.core.lint import lint
         from kquotactl.render.ci import plan_report
 
         _ci(plan_report(the_plan, manifest, lint(manifest), target), fmt)
+    elif fmt in ("json", "yaml") and staged is not None:
+        _dump({**the_plan.to_json(target), "staged": staged.to_json()}, fmt, sys.stdout)
     else:
         render_plan(the_plan, fmt, sys.stdout, target)
+        if staged is not None and staged.count > 1:
+            render_stages(staged, sys.stdout)
+        elif staged is not None and the_plan.pending:
+            state.warn("no limit is lowered: nothing to stage, apply would apply it at once")
     _summary(plan_summary(the_plan) + (f" (plan saved to {out_path})" if out_path else ""), fmt)
     if the_plan.pending:
         ctx.exit(EXIT_PENDING)
@@ -435,6 +461,25 @@ def plan(
 @click.option(
     "--log", "log_path", metavar="FILE", type=click.Path(dir_okay=False), help="Append one JSON line per entity."
 )
+@stages_option
+@stage_shape_option
+@click.option(
+    "--interval",
+    metavar="DURATION",
+    help="--stages: wait this long between stages (5m, 90s, 1h, or seconds), after each stage's check "
+    "(--resume: the logged one unless given).",
+)
+@click.option(
+    "--resume",
+    "resume_path",
+    metavar="LOG",
+    type=click.Path(dir_okay=False),
+    help="Continue the staged apply logged in LOG (--log) from where it stopped.",
+)
+@click.option(
+    "--prometheus", metavar="URL", help="--stages: also check the brokers' quota sensors (as top) between stages."
+)
+@click.option("--scrape", "scrape_urls", metavar="URL", multiple=True, help="--stages: as --prometheus, per broker.")
 @pass_state
 @click.pass_context
 def apply(
@@ -448,6 +493,12 @@ def apply(
     yes: bool,
     verbose: bool,
     log_path: str | None,
+    stages: int | None,
+    stage_shape: str,
+    interval: str | None,
+    resume_path: str | None,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
 ) -> None:
     """Make the cluster match the manifests: show the plan, confirm, apply.
 
@@ -462,12 +513,31 @@ def apply(
       kquotactl --zookeeper zk:2181/kafka apply -f quotas/ --prune --yes
       kquotactl --zookeeper zk:2181/kafka apply --plan plan.json --yes
       kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml --dry-run
+      kquotactl --bootstrap-server b:9092 apply -f quotas.yaml --stages 4 --interval 5m --log stages.log
+      kquotactl --bootstrap-server b:9092 apply --resume stages.log --yes
+
+    With --stages N (or an entry's stages:), each lowered limit goes down in N steps (geometric by default):
+    stage by stage, the values are read back (and with --prometheus/--scrape, no throttled client may get
+    worse than the stage predicts), then apply waits --interval. A failed check or Ctrl-C stops it and
+    says which stage each entity is at; --resume LOG continues from there.
     """
     from kquotactl.core.wording import counted
     from kquotactl.render.records import plan_summary
     from kquotactl.services import check_fresh, read_plan_file
 
     fmt = _fmt(state)
+    interval_seconds = _duration(interval)
+    if (prometheus or scrape_urls) and not (stages or resume_path):
+        raise UsageError("--prometheus and --scrape check between stages: they go with --stages N or --resume LOG")
+    if prometheus and scrape_urls:
+        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
+    if resume_path is not None:
+        if plan_path or stages or prune or dry_run:
+            raise UsageError(
+                "--resume LOG continues the logged stages: --plan, --stages, --prune, --dry-run do not apply"
+            )
+        _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
+        return
     if log_path is not None:
         from kquotactl.render.outfiles import check_file
 
@@ -476,6 +546,7 @@ def apply(
         raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
     if not files and not plan_path:
         raise UsageError("nothing to apply: give the manifests (-f FILE) or a saved plan (--plan FILE)")
+    manifest = None
     if plan_path:
         if prune:
             raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
@@ -490,7 +561,7 @@ def apply(
     else:
         if not dry_run:
             _check_writable(state, ctx)
-        backend, the_plan, _ = _plan(state, ctx, files, prune, ())
+        backend, the_plan, manifest = _plan(state, ctx, files, prune, ())
     from kquotactl.core.model import check_live_changes
     from kquotactl.core.plan import check_deletions
 
@@ -502,8 +573,18 @@ def apply(
             _dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
         _summary(plan_summary(the_plan), fmt)
         return
+    staged = _staged(the_plan, manifest, stages, stage_shape)
+    seconds = _interval(interval_seconds, staged)
+    if staged is not None and staged.count <= 1:
+        state.warn("no limit is lowered: nothing to stage, applied at once")
+        staged = None
     if fmt == "table":
         render_plan(the_plan, fmt, sys.stdout, target, shown=None if (verbose or state.verbose) else PLAN_SHOWN)
+        if staged is not None:
+            render_stages(staged, sys.stdout)
+    if staged is not None and dry_run:
+        _summary(f"would apply in {staged.count} stages, {seconds:g} s apart (dry run, nothing written)", fmt)
+        ctx.exit(EXIT_PENDING)
     if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
@@ -512,6 +593,9 @@ def apply(
         ):
             _summary("not applied: nothing was written (changes still pending)", "json")
             ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
+    if staged is not None:
+        _run_stages(backend, staged, {}, seconds, log_path, max_deletions, prometheus, scrape_urls, target)
+        return
     result = _apply_with_progress(backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table")
     if result.partial is not None:
         from kquotactl.render.records import partial_report
@@ -523,6 +607,195 @@ def apply(
     _finish(result, the_plan, fmt, dry_run)
     if dry_run:
         ctx.exit(EXIT_PENDING)
+
+
+# -- staged apply ---------------------------------------------------------------------------------------
+
+
+def _staged(the_plan: Plan, manifest: Manifest | None, stages: int | None, shape: str) -> StagedPlan | None:
+    """The plan cut into stages when ``--stages`` is given or an entry has its own ``stages:`` (else None)."""
+    per_entity = manifest.stages() if manifest is not None else {}
+    if stages is None and not any(n > 1 for n in per_entity.values()):
+        return None
+    from kquotactl.core.stages import StageShape, staged_plan
+
+    return staged_plan(the_plan, stages or 1, StageShape(shape), per_entity)
+
+
+def _duration(text: str | None) -> float | None:
+    """``--interval`` in seconds (checked before anything is read or written)."""
+    if text is None:
+        return None
+    from kquotactl.core.stages import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise UsageError(f"--interval {text!r}: not a duration (5m, 90s, 1h, 500ms, or seconds)") from None
+
+
+def _interval(seconds: float | None, staged: StagedPlan | None) -> float:
+    """The wait between stages: needed by a staged apply of more than one stage, refused without one."""
+    if staged is None:
+        if seconds is not None:
+            raise UsageError("--interval is the wait between stages: it goes with --stages N (or --resume LOG)")
+        return 0.0
+    if seconds is None:
+        if staged.count <= 1:
+            return 0.0
+        raise UsageError(f"a staged apply ({staged.count} stages) needs --interval DURATION (5m, 90s, 1h)")
+    return seconds
+
+
+def render_stages(staged: StagedPlan, out: IO[str]) -> None:
+    """Per entity and changed key: the value now and after each stage."""
+    from kquotactl.core.manifest import entity_path_text
+    from kquotactl.core.stages import stage_rows
+
+    n = staged.count
+    header = ["ENTITY", "KEY", "NOW", *[f"STAGE {i}" for i in range(1, n + 1)]]
+    rows = [
+        [entity_path_text(e), k, _num(k, old), *[_num(k, v) for v in values]]
+        for e, k, old, values in stage_rows(staged)
+    ]
+    out.write(f"in {n} stages ({staged.shape.value}):\n")
+    write_table(header, rows, out)
+
+
+def _stage_event(event: StageEvent, log_path: str | None) -> None:
+    from kquotactl.core.wording import counted
+
+    where = f"stage {event.stage}/{event.count}"
+    if event.what == "applied":
+        _echo_err(f"{where}: applied {counted(event.entities, 'entity')}")
+    elif event.what == "checked":
+        _echo_err(f"{where}: checked")
+    elif event.what == "waiting":
+        resume = f"; resume with apply --resume {log_path}" if log_path else ""
+        _echo_err(f"waiting {event.seconds:g} s before {where} (Ctrl-C stops{resume})")
+
+
+def _run_stages(
+    backend: QuotaBackend,
+    staged: StagedPlan,
+    done: dict[Any, int],
+    seconds: float,
+    log_path: str | None,
+    max_deletions: int,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
+    target: dict[str, str] | None,
+) -> None:
+    """Run :func:`kquotactl.services.apply_stages` with the ``--log`` open (a fresh run starts it with the schedule),
+    progress on stderr, and the report of where it stopped."""
+    import functools
+
+    from kquotactl.services import StageObserver, apply_stages, check_step, staged_log_header
+
+    observer = StageObserver(prometheus, scrape_urls) if (prometheus or scrape_urls) else None
+    log = None
+    if log_path is not None:
+        from kquotactl.render.outfiles import open_file
+
+        log = open_file(log_path, "--log", "a")
+        if not done:
+            log.write(staged_log_header(staged, seconds, target))
+            log.flush()
+    try:
+        if observer is not None:
+            observer.baseline(backend)
+        result = apply_stages(
+            backend,
+            staged,
+            interval=seconds,
+            done=done,
+            check=functools.partial(check_step, observer=observer),
+            log=log,
+            max_deletions=max_deletions,
+            on_event=lambda ev: _stage_event(ev, log_path),
+        )
+    finally:
+        if log is not None:
+            log.close()
+    if result.finished:
+        click.echo(f"applied all {staged.count} stages: every entity is at its target")
+        return
+    _stage_report(result, log_path)
+
+
+def _stage_report(result: StagedApplied, log_path: str | None) -> None:
+    """Where a stopped staged apply is: why, then per entity its stage and the values written, then how to resume."""
+    from kquotactl.core.keys import KEYS, format_value
+    from kquotactl.core.manifest import entity_path_text
+
+    n = result.staged.count
+    _echo_err(f"kquotactl: stopped at stage {result.stopped_at} of {n}: {result.stopped}")
+    for line in result.details:
+        _echo_err(f"  {line}")
+    for e in result.staged.entities:
+        k = result.done[e.entity]
+        values = ", ".join(f"{key}={format_value(KEYS[key], v)}" for key, v in e.at(k).items()) or "no quota"
+        total = len(e.steps)
+        state = "done" if k >= total else f"stage {k} of {total}"
+        _echo_err(f"{entity_path_text(e.entity)}: {state} ({values})")
+    how = f"kquotactl apply --resume {log_path}" if log_path else "re-run apply (no --log: the stages start again)"
+    error = QuotaError(f"staged apply stopped at stage {result.stopped_at} of {n} (listed above); to continue: {how}")
+    if result.interrupted:
+        from kquotactl.core.errors import EXIT_INTERRUPTED
+
+        error.exit_code = EXIT_INTERRUPTED
+    raise error
+
+
+def _resume(
+    ctx: click.Context,
+    state: AppState,
+    files: Sequence[str],
+    resume_path: str,
+    interval: float | None,
+    yes: bool,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
+    max_deletions: int,
+) -> None:
+    """``apply --resume LOG``: the logged schedule, from where the live values say each entity is (refused when they
+    are not what the log says); with ``-f``, the manifests must still ask for the logged targets."""
+    from kquotactl.core.manifest import entity_path_text
+    from kquotactl.services import read_staged_log, resume_point
+
+    logged = read_staged_log(resume_path)
+    staged = logged.staged
+    if files:
+        manifest = _load(files)
+        for e in staged.entities:
+            entry = manifest.get(e.entity)
+            if entry is not None and any(e.steps[-1].get(k) != v for k, v in entry.config.items()):
+                raise UsageError(
+                    f"{entry.source}: {entity_path_text(e.entity)} asks for other values than the logged stages "
+                    f"in {resume_path}: not resumed, nothing written (plan and apply --stages again)"
+                )
+    _check_writable(state, ctx)
+    backend = state.backend(ctx)
+    if logged.target and logged.target.get("cluster") != state.conn.with_env().target:
+        raise UsageError(
+            f"{resume_path} logs a staged apply to {logged.target.get('cluster')}, not {state.conn.with_env().target}"
+        )
+    done = resume_point(backend, logged)
+    remaining = [e for e in staged.entities if done[e.entity] < len(e.steps)]
+    if not remaining:
+        click.echo(f"nothing to resume: every entity of {resume_path} is at its target")
+        return
+    seconds = logged.interval if interval is None else _interval(interval, staged)
+    first = min(done.values()) + 1
+    click.echo(f"resuming {resume_path} at stage {first} of {staged.count}", err=True)
+    render_stages(staged, sys.stdout)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
+        if not click.confirm(f"Resume on {state.conn.with_env().target}?", err=True):
+            ctx.exit(EXIT_PENDING)
+    target = _target(state, backend)
+    _run_stages(backend, staged, done, seconds, resume_path, max_deletions, prometheus, scrape_urls, target)
 
 
 def _check_writable(state: AppState, ctx: click.Context) -> None:

@@ -51,6 +51,9 @@ class ManifestBackend:
     ) -> list[EntityResult]:
         raise UsageError("the offline manifest backend is read-only: edit the manifest file instead")
 
+    def broker_ids(self) -> list[int]:
+        raise UsageError("manifest files have no brokers: a cluster-wide budget needs a live cluster")
+
     def close(self) -> None:
         pass
 

@@ -52,7 +52,9 @@ class ManifestBackend:
         raise UsageError("the offline manifest backend is read-only: edit the manifest file instead")
 
     def broker_ids(self) -> list[int]:
-        raise UsageError("manifest files have no brokers: a cluster-wide budget needs a live cluster")
+        raise UsageError(
+            "saved manifests list no brokers: give the broker count that cluster-wide budgets divide by (--brokers N)"
+        )
 
     def close(self) -> None:
         pass

@@ -317,9 +317,10 @@ def _plan(
     prune: bool,
     live_from: Sequence[str],
     ci_fmt: str | None = None,
+    brokers: int | None = None,
 ) -> Any:
     """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
-    when it does not load)."""
+    when it does not load; ``brokers``: the broker count cluster-wide budgets are divided by, else the live one)."""
     from kquotactl.core.manifest import ManifestError
     from kquotactl.services import plan as plan_service
 
@@ -336,11 +337,16 @@ def _plan(
     if prune and not manifest.prune:
         raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
     planned = plan_service(
-        lambda: _backend(state, ctx, live_from), manifest, prune=prune, offline=bool(live_from), keep_hint=KEEP_HINT
+        lambda: _backend(state, ctx, live_from),
+        manifest,
+        prune=prune,
+        offline=bool(live_from),
+        keep_hint=KEEP_HINT,
+        brokers=brokers,
     )
     for line in [*planned.warnings, *planned.notes]:
         state.warn(line)
-    return planned.backend, planned.plan, manifest
+    return planned.backend, planned.plan, planned.manifest
 
 
 prune_option = click.option(
@@ -370,6 +376,12 @@ live_from_option = click.option(
 @max_deletions_option
 @click.option("--out", "out_path", metavar="FILE", type=click.Path(dir_okay=False), help="Save the plan (JSON).")
 @live_from_option
+@click.option(
+    "--brokers",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Divide cluster-wide budgets (cluster:) by N brokers instead of the live broker count (with --live-from).",
+)
 @pass_state
 @click.pass_context
 def plan(
@@ -380,6 +392,7 @@ def plan(
     max_deletions: int,
     out_path: str | None,
     live_from: Sequence[str],
+    brokers: int | None,
 ) -> None:
     """Show what apply would change: per entity and key, add / change old -> new / remove.
 
@@ -399,7 +412,9 @@ def plan(
     fmt = _fmt(state)
     if out_path is not None:
         check_file(out_path, "--out")  # before the cluster is read
-    backend, the_plan, manifest = _plan(state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None)
+    backend, the_plan, manifest = _plan(
+        state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None, brokers=brokers
+    )
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
     if out_path is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend
@@ -26,6 +26,7 @@ from kquotactl.core.errors import EXIT_INTERRUPTED, MissingInput, PartialFailure
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
 
 if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
+    from kquotactl.core.budget import Share
     from kquotactl.core.explain import Connection, ThrottleModel
     from kquotactl.core.filters import EntityFilter
     from kquotactl.core.keys import QuotaKey
@@ -66,6 +67,7 @@ class Altered:
 
     results: list[EntityResult]
     warnings: list[str]
+    shares: list[Share] = field(default_factory=list)  # --cluster-wide: each budget and its per-broker value
 
     @property
     def rejection(self) -> QuotaError | None:
@@ -76,12 +78,23 @@ class Altered:
         return None
 
 
-def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False) -> Altered:
+def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False, cluster_wide: bool = False) -> Altered:
     """Set and remove keys of one entity, atomically (``dry_run``: validated, nothing written); a refused change is
-    in :attr:`Altered.rejection`."""
+    in :attr:`Altered.rejection`. ``cluster_wide``: the values set are cluster-wide budgets, written as their
+    per-broker shares for the backend's live broker count (:func:`kquotactl.core.budget.per_broker`)."""
+    from kquotactl.core.budget import check_cluster_key, per_broker
+    from kquotactl.core.keys import KEYS
+
     check_live_changes([change])
+    shares: list[Share] = []
+    if cluster_wide:
+        for k in change.set:
+            check_cluster_key(KEYS[k])  # refused before the cluster is asked anything
+        brokers = len(backend.broker_ids())
+        shares = [per_broker(KEYS[k], v, brokers) for k, v in change.set.items()]
+        change = replace(change, set={s.key.name: s.per_broker for s in shares})
     results = backend.alter([change], validate_only=dry_run)
-    return Altered(results, backend_warnings(backend))
+    return Altered(results, backend_warnings(backend), shares)
 
 
 # -- plan ------------------------------------------------------------------------------------------------
@@ -291,9 +304,12 @@ class QuotaSet:
     warnings: list[str]
 
 
-def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mapping[str, int] | None = None) -> QuotaSet:
+def load_quota_set(
+    source: QuotaBackend | Sequence[str], static_defaults: Mapping[str, int] | None = None, brokers: int | None = None
+) -> QuotaSet:
     """The one loader of a quota set: manifest files or directories (offline, through the read-only manifest
-    backend, the same protocol as a cluster) or a live backend's whole quota set.
+    backend, the same protocol as a cluster) or a live backend's whole quota set. Manifests' cluster-wide budgets
+    count as their per-broker shares for ``brokers`` brokers (refused without it).
 
     A ZooKeeper-mode broker tells every quota manager of every entity; a broker answering the admin API (KRaft) only
     the key's own: ``per_key_levels`` follows the backend (offline manifests answer as ZooKeeper does).
@@ -302,8 +318,19 @@ def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mappin
 
     if isinstance(source, Sequence):
         from kquotactl.backends.manifest import ManifestBackend
+        from kquotactl.manifests.loader import load_manifests
 
-        with ManifestBackend.open(list(source)) as offline:
+        manifest = load_manifests(list(source))
+        if manifest.budgets:
+            from kquotactl.core.budget import resolve_budgets
+
+            if brokers is None:
+                raise UsageError(
+                    "the manifests declare cluster-wide budgets (cluster:): give the broker count they divide by "
+                    "(--brokers N)"
+                )
+            manifest = resolve_budgets(manifest, brokers).manifest
+        with ManifestBackend(manifest) as offline:
             return load_quota_set(offline, static_defaults)
     records = source.describe()
     index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.name == "admin")

@@ -43,7 +43,7 @@ class Split(StrEnum):
 
     DIVIDED = "divided"  # every broker enforces its own share: total / brokers
     WHOLE = "whole"  # enforced in one place (the active controller): the value is the cluster-wide value
-    REFUSED = "refused"  # per-broker by nature: no cluster-wide total exists
+    REFUSED = "per-broker"  # per-broker by nature: no cluster-wide total exists (cluster: refuses it)
 
 
 SPLITS: dict[str, Split] = {
@@ -217,3 +217,26 @@ def resolve_budgets(manifest: Manifest, brokers: int) -> Budgets:
     if problems:
         raise ManifestError(problems)
     return Budgets(resolved, brokers, shares)
+
+
+def cluster_view(key: QuotaKey, limit: int | float, brokers: int) -> dict[str, object]:
+    """``explain``'s cluster-wide view of one resolved per-broker limit (JSON-ready)."""
+    return {
+        "key": key.name,
+        "per_broker": limit,
+        "brokers": brokers,
+        "cluster_wide": cluster_value(key, limit, brokers),
+        "split": split_of(key).value,
+    }
+
+
+def cluster_view_words(key: QuotaKey, limit: int | float, brokers: int) -> str:
+    """``producer_byte_rate: 100 MiB/s (104857600) per broker × 3 brokers = 300 MiB/s (314572800) cluster-wide``."""
+    split = split_of(key)
+    per = human_and_raw(key, limit)
+    if split is Split.DIVIDED:
+        total = human_and_raw(key, cluster_value(key, limit, brokers))
+        return f"{key.name}: {per} per broker × {counted(brokers, 'broker')} = {total} cluster-wide"
+    if split is Split.WHOLE:
+        return f"{key.name}: {per} cluster-wide (enforced once, on the active controller)"
+    return f"{key.name}: {per} of each broker's thread time (per broker: no cluster-wide total)"

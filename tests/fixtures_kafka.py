@@ -218,12 +218,13 @@ def kraft3_cluster() -> Iterator[KRaftCluster]:
 
 @pytest.fixture
 def kraft3(kraft3_cluster: KRaftCluster) -> Iterator[KRaftCluster]:
-    """The 3-broker cluster with every quota removed after the test and every stopped broker started again."""
+    """The 3-broker cluster, every broker running (one a test stopped is started again before the next test uses
+    the cluster, not after: a session's last test may stop one for free), every quota removed after the test."""
     from kquotactl.backends.kafka.quotas import AdminBackend
 
-    yield kraft3_cluster
     for i, node in enumerate(kraft3_cluster.nodes):
         if not node.running:
             kraft3_cluster.start_broker(i)
+    yield kraft3_cluster
     with AdminBackend.connect(kraft3_cluster.bootstrap) as b:
         _wipe(b)

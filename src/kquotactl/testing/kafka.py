@@ -395,8 +395,12 @@ class KRaftCluster:
         self.wait_brokers(sum(n.running for n in self.nodes), timeout)
 
     def close(self) -> None:
-        for n in self.nodes:
-            n.close()
+        """Stop every node at once (one after the other, the last ones would lose their quorum and wait for it
+        until SIGKILL), and remove their data."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(len(self.nodes), 1)) as pool:
+            list(pool.map(lambda n: n.close(), self.nodes))
 
     def __enter__(self) -> KRaftCluster:
         return self.start()

@@ -305,11 +305,15 @@ class QuotaSet:
 
 
 def load_quota_set(
-    source: QuotaBackend | Sequence[str], static_defaults: Mapping[str, int] | None = None, brokers: int | None = None
+    source: QuotaBackend | Sequence[str],
+    static_defaults: Mapping[str, int] | None = None,
+    brokers: int | None = None,
+    spread: int = 1,
 ) -> QuotaSet:
     """The one loader of a quota set: manifest files or directories (offline, through the read-only manifest
     backend, the same protocol as a cluster) or a live backend's whole quota set. Manifests' cluster-wide budgets
-    count as their per-broker shares for ``brokers`` brokers (refused without it).
+    count as their per-broker shares for ``brokers`` brokers (refused without it). ``spread``: the limits are
+    applied to cluster-wide traffic spread evenly over that many brokers (:func:`kquotactl.core.budget.spread_evenly`).
 
     A ZooKeeper-mode broker tells every quota manager of every entity; a broker answering the admin API (KRaft) only
     the key's own: ``per_key_levels`` follows the backend (offline manifests answer as ZooKeeper does).
@@ -331,8 +335,13 @@ def load_quota_set(
                 )
             manifest = resolve_budgets(manifest, brokers).manifest
         with ManifestBackend(manifest) as offline:
-            return load_quota_set(offline, static_defaults)
+            return load_quota_set(offline, static_defaults, spread=spread)
     records = source.describe()
+    if spread != 1:
+        from kquotactl.core.budget import spread_evenly
+
+        records = spread_evenly(records, spread)
+        static_defaults = {k: v * spread for k, v in (static_defaults or {}).items()}
     index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.name == "admin")
     return QuotaSet(index, backend_warnings(source))
 

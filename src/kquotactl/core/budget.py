@@ -240,3 +240,18 @@ def cluster_view_words(key: QuotaKey, limit: int | float, brokers: int) -> str:
     if split is Split.WHOLE:
         return f"{key.name}: {per} cluster-wide (enforced once, on the active controller)"
     return f"{key.name}: {per} of each broker's thread time (per broker: no cluster-wide total)"
+
+
+def spread_evenly(records: Sequence[QuotaRecord], brokers: int) -> list[QuotaRecord]:
+    """Per-broker limits as limits on a whole cluster's traffic spread evenly over ``brokers`` brokers (``impact``).
+
+    Each broker sees ``usage / N`` against ``limit``; the broker's throttle ``(rate - limit) / limit × window`` is the
+    same for ``usage`` against ``limit × N``, so a replay of cluster-wide traffic multiplies every limit a broker
+    meters itself by N (request_percentage too: request time is spread like the requests). A key enforced once, on
+    the active controller (controller_mutation_rate), keeps its value.
+    """
+    out = []
+    for r in records:
+        config = {k: v if split_of(KEYS[k]) is Split.WHOLE else v * brokers for k, v in r.config.items()}
+        out.append(replace(r, config=config))
+    return out

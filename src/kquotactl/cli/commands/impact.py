@@ -110,6 +110,15 @@ def _status(console: Any) -> Any:
     type=click.Path(file_okay=False),
     help="Write quota_ids.parquet, quota_ids.csv, summary.json and impact.png here.",
 )
+@click.option(
+    "--brokers",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="The traffic is the whole cluster's, assumed spread evenly over N brokers, each enforcing the per-broker "
+    "limits (the replay compares it with each limit times N); also the count manifests' cluster: budgets divide by.",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -127,6 +136,7 @@ def run(
     total_threshold: str | None,
     topic_thresholds: tuple[str, ...],
     out_dir: str | None,
+    brokers: int,
 ) -> None:
     """Replay TRAFFIC (a file or directory) against a quota set and report throttling per quota-id.
 
@@ -166,8 +176,18 @@ def run(
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
     topic_cfg = _topic_config(model, total_threshold, topic_thresholds)
-    index = _quota_set(ctx, state, list(files))
-    base = _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with)) if compare_with else None
+    index = _quota_set(ctx, state, list(files), brokers)
+    base = (
+        _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with), brokers)
+        if compare_with
+        else None
+    )
+    if brokers > 1:
+        click.echo(
+            f"kquotactl: the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
+            f"(each broker's limits x {brokers}); the input does not say which broker served each record",
+            err=True,
+        )
     err = Console(stderr=True)
     with _status(err) as status:
 
@@ -236,10 +256,10 @@ def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
     return cfg
 
 
-def _quota_set(ctx: click.Context, state: Any, files: list[str]) -> QuotaIndex:
+def _quota_set(ctx: click.Context, state: Any, files: list[str], brokers: int = 1) -> QuotaIndex:
     from kquotactl.services import load_quota_set
 
-    quota_set = load_quota_set(files or state.backend(ctx))
+    quota_set = load_quota_set(files or state.backend(ctx), brokers=brokers, spread=brokers)
     for w in quota_set.warnings:
         state.warn(w)
     return quota_set.index

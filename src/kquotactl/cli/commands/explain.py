@@ -244,8 +244,9 @@ def explain(
             explain_table(index, conn, out, state.color, throttle)
             if views:
                 from kquotactl.core.budget import cluster_view_words
+                from kquotactl.core.wording import counted
 
-                click.echo(f"Cluster-wide ({count} brokers; traffic assumed spread evenly):", file=out)
+                click.echo(f"Cluster-wide ({counted(count, 'broker')}; traffic assumed spread evenly):", file=out)
                 for qk, limit in views:
                     click.echo(f"  {cluster_view_words(qk, limit, count)}", file=out)
         else:

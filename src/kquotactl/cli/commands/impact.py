@@ -119,6 +119,12 @@ def _status(console: Any) -> Any:
     help="The traffic is the whole cluster's, assumed spread evenly over N brokers, each enforcing the per-broker "
     "limits (the replay compares it with each limit times N); also the count manifests' cluster: budgets divide by.",
 )
+@click.option(
+    "--per-broker",
+    is_flag=True,
+    help="kafka-request-log: each TRAFFIC input is one broker's logs, replayed on its own against the per-broker "
+    "limits (each broker meters only what it served).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -137,6 +143,7 @@ def run(
     topic_thresholds: tuple[str, ...],
     out_dir: str | None,
     brokers: int,
+    per_broker: bool,
 ) -> None:
     """Replay TRAFFIC (a file or directory) against a quota set and report throttling per quota-id.
 
@@ -182,6 +189,13 @@ def run(
         if compare_with
         else None
     )
+    if per_broker:
+        if input_format != "kafka-request-log":
+            raise UsageError("--per-broker replays broker request logs: add --input-format kafka-request-log")
+        if brokers > 1 or compare_with or out_dir or topic_cfg is not None:
+            raise UsageError("--per-broker goes without --brokers, --compare, --out and --model topic-threshold")
+        _per_broker(state, traffic, engine, window, master, conf, index, top)
+        return
     if brokers > 1:
         click.echo(
             f"kquotactl: the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
@@ -233,6 +247,40 @@ def run(
                 replayed=replayed,
             )
     _render(state, result, top)
+
+
+def _per_broker(
+    state: Any, traffic: tuple[str, ...], engine: str, window: Any, master: str, conf: Any, index: Any, top: int
+) -> None:
+    """One replay per broker's logs: each broker's quota managers meter only the requests it served."""
+    from kquotactl.impact.engine import Runner
+    from kquotactl.impact.output import dump_json, render_table
+
+    reports = []
+    for path in traffic:
+        runner = Runner(
+            path, engine, window, None if master == "submit" else master, conf, None, "kafka-request-log", (path,)
+        )
+        report = dict(runner.analyze(index).report)
+        report["summary"] = {**report["summary"], "engine": runner.engine}
+        reports.append({"input": path, **report})
+    fmt = state.output_format()
+    total = {
+        "brokers": len(reports),
+        "throttled_quota_ids": sum(r["summary"]["throttled_quota_ids"] for r in reports),
+        "rows": sum(r["summary"]["rows"] for r in reports),
+    }
+    result = {"summary": total, "per_broker": reports}
+    if fmt == "json":
+        dump_json(result, sys.stdout)
+    elif fmt == "yaml":
+        from kquotactl.render.records import dump_yaml
+
+        dump_yaml(result, sys.stdout)
+    else:
+        for r in reports:
+            click.echo(f"Broker logs {r['input']}:")
+            render_table({k: v for k, v in r.items() if k != "input"}, sys.stdout, top, state.color)
 
 
 def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:

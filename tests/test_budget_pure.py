@@ -139,3 +139,28 @@ def test_json_schema_takes_cluster_and_refuses_request_percentage_in_it() -> Non
     bad = {"quotas": [{"entity": {"user": "a"}, "cluster": {"request_percentage": 50}}]}
     assert list(v.iter_errors(bad))
     assert list(v.iter_errors({"quotas": [{"entity": {"user": "a"}}]}))
+
+
+def test_offline_cli_needs_the_broker_count_and_uses_it(tmp_path) -> None:
+    import json
+
+    from conftest import run_cli
+
+    q = tmp_path / "q.yaml"
+    q.write_text(MANIFEST)
+    r = run_cli("plan", "-f", str(q), "--live-from", str(q))
+    assert r.exit_code == 1 and "give the broker count that cluster-wide budgets divide by (--brokers N)" in r.stderr
+    r = run_cli("-o", "json", "plan", "-f", str(q), "--live-from", str(q), "--brokers", "4")
+    assert r.exit_code == 2, r.stderr
+    (change,) = json.loads(r.stdout)["changes"]
+    assert change["after"]["producer_byte_rate"] == 50 * MiB and "× 4 brokers" in r.stderr
+    r = run_cli("explain", "--example", "--user", "alice", "--cluster-wide")
+    assert r.exit_code == 1 and "needs the broker count: add --brokers N" in r.stderr
+    r = run_cli("-o", "json", "explain", "-f", str(q), "--user", "team-a", "--brokers", "4")
+    views = {v["key"]: v for v in json.loads(r.stdout)["cluster_wide"]}
+    assert views["producer_byte_rate"]["per_broker"] == 50 * MiB
+    assert views["producer_byte_rate"]["cluster_wide"] == 200 * MiB
+    r = run_cli(
+        "--zookeeper", "127.0.0.1:1", "alter", "--user", "a", "--cluster-wide", "--delete-config", "producer_byte_rate"
+    )
+    assert r.exit_code == 1 and "--cluster-wide needs the budgets to set" in r.stderr  # before connecting

@@ -236,6 +236,8 @@ def explain(
         if cluster_wide or brokers is not None:
             from kquotactl.core.explain import resolutions
 
+            if brokers is None and (files or example):
+                raise UsageError("--cluster-wide offline (-f, --example) needs the broker count: add --brokers N")
             count = brokers if brokers is not None else len(state.backend(ctx).broker_ids())
             views = [(KEYS[r.key], r.limit) for r in resolutions(index, conn) if r.limit is not None]
         if fmt == "table":

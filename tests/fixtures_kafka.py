@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
+from kquotactl.testing.kafka import KRaftCluster, KRaftKafkaServer, ZkKafkaServer
 
 
 def _wipe(backend) -> None:
@@ -205,3 +205,26 @@ def observed_zk_kafka(zk_server) -> Iterator[ObservedKafka]:
     """Kafka 3.9 in ZooKeeper mode with the exporter agent (read directly: no Prometheus), under its own chroot."""
     connect = f"{zk_server.connect}/kafka39top"
     yield from _observed(lambda jvm: ZkKafkaServer(zookeeper=connect, jvm_opts=jvm), with_prometheus=False)
+
+
+@pytest.fixture(scope="session")
+def kraft3_cluster() -> Iterator[KRaftCluster]:
+    """Three KRaft nodes (each broker and controller, one three-voter quorum): a real 3-broker cluster."""
+    cluster = KRaftCluster()
+    cluster.start()
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def kraft3(kraft3_cluster: KRaftCluster) -> Iterator[KRaftCluster]:
+    """The 3-broker cluster, every broker running (one a test stopped is started again before the next test uses
+    the cluster, not after: a session's last test may stop one for free), every quota removed after the test."""
+    from kquotactl.backends.kafka.quotas import AdminBackend
+
+    for i, node in enumerate(kraft3_cluster.nodes):
+        if not node.running:
+            kraft3_cluster.start_broker(i)
+    yield kraft3_cluster
+    with AdminBackend.connect(kraft3_cluster.bootstrap) as b:
+        _wipe(b)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend
@@ -27,6 +27,7 @@ from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecor
 
 if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
     from kquotactl.core.entities import Entity
+    from kquotactl.core.budget import Share
     from kquotactl.core.explain import Connection, ThrottleModel
     from kquotactl.core.filters import EntityFilter
     from kquotactl.core.keys import Number, QuotaKey
@@ -68,6 +69,7 @@ class Altered:
 
     results: list[EntityResult]
     warnings: list[str]
+    shares: list[Share] = field(default_factory=list)  # --cluster-wide: each budget and its per-broker value
 
     @property
     def rejection(self) -> QuotaError | None:
@@ -78,12 +80,23 @@ class Altered:
         return None
 
 
-def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False) -> Altered:
+def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False, cluster_wide: bool = False) -> Altered:
     """Set and remove keys of one entity, atomically (``dry_run``: validated, nothing written); a refused change is
-    in :attr:`Altered.rejection`."""
+    in :attr:`Altered.rejection`. ``cluster_wide``: the values set are cluster-wide budgets, written as their
+    per-broker shares for the backend's live broker count (:func:`kquotactl.core.budget.per_broker`)."""
+    from kquotactl.core.budget import check_cluster_key, per_broker
+    from kquotactl.core.keys import KEYS
+
     check_live_changes([change])
+    shares: list[Share] = []
+    if cluster_wide:
+        for k in change.set:
+            check_cluster_key(KEYS[k])  # refused before the cluster is asked anything
+        brokers = len(backend.broker_ids())
+        shares = [per_broker(KEYS[k], v, brokers) for k, v in change.set.items()]
+        change = replace(change, set={s.key.name: s.per_broker for s in shares})
     results = backend.alter([change], validate_only=dry_run)
-    return Altered(results, backend_warnings(backend))
+    return Altered(results, backend_warnings(backend), shares)
 
 
 # -- plan ------------------------------------------------------------------------------------------------
@@ -108,11 +121,17 @@ def plan(
     prune: bool = False,
     offline: bool = False,
     keep_hint: str = "",
+    brokers: int | None = None,
 ) -> Planned:
     """Diff ``manifest`` against what ``backend`` describes (``prune``: inside the manifest's prune scope, live
     entities and keys it does not declare are removed; ``offline``: the backend is a saved export, so keys only a
     live cluster refuses are not checked). ``backend`` may be a function that opens it: then a manifest a cluster
-    would refuse never connects. ``keep_hint``: see :func:`kquotactl.core.plan.make_plan`."""
+    would refuse never connects. ``keep_hint``: see :func:`kquotactl.core.plan.make_plan`.
+
+    Cluster-wide budgets (``cluster:``) are divided by ``brokers``, or else by the backend's live broker count
+    (:func:`kquotactl.core.budget.resolve_budgets`); the plan's notes give both values and a broker-count change
+    read from the live per-broker values. ``Planned.manifest`` is the manifest with the budgets resolved."""
+    from kquotactl.core.budget import resolve_budgets
     from kquotactl.core.manifest import ManifestError, live_problems
     from kquotactl.core.plan import make_plan
 
@@ -122,7 +141,13 @@ def plan(
         backend = backend()
     live = backend.describe()
     warnings = backend_warnings(backend)
+    budget_notes: list[str] = []
+    if manifest.budgets:
+        budgets = resolve_budgets(manifest, brokers if brokers is not None else len(backend.broker_ids()))
+        manifest = budgets.manifest
+        budget_notes = budgets.notes(live)
     the_plan = make_plan(manifest, live, prune=prune, keep_hint=keep_hint)
+    the_plan.notes[:0] = budget_notes
     shown = set(warnings)
     return Planned(backend, the_plan, manifest, warnings, [n for n in the_plan.notes if n not in shown])
 
@@ -284,9 +309,16 @@ class QuotaSet:
     warnings: list[str]
 
 
-def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mapping[str, int] | None = None) -> QuotaSet:
+def load_quota_set(
+    source: QuotaBackend | Sequence[str],
+    static_defaults: Mapping[str, int] | None = None,
+    brokers: int | None = None,
+    spread: int = 1,
+) -> QuotaSet:
     """The one loader of a quota set: manifest files or directories (offline, through the read-only manifest
-    backend, the same protocol as a cluster) or a live backend's whole quota set.
+    backend, the same protocol as a cluster) or a live backend's whole quota set. Manifests' cluster-wide budgets
+    count as their per-broker shares for ``brokers`` brokers (refused without it). ``spread``: the limits are
+    applied to cluster-wide traffic spread evenly over that many brokers (:func:`kquotactl.core.budget.spread_evenly`).
 
     A ZooKeeper-mode broker tells every quota manager of every entity; a broker answering the admin API (KRaft) only
     the key's own: ``per_key_levels`` follows the backend (offline manifests answer as ZooKeeper does).
@@ -295,10 +327,26 @@ def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mappin
 
     if isinstance(source, Sequence):
         from kquotactl.backends.manifest import ManifestBackend
+        from kquotactl.manifests.loader import load_manifests
 
-        with ManifestBackend.open(list(source)) as offline:
-            return load_quota_set(offline, static_defaults)
+        manifest = load_manifests(list(source))
+        if manifest.budgets:
+            from kquotactl.core.budget import resolve_budgets
+
+            if brokers is None:
+                raise UsageError(
+                    "the manifests declare cluster-wide budgets (cluster:): give the broker count they divide by "
+                    "(--brokers N)"
+                )
+            manifest = resolve_budgets(manifest, brokers).manifest
+        with ManifestBackend(manifest) as offline:
+            return load_quota_set(offline, static_defaults, spread=spread)
     records = source.describe()
+    if spread != 1:
+        from kquotactl.core.budget import spread_evenly
+
+        records = spread_evenly(records, spread)
+        static_defaults = {k: v * spread for k, v in (static_defaults or {}).items()}
     index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.name == "admin")
     return QuotaSet(index, backend_warnings(source))
 

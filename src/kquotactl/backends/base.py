@@ -47,4 +47,10 @@ class QuotaBackend(Protocol):
         """
         ...
 
+    def broker_ids(self) -> list[int]:
+        """The ids of the cluster's live brokers, ascending: what a cluster-wide budget is divided by
+        (:mod:`kquotactl.core.budget`). ZooKeeper: the ephemeral ``/brokers/ids`` children; admin API: the
+        brokers of the cluster metadata (KRaft lists unfenced brokers only)."""
+        ...
+
     def close(self) -> None: ...

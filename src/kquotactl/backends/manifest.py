@@ -51,6 +51,11 @@ class ManifestBackend:
     ) -> list[EntityResult]:
         raise UsageError("the offline manifest backend is read-only: edit the manifest file instead")
 
+    def broker_ids(self) -> list[int]:
+        raise UsageError(
+            "saved manifests list no brokers: give the broker count that cluster-wide budgets divide by (--brokers N)"
+        )
+
     def close(self) -> None:
         pass
 

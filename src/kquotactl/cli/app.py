@@ -191,6 +191,12 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
 )
 @click.option("--if-exists", is_flag=True, help="Removing a key that is not set is not an error.")
 @click.option("--dry-run", is_flag=True, help="Check and show the change; write nothing.")
+@click.option(
+    "--cluster-wide",
+    is_flag=True,
+    help="The values set are cluster-wide budgets: write each broker's share for the live broker count "
+    "(byte and connection rates are divided; controller_mutation_rate is enforced once, so written as given).",
+)
 @pass_state
 @click.pass_context
 def alter(
@@ -201,6 +207,7 @@ def alter(
     delete_config: Sequence[str],
     if_exists: bool,
     dry_run: bool,
+    cluster_wide: bool,
     **kw: Any,
 ) -> tuple[str, Any] | None:
     """Set or remove quota keys on one entity, atomically.
@@ -215,6 +222,7 @@ def alter(
       kquotactl --zookeeper zk:2181 alter --user alice --client-id app1 --add-config request_percentage=50
       kquotactl --zookeeper zk:2181 alter --user-defaults --delete-config consumer_byte_rate
       kquotactl --zookeeper zk:2181 alter --ip 192.0.2.10 --add-config connection_creation_rate=20
+      kquotactl --bootstrap-server b:9092 alter --user team-a --cluster-wide --add-config producer_byte_rate=200MiB
     """
     from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
     from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
@@ -233,11 +241,21 @@ def alter(
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
     check_live_changes([change])  # before connecting (every backend alter checks it again)
+    if cluster_wide:
+        from kquotactl.core.budget import check_cluster_key
+        from kquotactl.core.keys import KEYS
+
+        if not change.set:
+            raise UsageError("--cluster-wide needs the budgets to set (--add-config KEY=VALUE)")
+        for k in change.set:
+            check_cluster_key(KEYS[k])  # before connecting
     if ctx.meta.get(PARSE_ONLY):
         return ("alter", change)
     backend = state.backend(ctx)
     # one result, or one per stored spelling when several stored ip names are this address
-    altered = alter_service(backend, change, dry_run=dry_run)
+    altered = alter_service(backend, change, dry_run=dry_run, cluster_wide=cluster_wide)
+    for share in altered.shares:
+        click.echo(f"{entity.label()}: {share.describe()}", err=True)
     _warn_all(state, altered.warnings)
     if altered.rejection is not None:
         raise altered.rejection

@@ -181,7 +181,11 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def quota_index(
-    ctx: click.Context, state: AppState, files: Sequence[str], statics: Mapping[str, int] | None = None
+    ctx: click.Context,
+    state: AppState,
+    files: Sequence[str],
+    statics: Mapping[str, int] | None = None,
+    brokers: int | None = None,
 ) -> QuotaIndex:
     """The quotas a command resolves connections against (explain, top): manifests given with ``-f`` (offline) or
     the live cluster's whole quota set; what the backend noticed reading it is said once."""
@@ -191,7 +195,7 @@ def quota_index(
         from kquotactl.core.errors import UsageError
 
         raise UsageError("-f reads the quotas from manifests (offline): drop --zookeeper/--bootstrap-server, or -f")
-    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics)
+    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics, brokers)
     for w in quota_set.warnings:
         state.warn(w)
     return quota_set.index

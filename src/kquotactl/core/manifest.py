@@ -16,7 +16,7 @@ from kquotactl.core.model import QuotaRecord
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 TOP_KEYS = ("prune", "quotas")
-ENTRY_KEYS = ("entity", "config", "stages", "owner", "reason", "ticket")
+ENTRY_KEYS = ("entity", "config", "cluster", "stages", "owner", "reason", "ticket")
 META_KEYS = ("owner", "reason", "ticket")
 ENTITY_KEYS = {"user": EntityType.USER, "client-id": EntityType.CLIENT_ID, "ip": EntityType.IP}
 
@@ -44,7 +44,9 @@ class ManifestError(QuotaError):
 
 @dataclass(frozen=True, slots=True)  # slots: 100,000 entries stay small
 class ManifestEntry:
-    """One ``quotas`` item: an entity, its validated config, where it came from, and its metadata."""
+    """One ``quotas`` item: an entity, its validated per-broker config, its cluster-wide budgets (``cluster:``,
+    turned into per-broker values by :func:`kquotactl.core.budget.resolve_budgets`), where it came from (``key_sources``
+    covers the keys of both), and its metadata."""
 
     entity: Entity
     config: Mapping[str, Number]
@@ -53,6 +55,7 @@ class ManifestEntry:
     owner: str | None = None
     reason: str | None = None
     ticket: str | None = None
+    cluster: Mapping[str, Number] = field(default_factory=dict)
     stages: int | None = None  # apply --stages for this entry's lowered limits (kquotactl.core.stages)
 
     def meta(self) -> dict[str, str]:
@@ -116,7 +119,7 @@ def live_problems(manifest: Manifest) -> list[str]:
     """``file:line: ...`` for each key a live cluster must not be given (see :func:`keys.check_live_key`)."""
     problems = []
     for entry in manifest.entries:
-        for k in entry.config:
+        for k in [*entry.config, *entry.cluster]:
             try:
                 check_live_key(KEYS[k])
             except InvalidValue as e:
@@ -159,13 +162,20 @@ class Manifest:
     def __len__(self) -> int:
         return len(self.entries)
 
+    @property
+    def budgets(self) -> bool:
+        """Does any entry declare a cluster-wide budget (so planning needs the broker count)?"""
+        return any(e.cluster for e in self.entries)
+
     def config_map(self) -> dict[Entity, Mapping[str, Number]]:
-        """Entity -> desired config (what the resolver's :class:`QuotaIndex` takes)."""
-        return {e.entity: e.config for e in self.entries}
+        """Entity -> desired per-broker config (what the resolver's :class:`QuotaIndex` takes); cluster-wide budgets
+        count once resolved for a broker count."""
+        return {e.entity: e.config for e in self.entries if e.config}
 
     def records(self) -> list[QuotaRecord]:
-        """The desired state as records, sorted like ``describe`` output."""
-        return [QuotaRecord(e.entity, dict(e.config)) for e in sorted(self.entries, key=lambda e: e.entity.sort_key())]
+        """The desired per-broker state as records, sorted like ``describe`` output."""
+        entries = sorted((e for e in self.entries if e.config), key=lambda e: e.entity.sort_key())
+        return [QuotaRecord(e.entity, dict(e.config)) for e in entries]
 
     def stages(self) -> dict[Entity, int]:
         """Entity -> its entry's own ``stages:`` (entries that give one)."""

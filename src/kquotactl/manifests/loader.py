@@ -6,6 +6,7 @@ A manifest is::
     quotas:
       - entity: {user: alice, client-id: "batch job"}
         config: {producer_byte_rate: 10MiB, request_percentage: 50}
+        cluster: {consumer_byte_rate: 600MiB}  # optional: cluster-wide budgets (kquotactl.core.budget)
         stages: 4                             # optional: apply --stages lowers these limits in 4 steps
         owner: team-a                         # optional metadata, carried into plans and apply logs
         reason: batch window
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from kquotactl.core.budget import check_cluster_key
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.core.errors import QuotaError
 from kquotactl.core.keys import KEY_ORDER, Number, check_number, lookup_key
@@ -216,8 +218,8 @@ class _Reader:
         if "entity" not in fields:
             self.problem(node, "entry has no entity: add entity: {user: NAME} (or client-id, ip)")
             return
-        if "config" not in fields:
-            self.problem(node, "entry has no config: add config: {KEY: VALUE}")
+        if "config" not in fields and "cluster" not in fields:
+            self.problem(node, "entry has no config: add config: {KEY: VALUE} (per broker) or cluster: {KEY: VALUE}")
             return
         entity = self.entity(fields["entity"][1])
         meta: dict[str, str] = {}
@@ -229,9 +231,28 @@ class _Reader:
         stages = self.stages(fields["stages"][1]) if "stages" in fields else None
         if entity is None or ("stages" in fields and stages is None):
             return
-        config, key_sources = self.config(fields["config"][1], entity)
-        if config is None:
-            return
+        config: dict[str, Number] = {}
+        key_sources: dict[str, Source] = {}
+        if "config" in fields:
+            read, key_sources = self.config(fields["config"][1], entity)
+            if read is None:
+                return
+            config = read
+        cluster: dict[str, Number] = {}
+        if "cluster" in fields:
+            read, cluster_sources = self.config(fields["cluster"][1], entity, cluster=True)
+            if read is None:
+                return
+            cluster = read
+            both = [k for k in cluster if k in config]
+            if both:
+                self.problem(
+                    fields["cluster"][0],
+                    f"{entity_path_text(entity)}: {', '.join(both)} is in both config and cluster (first at "
+                    f"{key_sources[both[0]]}): give it per broker or cluster-wide, not both",
+                )
+                return
+            key_sources = {**key_sources, **cluster_sources}
         src = self.src(node)
         first = self.manifest.get(entity)
         if first is not None:
@@ -240,7 +261,7 @@ class _Reader:
                 f"entity {entity_path_text(entity)} is declared twice (first at {first.source}); merge the entries",
             )
             return
-        self.manifest.add(ManifestEntry(entity, config, src, key_sources, stages=stages, **meta))
+        self.manifest.add(ManifestEntry(entity, config, src, key_sources, cluster=cluster, stages=stages, **meta))
 
     def stages(self, node: Any) -> int | None:
         """An entry's ``stages:``: a whole number from 1 to :data:`kquotactl.core.stages.MAX_STAGES`."""
@@ -325,14 +346,18 @@ class _Reader:
         name: str = node.value  # the literal spelling, also for names that look like numbers
         return name
 
-    def config(self, node: Any, entity: Entity) -> tuple[dict[str, Number] | None, dict[str, Source]]:
+    def config(
+        self, node: Any, entity: Entity, cluster: bool = False
+    ) -> tuple[dict[str, Number] | None, dict[str, Source]]:
+        """A ``config:`` (or, ``cluster``, a ``cluster:``) mapping, each key and value validated."""
         import yaml
 
-        fields = self.mapping(node, "config", None)
+        what = "cluster" if cluster else "config"
+        fields = self.mapping(node, what, None)
         if fields is None:
             return None, {}
         if not fields:
-            self.problem(node, "config is empty: give at least one key (to remove an entity, use --prune)")
+            self.problem(node, f"{what} is empty: give at least one key (to remove an entity, use --prune)")
             return None, {}
         out: dict[str, Number] = {}
         sources: dict[str, Source] = {}
@@ -340,6 +365,8 @@ class _Reader:
         for k, (knode, vnode) in fields.items():
             try:
                 key = lookup_key(k, entity.kind)
+                if cluster:
+                    check_cluster_key(key)
             except QuotaError as e:
                 self.problem(knode, f"{entity_path_text(entity)}: {e}")
                 ok = False

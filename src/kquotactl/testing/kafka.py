@@ -122,6 +122,12 @@ class _KafkaBase:
         """Anything to do between writing server.properties and starting (KRaft: format)."""
 
     def start(self, timeout: float = 120.0) -> _KafkaBase:
+        self.launch()
+        self.wait_started(timeout)
+        return self
+
+    def launch(self) -> None:
+        """Write the configuration, format if needed, and start the process without waiting for it."""
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix=f"kquotactl-{self.jars_name}-"))
         props = {**BROKER_DEFAULTS, **self._props(), **self.extra_props}
@@ -130,9 +136,12 @@ class _KafkaBase:
         out = open(self.workdir / "stdout.log", "ab")  # noqa: SIM115 - handed to the child process
         cmd = self.java("kafka.Kafka", str(self.workdir / "server.properties"), jvm=self.jvm_opts)
         self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_started(self, timeout: float = 120.0) -> None:
+        """Wait until the launched broker's port is open and it answers a describe."""
+        assert self._proc is not None, "launch() first"
         _wait_port(self.port, self._proc, timeout, f"Kafka ({self.jars_name})", self.log_tail)
         self._wait_ready(timeout)
-        return self
 
     def _wait_ready(self, timeout: float) -> None:
         """The port opens before the broker serves requests: wait until a describe answers."""
@@ -223,6 +232,9 @@ class KRaftKafkaServer(_KafkaBase):
     ssl_truststore: Path | None = None
     ssl_port: int = 0
     cluster_id: str = field(default_factory=new_cluster_id)
+    node_id: int = 1
+    # ``controller.quorum.voters`` when this node is one of several (KRaftCluster); empty: a quorum of itself
+    quorum_voters: str = ""
 
     @property
     def sasl_bootstrap(self) -> str:
@@ -269,8 +281,8 @@ class KRaftKafkaServer(_KafkaBase):
             }
         return {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{c}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.quorum_voters or f"{self.node_id}@127.0.0.1:{c}",
             "listeners": listeners,
             "advertised.listeners": advertised,
             "listener.security.protocol.map": protocols,
@@ -306,3 +318,92 @@ class KRaftKafkaServer(_KafkaBase):
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+
+
+@dataclass
+class KRaftCluster:
+    """Three Kafka 4.x KRaft nodes, each broker *and* controller, in one three-voter quorum: a real 3-broker
+    cluster for the cheapest price (three JVMs; a separate controller would be a fourth). With three voters,
+    one node can be stopped (:meth:`stop_broker`) and the other two keep a quorum and serve; :meth:`start_broker`
+    brings it back with its data. The nodes are started together (a quorum needs a majority to elect a leader).
+    """
+
+    size: int = 3
+    log_level: str = "WARN"
+    heap: str = "-Xmx256m"
+    nodes: list[KRaftKafkaServer] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        """Every running node's PLAINTEXT address, comma-separated (clients pick any)."""
+        return ",".join(n.bootstrap for n in self.nodes if n.running)
+
+    def start(self, timeout: float = 180.0) -> KRaftCluster:
+        cluster_id = new_cluster_id()
+        controller_ports = [free_port() for _ in range(self.size)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(controller_ports))
+        self.nodes = [
+            KRaftKafkaServer(
+                node_id=i + 1,
+                controller_port=p,
+                quorum_voters=voters,
+                cluster_id=cluster_id,
+                log_level=self.log_level,
+                jvm_opts=[self.heap],
+                extra_props={"controlled.shutdown.enable": "true"},
+            )
+            for i, p in enumerate(controller_ports)
+        ]
+        try:
+            for n in self.nodes:
+                n.launch()
+            for n in self.nodes:
+                n.wait_started(timeout)
+            self.wait_brokers(self.size, timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def broker_ids(self) -> list[int]:
+        """The broker ids the cluster's metadata lists as alive (DescribeCluster), asked of a running node."""
+        from kquotactl.backends.kafka.quotas import AdminBackend
+
+        with AdminBackend.connect(self.bootstrap, connect_timeout=5, timeout=10) as b:
+            return sorted(b.broker_ids())
+
+    def wait_brokers(self, count: int, timeout: float = 60.0) -> None:
+        """Wait until the metadata lists ``count`` alive brokers (a stopped broker is fenced, then dropped)."""
+        deadline = time.monotonic() + timeout
+        seen: list[int] = []
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                seen = self.broker_ids()
+                if len(seen) == count:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"the cluster lists brokers {seen}, not {count} of them, after {timeout:g}s")
+
+    def stop_broker(self, index: int) -> None:
+        """Stop one node (SIGTERM: a controlled shutdown), and wait until the others list it no more."""
+        self.nodes[index].stop()
+        self.wait_brokers(sum(n.running for n in self.nodes))
+
+    def start_broker(self, index: int, timeout: float = 120.0) -> None:
+        """Start a stopped node again (same ports and data), and wait until all running nodes are listed."""
+        self.nodes[index].start(timeout)
+        self.wait_brokers(sum(n.running for n in self.nodes), timeout)
+
+    def close(self) -> None:
+        """Stop every node at once (one after the other, the last ones would lose their quorum and wait for it
+        until SIGKILL), and remove their data."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(len(self.nodes), 1)) as pool:
+            list(pool.map(lambda n: n.close(), self.nodes))
+
+    def __enter__(self) -> KRaftCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

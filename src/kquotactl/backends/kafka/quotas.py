@@ -241,6 +241,14 @@ class AdminBackend:
 
     # -- reads -----------------------------------------------------------------------------------
 
+    def broker_ids(self) -> list[int]:
+        if self.controller:
+            raise UsageError(
+                "the broker count of a cluster-wide budget comes from the brokers' metadata: "
+                "use --bootstrap-server, not --bootstrap-controller"
+            )
+        return self.wire.broker_ids()
+
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         if flt.strict and not flt.components:

@@ -183,6 +183,12 @@ class ZooKeeperBackend:
         self.warnings.extend(str(f) for f in stored_findings(records))
         return records
 
+    def broker_ids(self) -> list[int]:
+        """The registered brokers: ``/brokers/ids`` children (ephemeral znodes, one per live broker)."""
+        self._session.outages = 0
+        children = self._session.children_many(["/brokers/ids"])["/brokers/ids"]
+        return sorted(int(c) for c in children if c.isdigit())
+
     def entity_names(self, etype: EntityType) -> set[str]:
         """The real names of ``etype`` that have an entity node (alone or in a pair), from child listings only.
 

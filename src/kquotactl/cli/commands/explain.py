@@ -105,6 +105,17 @@ def register(group: click.Group) -> None:
     "token bucket is below zero (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+: current clients); "
     "permissive = recorded, then throttled (older request versions).",
 )
+@click.option(
+    "--cluster-wide",
+    is_flag=True,
+    help="Also show each limit cluster-wide: the per-broker limit times the live broker count (or --brokers).",
+)
+@click.option(
+    "--brokers",
+    type=click.IntRange(1),
+    metavar="N",
+    help="The broker count for the cluster-wide view and for manifests' cluster: budgets (offline, -f).",
+)
 @click.pass_context
 def explain(
     ctx: click.Context,
@@ -125,6 +136,8 @@ def explain(
     limit_text: str | None,
     unrecord_throttled: bool,
     mutation_mode: str,
+    cluster_wide: bool,
+    brokers: int | None,
 ) -> None:
     """Explain which quota applies to a connection, per quota type, and the throttle it would get.
 
@@ -142,6 +155,7 @@ def explain(
       kquotactl explain --example --user alice --client-id ingest
       kquotactl --zookeeper zk:2181 explain --connections conns.csv -o json
       kquotactl explain --replay events.txt --key producer_byte_rate --limit 500
+      kquotactl --bootstrap-server b:9092 explain --user team-a --cluster-wide
     """
     from kquotactl.cli.kit import AppState
     from kquotactl.core.errors import UsageError
@@ -192,7 +206,7 @@ def explain(
                 err=True,
             )
             return _example_index(statics)
-        return quota_index(ctx, state, files, statics)
+        return quota_index(ctx, state, files, statics, brokers)
 
     if replay is not None:
         events = read_events(replay, getattr(replay, "name", "events"))
@@ -214,15 +228,37 @@ def explain(
 
     index = load()
     out = sys.stdout
+    if (cluster_wide or brokers is not None) and conn is None:
+        raise UsageError("--cluster-wide explains one connection (--user/--client-id/--ip), not --connections")
     if conn is not None:
+        views: list[tuple[Any, Any]] = []
+        count = 0
+        if cluster_wide or brokers is not None:
+            from kquotactl.core.explain import resolutions
+
+            if brokers is None and (files or example):
+                raise UsageError("--cluster-wide offline (-f, --example) needs the broker count: add --brokers N")
+            count = brokers if brokers is not None else len(state.backend(ctx).broker_ids())
+            views = [(KEYS[r.key], r.limit) for r in resolutions(index, conn) if r.limit is not None]
         if fmt == "table":
             from kquotactl.render.explain import explain_table
 
             explain_table(index, conn, out, state.color, throttle)
+            if views:
+                from kquotactl.core.budget import cluster_view_words
+                from kquotactl.core.wording import counted
+
+                click.echo(f"Cluster-wide ({counted(count, 'broker')}; traffic assumed spread evenly):", file=out)
+                for qk, limit in views:
+                    click.echo(f"  {cluster_view_words(qk, limit, count)}", file=out)
         else:
             from kquotactl.render.records import dump_json, dump_yaml
 
             data = explain_json(index, conn, throttle, chain=with_chain or fmt == "yaml")
+            if views:
+                from kquotactl.core.budget import cluster_view
+
+                data["cluster_wide"] = [cluster_view(qk, limit, count) for qk, limit in views]
             (dump_json if fmt == "json" else dump_yaml)(data, out)
         return
 

@@ -110,6 +110,21 @@ def _status(console: Any) -> Any:
     type=click.Path(file_okay=False),
     help="Write quota_ids.parquet, quota_ids.csv, summary.json and impact.png here.",
 )
+@click.option(
+    "--brokers",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="The traffic is the whole cluster's, assumed spread evenly over N brokers, each enforcing the per-broker "
+    "limits (the replay compares it with each limit times N); also the count manifests' cluster: budgets divide by.",
+)
+@click.option(
+    "--per-broker",
+    is_flag=True,
+    help="kafka-request-log: each TRAFFIC input is one broker's logs, replayed on its own against the per-broker "
+    "limits (each broker meters only what it served).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -127,6 +142,8 @@ def run(
     total_threshold: str | None,
     topic_thresholds: tuple[str, ...],
     out_dir: str | None,
+    brokers: int,
+    per_broker: bool,
 ) -> None:
     """Replay TRAFFIC (a file or directory) against a quota set and report throttling per quota-id.
 
@@ -166,8 +183,25 @@ def run(
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
     topic_cfg = _topic_config(model, total_threshold, topic_thresholds)
-    index = _quota_set(ctx, state, list(files))
-    base = _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with)) if compare_with else None
+    index = _quota_set(ctx, state, list(files), brokers)
+    base = (
+        _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with), brokers)
+        if compare_with
+        else None
+    )
+    if per_broker:
+        if input_format != "kafka-request-log":
+            raise UsageError("--per-broker replays broker request logs: add --input-format kafka-request-log")
+        if brokers > 1 or compare_with or out_dir or topic_cfg is not None:
+            raise UsageError("--per-broker goes without --brokers, --compare, --out and --model topic-threshold")
+        _per_broker(state, traffic, engine, window, master, conf, index, top)
+        return
+    if brokers > 1:
+        click.echo(
+            f"kquotactl: the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
+            f"(each broker's limits x {brokers}); the input does not say which broker served each record",
+            err=True,
+        )
     err = Console(stderr=True)
     with _status(err) as status:
 
@@ -215,6 +249,40 @@ def run(
     _render(state, result, top)
 
 
+def _per_broker(
+    state: Any, traffic: tuple[str, ...], engine: str, window: Any, master: str, conf: Any, index: Any, top: int
+) -> None:
+    """One replay per broker's logs: each broker's quota managers meter only the requests it served."""
+    from kquotactl.impact.engine import Runner
+    from kquotactl.impact.output import dump_json, render_table
+
+    reports = []
+    for path in traffic:
+        runner = Runner(
+            path, engine, window, None if master == "submit" else master, conf, None, "kafka-request-log", (path,)
+        )
+        report = dict(runner.analyze(index).report)
+        report["summary"] = {**report["summary"], "engine": runner.engine}
+        reports.append({"input": path, **report})
+    fmt = state.output_format()
+    total = {
+        "brokers": len(reports),
+        "throttled_quota_ids": sum(r["summary"]["throttled_quota_ids"] for r in reports),
+        "rows": sum(r["summary"]["rows"] for r in reports),
+    }
+    result = {"summary": total, "per_broker": reports}
+    if fmt == "json":
+        dump_json(result, sys.stdout)
+    elif fmt == "yaml":
+        from kquotactl.render.records import dump_yaml
+
+        dump_yaml(result, sys.stdout)
+    else:
+        for r in reports:
+            click.echo(f"Broker logs {r['input']}:")
+            render_table({k: v for k, v in r.items() if k != "input"}, sys.stdout, top, state.color)
+
+
 def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
     from kquotactl.core.errors import UsageError
 
@@ -236,10 +304,10 @@ def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
     return cfg
 
 
-def _quota_set(ctx: click.Context, state: Any, files: list[str]) -> QuotaIndex:
+def _quota_set(ctx: click.Context, state: Any, files: list[str], brokers: int = 1) -> QuotaIndex:
     from kquotactl.services import load_quota_set
 
-    quota_set = load_quota_set(files or state.backend(ctx))
+    quota_set = load_quota_set(files or state.backend(ctx), brokers=brokers, spread=brokers)
     for w in quota_set.warnings:
         state.warn(w)
     return quota_set.index

@@ -318,9 +318,10 @@ def _plan(
     prune: bool,
     live_from: Sequence[str],
     ci_fmt: str | None = None,
+    brokers: int | None = None,
 ) -> Any:
     """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
-    when it does not load)."""
+    when it does not load; ``brokers``: the broker count cluster-wide budgets are divided by, else the live one)."""
     from kquotactl.core.manifest import ManifestError
     from kquotactl.services import plan as plan_service
 
@@ -337,11 +338,16 @@ def _plan(
     if prune and not manifest.prune:
         raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
     planned = plan_service(
-        lambda: _backend(state, ctx, live_from), manifest, prune=prune, offline=bool(live_from), keep_hint=KEEP_HINT
+        lambda: _backend(state, ctx, live_from),
+        manifest,
+        prune=prune,
+        offline=bool(live_from),
+        keep_hint=KEEP_HINT,
+        brokers=brokers,
     )
     for line in [*planned.warnings, *planned.notes]:
         state.warn(line)
-    return planned.backend, planned.plan, manifest
+    return planned.backend, planned.plan, planned.manifest
 
 
 prune_option = click.option(
@@ -386,6 +392,12 @@ live_from_option = click.option(
 @live_from_option
 @stages_option
 @stage_shape_option
+@click.option(
+    "--brokers",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Divide cluster-wide budgets (cluster:) by N brokers instead of the live broker count (with --live-from).",
+)
 @pass_state
 @click.pass_context
 def plan(
@@ -398,6 +410,7 @@ def plan(
     live_from: Sequence[str],
     stages: int | None,
     stage_shape: str,
+    brokers: int | None,
 ) -> None:
     """Show what apply would change: per entity and key, add / change old -> new / remove.
 
@@ -418,7 +431,9 @@ def plan(
     fmt = _fmt(state)
     if out_path is not None:
         check_file(out_path, "--out")  # before the cluster is read
-    backend, the_plan, manifest = _plan(state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None)
+    backend, the_plan, manifest = _plan(
+        state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None, brokers=brokers
+    )
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
     if out_path is not None:

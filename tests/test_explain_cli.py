@@ -291,7 +291,7 @@ def test_offline_needs_no_cluster_and_refuses_one_too(quotas, manifest) -> None:
     r = run_cli("explain", "-f", manifest, "--user", "userA", "--client-id", "client1", "-o", "table")
     assert r.exit_code == 0 and "users/userA/clients/client1" in r.stdout
     r = explain(quotas, "-f", manifest, "--user", "userA")
-    assert r.exit_code == 1 and "drop -f" in r.stderr
+    assert r.exit_code == 1 and "-f reads the quotas from manifests (offline)" in r.stderr
 
 
 def test_replay_controller_mutations_uses_the_token_bucket(tmp_path) -> None:

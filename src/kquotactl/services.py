@@ -26,8 +26,8 @@ from kquotactl.core.errors import EXIT_INTERRUPTED, MissingInput, PartialFailure
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
 
 if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
-    from kquotactl.core.entities import Entity
     from kquotactl.core.budget import Share
+    from kquotactl.core.entities import Entity
     from kquotactl.core.explain import Connection, ThrottleModel
     from kquotactl.core.filters import EntityFilter
     from kquotactl.core.keys import Number, QuotaKey

@@ -27,7 +27,11 @@ ALLOWED: dict[str, set[str]] = {
     "impact": {"core", "manifests"},
     "backends": {"core", "config", "manifests"},
     "render": {"core", "manifests", "impact"},
-    "observe": {"core", "config"},  # top: the brokers' quota sensors (Prometheus, JMX exporter) joined with limits
+    "observe": {
+        "core",
+        "config",
+        "impact",
+    },  # top: the brokers' quota sensors (Prometheus, JMX exporter) joined with limits
     "services": {"core", "manifests", "config", "backends", "inputs", "impact", "render"},
     "cli": {"core", "manifests", "config", "backends", "inputs", "impact", "render", "services", "observe", "<root>"},
     "testing": {"core", "manifests", "config", "backends", "cli", "<root>"},

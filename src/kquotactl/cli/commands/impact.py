@@ -49,7 +49,30 @@ def _status(console: Any) -> Any:
 
 
 @impact.command("run")
-@click.argument("traffic", metavar="TRAFFIC...", nargs=-1, required=True)
+@click.argument("traffic", metavar="[TRAFFIC...]", nargs=-1)
+@click.option(
+    "--from-prometheus",
+    "prometheus",
+    metavar="URL",
+    help="Instead of TRAFFIC: the brokers' quota sensors from this Prometheus server (scraping their JMX exporters "
+    "with jmx-exporter-kafka-quotas.yaml), replayed per broker.",
+)
+@click.option(
+    "--since",
+    metavar="DURATION",
+    help="--from-prometheus: how far back the range starts before --until (90s, 30m, 24h, 7d)  [default: 24h]",
+)
+@click.option(
+    "--until",
+    metavar="TIME",
+    help="--from-prometheus: the range's end: now, epoch seconds, 2026-11-25T10:00:00Z or a duration ago  "
+    "[default: now]",
+)
+@click.option(
+    "--step",
+    metavar="DURATION",
+    help="--from-prometheus: the range query's resolution; each reading counts for one step  [default: 1s]",
+)
 @click.option(
     "--input-format",
     type=click.Choice(["table", "kafka-request-log"]),
@@ -114,6 +137,10 @@ def _status(console: Any) -> Any:
 def run(
     ctx: click.Context,
     traffic: tuple[str, ...],
+    prometheus: str | None,
+    since: str | None,
+    until: str | None,
+    step: str | None,
     input_format: str,
     files: tuple[str, ...],
     compare_with: tuple[str, ...],
@@ -128,7 +155,8 @@ def run(
     topic_thresholds: tuple[str, ...],
     out_dir: str | None,
 ) -> None:
-    """Replay TRAFFIC (a file or directory) against a quota set and report throttling per quota-id.
+    """Replay TRAFFIC (a file or directory), or the brokers' own sensors (--from-prometheus), against a quota set and
+    report throttling per quota-id.
 
     For every quota-id: the level and entity that set its limit, the seconds it would be throttled, its
     highest rate, and the total and largest throttle. The replay is open loop: throttling does not slow the
@@ -141,6 +169,7 @@ def run(
       kquotactl --zookeeper zk:2181 impact run s3a://bucket/traffic/ --engine spark --master yarn
       kquotactl impact run traffic.csv -f quotas.yaml --out report/ --top 5 --conf spark.driver.memory=8g
       kquotactl impact run --input-format kafka-request-log logs/ -f quotas.yaml --engine spark
+      kquotactl impact run --from-prometheus http://prometheus:9090 --since 24h -f proposed.yaml
     """
     from rich.console import Console
 
@@ -151,6 +180,16 @@ def run(
     from kquotactl.impact.spark import parse_conf
 
     state = ctx.find_object(AppState) or AppState()
+    if prometheus is None:
+        if not traffic:
+            raise UsageError("give TRAFFIC (files or directories) or --from-prometheus URL")
+        for name, given in (("--since", since), ("--until", until), ("--step", step)):
+            if given is not None:
+                raise UsageError(f"{name} is a Prometheus range: it goes with --from-prometheus URL")
+    elif traffic:
+        raise UsageError("give TRAFFIC or --from-prometheus URL, not both")
+    elif input_format != "table":
+        raise UsageError("--from-prometheus reads the brokers' sensors: drop --input-format")
     if len(traffic) > 1 and input_format == "table":
         raise UsageError("several TRAFFIC inputs need --input-format kafka-request-log; give one table input")
     for path in traffic:
@@ -160,12 +199,13 @@ def run(
 
         check_dir(out_dir, "--out")  # before the replay, not after minutes of it
     conf = parse_conf(confs)
-    window = Window(window_num, window_size_seconds)
+    window = Window(window_num, window_size_seconds, windowed=prometheus is not None)  # sensors: window rates
     if len(compare_with) > 1 and "live" in compare_with:
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
     topic_cfg = _topic_config(model, total_threshold, topic_thresholds)
+    span = _prometheus_range(since, until, step) if prometheus else None
     index = _quota_set(ctx, state, list(files))
     base = _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with)) if compare_with else None
     err = Console(stderr=True)
@@ -177,9 +217,15 @@ def run(
             elif state.verbose:
                 click.echo(f"kquotactl: {msg}", err=True)
 
-        runner = Runner(
-            ", ".join(traffic), engine, window, None if master == "submit" else master, conf, say, input_format, traffic
-        )
+        table = None
+        if prometheus is not None and span is not None:
+            from kquotactl.observe.prometheus import traffic_table
+
+            say(f"reading the quota sensors from {prometheus}")
+            table = traffic_table(prometheus, *span, window.size_s)
+        source = prometheus or ", ".join(traffic)
+        spark_master = None if master == "submit" else master
+        runner = Runner(source, engine, window, spark_master, conf, say, input_format, traffic, table=table)
         if topic_cfg is not None and runner.engine != "local":
             raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
         analysis = runner.analyze(index, top=top if out_dir else 0, distinct=base is not None)
@@ -201,7 +247,7 @@ def run(
 
             say(f"writing {out_dir}")
             quotas = ", ".join(files) if files else "the live cluster's quotas"
-            replayed = {"input": ", ".join(traffic), "quotas": quotas}
+            replayed = {"input": source, "quotas": quotas}
             write_files(
                 result,
                 analysis.timeline,
@@ -213,6 +259,21 @@ def run(
                 replayed=replayed,
             )
     _render(state, result, top)
+
+
+def _prometheus_range(since: str | None, until: str | None, step: str | None) -> tuple[float, float, float]:
+    """``(start, end, step)`` in epoch seconds of --from-prometheus' range."""
+    import time
+
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.timespec import parse_duration, parse_time
+
+    end = parse_time(until or "now", "--until", time.time())
+    lookback = parse_duration(since or "24h", "--since")
+    resolution = parse_duration(step or "1s", "--step")
+    if resolution > lookback:
+        raise UsageError(f"--step {step} is longer than --since {since or '24h'}: no point in the range")
+    return end - lookback, end, resolution
 
 
 def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:

@@ -83,7 +83,7 @@ def test_a_windowed_replay_compares_each_reading_with_the_limit_as_the_broker_do
     assert again == {}
 
 
-def test_each_broker_is_replayed_on_its_own_and_the_reports_merge() -> None:
+def test_each_broker_is_replayed_on_its_own_and_the_reports_merge(tmp_path) -> None:
     """Quotas are per broker: 80 kB/s on each of two brokers is under a 100 kB/s limit, not 160 kB/s over it."""
     import pyarrow as pa
 
@@ -96,7 +96,8 @@ def test_each_broker_is_replayed_on_its_own_and_the_reports_merge() -> None:
     ]
     table = pa.table(traffic_columns(samples, 1.0, 1))
     index = QuotaIndex({Entity(client_id=DEFAULT): {"producer_byte_rate": 100_000}})
-    rep = Runner("prometheus", "local", Window(windowed=True), table=table).analyze(index).report
+    analysis = Runner("prometheus", "local", Window(windowed=True), table=table).analyze(index, top=5)
+    rep = analysis.report
     throttled = [(r["broker"], r["quota_id"]["client-id"], r["seconds_throttled"]) for r in rep["quota_ids"]]
     assert sorted(throttled) == [("b1:7071", "p", 0), ("b2:7071", "p", 0), ("b2:7071", "q", 2)]
     s = rep["summary"]
@@ -105,6 +106,19 @@ def test_each_broker_is_replayed_on_its_own_and_the_reports_merge() -> None:
     assert s["share_of_traffic_throttled"] == pytest.approx(300_000 / (80_000 * 40 + 300_000))
     one = merge_broker_reports({"b": rep})
     assert one["summary"]["rows"] == s["rows"]
+    # --out: the files name the broker of each row
+    import pyarrow.parquet as pq
+
+    from kquotactl.impact.output import write_files
+
+    write_files(rep, analysis.timeline, tmp_path, 5, 1, analysis.first_sample, analysis.rates)
+    written = pq.read_table(tmp_path / "quota_ids.parquet").to_pylist()
+    assert sorted((r["broker"], r["qid_client_id"]) for r in written) == [
+        ("b1:7071", "p"),
+        ("b2:7071", "p"),
+        ("b2:7071", "q"),
+    ]
+    assert (tmp_path / "impact.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,10 @@
   brokers do (:func:`kquotactl.core.throttlemath.quota_throttle_ms`: one formula for explain and impact); a sample
   counts as throttled when that is > 0 (a throttle past 2^31 ms wraps negative on a broker, and throttles nothing).
 
+Input that is already a rate over the quota window (the brokers' sensors, ``impact run --from-prometheus``) is
+replayed with ``Window(windowed=True)``: a sample's usage counts in that sample only (``Window.span`` = 1), so its
+rate is ``units / (divisor × S)``, compared with the limit as it is; the throttle formula still uses ``N·S``.
+
 The window sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + N``), so both
 engines evaluate it on *events*: ``(s, +u)`` and ``(s + N, −u)``; the running sum of the deltas is the window
 sum on ``[p_i, p_(i+1))``, and that interval is clipped to the input's last sample. That is exact, and costs

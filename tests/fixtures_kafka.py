@@ -158,6 +158,44 @@ def old_kafka(zk_server) -> Iterator[ZkKafkaServer]:
     server.close()
 
 
+# The brokers' own layout ("[%d] %p %m (%c)%n", config/log4j2.yaml) for the request logger, in its own file.
+LOG4J2_REQUEST_LOG = """Configuration:
+  Appenders:
+    File:
+      - name: F
+        fileName: "{server}"
+        PatternLayout:
+          pattern: "[%d] %p %m (%c)%n"
+      - name: R
+        fileName: "{requests}"
+        PatternLayout:
+          pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        ref: F
+    Logger:
+      - name: kafka.request.logger
+        level: DEBUG
+        additivity: false
+        AppenderRef:
+          ref: R
+"""
+
+
+@dataclass
+class RequestLogBroker(KRaftKafkaServer):
+    """The harness's KRaft broker with the request log written to ``workdir/kafka-request.log``, timestamps in UTC."""
+
+    def _log_opts(self) -> list[str]:
+        assert self.workdir is not None
+        cfg = self.workdir / "log4j2.yaml"
+        logs = {"server": self.workdir / "server.log", "requests": self.workdir / "kafka-request.log"}
+        cfg.write_text(LOG4J2_REQUEST_LOG.format(**logs))
+        return [f"-Dlog4j2.configurationFile={cfg}", "-Duser.timezone=UTC"]
+
+
 @dataclass
 class ObservedKafka:
     """A broker whose quota sensors are served by the JMX exporter agent, and a Prometheus server scraping it."""
@@ -228,3 +266,11 @@ def kraft3(kraft3_cluster: KRaftCluster) -> Iterator[KRaftCluster]:
     yield kraft3_cluster
     with AdminBackend.connect(kraft3_cluster.bootstrap) as b:
         _wipe(b)
+
+
+@pytest.fixture(scope="module")
+def observed_request_log() -> Iterator[ObservedKafka]:
+    """Kafka 4.x KRaft with both of a broker's records of its clients: the request log (``kafka.request.logger`` at
+    DEBUG, in ``workdir/kafka-request.log``) and the quota sensors through the JMX exporter agent, scraped every
+    second by a real Prometheus."""
+    yield from _observed(lambda jvm: RequestLogBroker(jvm_opts=jvm))

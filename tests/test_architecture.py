@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "impact": {"core", "manifests"},
     "backends": {"core", "config", "manifests"},
     "render": {"core", "manifests", "impact"},
-    "observe": {"core", "config"},  # top: the brokers' quota sensors (Prometheus, JMX exporter) joined with limits
+    "observe": {"core", "config", "impact"},  # top, impact --from-prometheus: the brokers' quota sensors
     "services": {
         "core",
         "manifests",

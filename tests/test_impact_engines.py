@@ -18,7 +18,11 @@ def traffic(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("window", [Window(), Window(num=5, size_s=2)], ids=["11x1s", "5x2s"])
+@pytest.mark.parametrize(
+    "window",
+    [Window(), Window(num=5, size_s=2), Window(windowed=True)],
+    ids=["11x1s", "5x2s", "windowed"],  # windowed: each sample a window rate already (--from-prometheus)
+)
 def test_engines_agree_on_generated_traffic(spark, traffic, window):
     quotas = generate.quotas(200, 800)
     ref = run_engine("local", traffic, quotas, window)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
+from fixtures_kafka import RequestLogBroker
 from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.engine import Runner
@@ -27,31 +28,6 @@ from kquotactl.impact.model import Window
 from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-# The brokers' own layout ("[%d] %p %m (%c)%n", config/log4j2.yaml) for the request logger, in its own file.
-LOG4J2_REQUEST_LOG = """Configuration:
-  Appenders:
-    File:
-      - name: F
-        fileName: "{server}"
-        PatternLayout:
-          pattern: "[%d] %p %m (%c)%n"
-      - name: R
-        fileName: "{requests}"
-        PatternLayout:
-          pattern: "[%d] %p %m (%c)%n"
-  Loggers:
-    Root:
-      level: WARN
-      AppenderRef:
-        ref: F
-    Logger:
-      - name: kafka.request.logger
-        level: DEBUG
-        additivity: false
-        AppenderRef:
-          ref: R
-"""
 
 LOG4J1_REQUEST_LOG = """log4j.rootLogger=WARN, F
 log4j.appender.F=org.apache.log4j.FileAppender
@@ -68,18 +44,6 @@ log4j.additivity.kafka.request.logger=false
 
 LIMIT = 100_000  # bytes/s for (user, rl-producer)
 MESSAGES, SIZE = 1500, 1000  # 1.5 MB in 16 kB batches: about 15 s at the limit, well past it without a quota
-
-
-@dataclass
-class RequestLogBroker(KRaftKafkaServer):
-    """The harness's KRaft broker with the request log written to ``workdir/kafka-request.log``, timestamps in UTC."""
-
-    def _log_opts(self) -> list[str]:
-        assert self.workdir is not None
-        cfg = self.workdir / "log4j2.yaml"
-        logs = {"server": self.workdir / "server.log", "requests": self.workdir / "kafka-request.log"}
-        cfg.write_text(LOG4J2_REQUEST_LOG.format(**logs))
-        return [f"-Dlog4j2.configurationFile={cfg}", "-Duser.timezone=UTC"]
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 from kquotactl.core.errors import UsageError
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.model import (
+    BROKER_COLUMN,
     CLIENT_MODEL_KEYS,
     IP_MODEL_KEYS,
     Rates,
@@ -20,6 +21,7 @@ from kquotactl.impact.model import (
     Timeline,
     Window,
     check_limits,
+    merge_broker_reports,
     quota_table,
     report,
 )
@@ -69,14 +71,27 @@ class Runner:
         status: Callable[[str], None] | None = None,
         input_format: str = TABLE,
         paths: Sequence[str] = (),
+        table: Any = None,
+        per_broker: bool = False,
     ) -> None:
+        """``table``: the traffic as an in-memory pyarrow table instead of files (``path`` then only names it), e.g.
+        rebuilt from the brokers' sensors; with a :data:`~kquotactl.impact.model.BROKER_COLUMN`, each broker's rows
+        are replayed on their own (quotas are per broker) and the reports merged. ``per_broker``: each of ``paths``
+        is one broker's request logs (``input_format`` kafka-request-log), replayed on its own in the same way (the
+        broker named by its path)."""
         if input_format not in INPUT_FORMATS:
             raise UsageError(f"unknown input format {input_format!r}: use {' or '.join(INPUT_FORMATS)}")
         self.path = path
         self.paths = tuple(paths) or (path,)
         self.input_format = input_format
         self.log_stats: LogStats | None = None  # what reading a request log skipped
-        self.engine = choose_engine(engine, path, input_format, self.paths)
+        self.table = table
+        if table is None:
+            self.engine = choose_engine(engine, path, input_format, self.paths)
+        elif engine == "auto":
+            self.engine = "local" if table.nbytes <= AUTO_LOCAL_MAX_BYTES else "spark"
+        else:
+            self.engine = engine
         self.window = window
         self.master = master
         self.conf = dict(conf or {})
@@ -86,9 +101,28 @@ class Runner:
         self._traffic: Any = None
         self._full_timeline: Timeline = {}
         self._bounds: tuple[int | None, int | None] = (None, None)
+        self._per_broker: dict[str, Runner] = {}
+        if table is not None and BROKER_COLUMN in table.column_names:
+            import pyarrow.compute as pc
+
+            for b in sorted(set(table.column(BROKER_COLUMN).to_pylist())):
+                rows = table.filter(pc.equal(table.column(BROKER_COLUMN), b)).drop_columns([BROKER_COLUMN])
+                self._per_broker[b] = Runner(
+                    f"{path} (broker {b})", self.engine, window, master, conf, status, table=rows
+                )
+        elif per_broker and input_format == REQUEST_LOG:
+            for p in self.paths:
+                self._per_broker[p] = Runner(p, self.engine, window, master, conf, status, REQUEST_LOG, (p,))
 
     def analyze(self, index: QuotaIndex, top: int = 0, distinct: bool = False) -> Analysis:
         check_limits(quota_table(index))
+        if self._per_broker:
+            merged = _merge({b: r.analyze(index, top, distinct) for b, r in self._per_broker.items()}, top)
+            stats = [r.log_stats for r in self._per_broker.values() if r.log_stats is not None]
+            if stats:
+                self.log_stats = LogStats.total(stats)
+                merged.report["summary"]["request_log"] = self.log_stats.as_dict()
+            return merged
         if self.engine == "local":
             a = self._local(index, top, distinct)
         elif self.engine == "spark":
@@ -104,7 +138,9 @@ class Runner:
 
         if self._columns is None:
             self.status(f"reading {self.path}")
-            if self.input_format == REQUEST_LOG:
+            if self.table is not None:
+                table = self.table
+            elif self.input_format == REQUEST_LOG:
                 table, self.log_stats = readers.read_request_log(self.paths)
             else:
                 table = readers.read_table(self.path)
@@ -127,7 +163,9 @@ class Runner:
         if self._spark is None:
             self.status(f"starting Spark ({self.master or 'from spark-submit'})")
             self._spark = spark.session(self.master, self.conf)
-            if self.input_format == REQUEST_LOG:
+            if self.table is not None:
+                self._traffic = spark.normalize(self._spark.createDataFrame(self.table), self.window)
+            elif self.input_format == REQUEST_LOG:
                 self.status(f"Spark: parsing the request log {self.path}")
                 self._traffic, self.log_stats = spark.read_request_log(self._spark, self.paths, self.window)
             else:
@@ -146,6 +184,32 @@ class Runner:
                 r["ip"] for r in self._traffic.where("u_connections > 0").select("ip").distinct().toArrow().to_pylist()
             )
         return a
+
+
+def _merge(parts: Mapping[str, Analysis], top: int) -> Analysis:
+    """Per-broker analyses as one: the reports merged (rows name their broker); a quota-id throttled on several
+    brokers keeps, in the timeline and the picture, the broker where it was throttled most."""
+    timeline: Timeline = {}
+    rates: Rates = {}
+    for a in parts.values():
+        for sid, intervals in a.timeline.items():
+            if sid not in timeline or _throttled_ms(intervals) > _throttled_ms(timeline[sid]):
+                timeline[sid] = intervals
+                rates[sid] = a.rates.get(sid, [])
+    firsts = [a.first_sample for a in parts.values() if a.first_sample is not None]
+    picked = _top_timeline(timeline, top)
+    return Analysis(
+        merge_broker_reports({b: a.report for b, a in parts.items()}),
+        picked,
+        min(firsts) if firsts else None,
+        sorted({p for a in parts.values() for p in a.pairs}),
+        sorted({ip for a in parts.values() for ip in a.ips}),
+        {sid: rates[sid] for sid in picked},
+    )
+
+
+def _throttled_ms(intervals: Sequence[tuple[int, int, int]]) -> int:
+    return sum((e - s) * ms for s, e, ms in intervals)
 
 
 def topic_threshold(runner: Runner, index: QuotaIndex, cfg: Any) -> dict[str, Any]:
@@ -170,7 +234,7 @@ def topic_threshold(runner: Runner, index: QuotaIndex, cfg: Any) -> dict[str, An
 
 
 def _top_timeline(tl: Mapping[Sid, list[tuple[int, int, int]]], top: int) -> Timeline:
-    ranked = sorted(tl.items(), key=lambda kv: -sum((e - s) * ms for s, e, ms in kv[1]))
+    ranked = sorted(tl.items(), key=lambda kv: -_throttled_ms(kv[1]))
     return dict(ranked[:top])
 
 
@@ -178,20 +242,25 @@ def compare(new: Analysis, base: Analysis, new_index: QuotaIndex, base_index: Qu
     """What changes between two quota sets on the same traffic (``new`` is the proposed set)."""
     from kquotactl.impact.output import qid_label
 
-    def throttled(a: Analysis) -> dict[tuple[str, str], dict[str, Any]]:
-        return {(r["key"], qid_label(r["quota_id"])): r for r in a.report["quota_ids"] if r["seconds_throttled"] > 0}
+    def throttled(a: Analysis) -> dict[tuple[str, str, str], dict[str, Any]]:
+        return {
+            (r.get("broker", ""), r["key"], qid_label(r["quota_id"])): r
+            for r in a.report["quota_ids"]
+            if r["seconds_throttled"] > 0
+        }
 
     tn, tb = throttled(new), throttled(base)
 
     def brief(r: dict[str, Any]) -> dict[str, Any]:
-        keep = ("key", "quota_id", "level", "entity_path", "limit", "seconds_throttled", "total_throttle_ms")
-        return {k: r[k] for k in keep}
+        keep = ("broker", "key", "quota_id", "level", "entity_path", "limit", "seconds_throttled", "total_throttle_ms")
+        return {k: r[k] for k in keep if k in r}
 
     started = [brief(tn[k]) for k in sorted(set(tn) - set(tb))]
     stopped = [brief(tb[k]) for k in sorted(set(tb) - set(tn))]
     changed = [
         {
-            "key": k[0],
+            **({"broker": k[0]} if k[0] else {}),
+            "key": k[1],
             "quota_id": tn[k]["quota_id"],
             "seconds_throttled": [tb[k]["seconds_throttled"], tn[k]["seconds_throttled"]],
             "total_throttle_ms": [tb[k]["total_throttle_ms"], tn[k]["total_throttle_ms"]],

@@ -135,7 +135,7 @@ def _evaluate(
     keep: bool = False,
 ) -> tuple[list[QidStats], Timeline, Rates]:
     """The event sweep of :mod:`kquotactl.impact.model` per quota-id."""
-    n = window.num
+    n = window.span
     stats: list[QidStats] = []
     tl: Timeline = {}
     rates: Rates = {}

@@ -11,6 +11,10 @@
   brokers do (:func:`kquotactl.core.throttlemath.quota_throttle_ms`: one formula for explain and impact); a sample
   counts as throttled when that is > 0 (a throttle past 2^31 ms wraps negative on a broker, and throttles nothing).
 
+Input that is already a rate over the quota window (the brokers' sensors, ``impact run --from-prometheus``) is
+replayed with ``Window(windowed=True)``: a sample's usage counts in that sample only (``Window.span`` = 1), so its
+rate is ``units / (divisor × S)``, compared with the limit as it is; the throttle formula still uses ``N·S``.
+
 The window sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + N``), so both
 engines evaluate it on *events*: ``(s, +u)`` and ``(s + N, −u)``; the running sum of the deltas is the window
 sum on ``[p_i, p_(i+1))``, and that interval is clipped to the input's last sample. That is exact, and costs
@@ -55,6 +59,12 @@ MODEL_KEYS = CLIENT_MODEL_KEYS + IP_MODEL_KEYS
 USAGE_COLUMNS: tuple[str, ...] = tuple(USAGE[k].column for k in MODEL_KEYS)
 ID_COLUMNS: tuple[str, ...] = ("user", "client_id", "ip")
 NOT_MODELLED = ("controller_mutation_rate",)  # partition mutations are not in request samples
+#: partition mutations, in tables rebuilt from the brokers' sensors: carried, not replayed (NOT_MODELLED; the
+#: controller's quota is a token bucket, not the windowed rate this model replays)
+MUTATIONS_COLUMN = "mutations"
+#: in tables rebuilt from the brokers' sensors, the broker a row was measured on: quotas are per broker, so each
+#: broker's rows are replayed on their own (engine.Runner) and the reports merged (merge_broker_reports)
+BROKER_COLUMN = "broker"
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,9 @@ class Window:
 
     num: int = DEFAULT_WINDOW_NUM
     size_s: int = DEFAULT_WINDOW_SIZE_SECONDS
+    #: the input's usage is already a rate over the quota window (the brokers' sensors, --from-prometheus): each
+    #: sample's rate is compared with the limit as it is, not averaged over the window again
+    windowed: bool = False
 
     def __post_init__(self) -> None:
         if self.num < 1 or self.size_s < 1:
@@ -76,9 +89,14 @@ class Window:
     def cap_ms(self) -> int:
         return self.size_s * 1000
 
+    @property
+    def span(self) -> int:
+        """Samples a sample's usage counts in: the window's ``N``, or 1 for :attr:`windowed` input."""
+        return 1 if self.windowed else self.num
+
     def denominator(self, key: str) -> float:
         """What a window's unit sum is divided by to give the key's rate."""
-        return float(USAGE[key].divisor * self.num * self.size_s)
+        return float(USAGE[key].divisor * self.span * self.size_s)
 
     def throttle_ms(self, key: str, rate: float, limit: float) -> int:
         """Throttle of one sample: :func:`~kquotactl.core.throttlemath.quota_throttle_ms` over ``N·S``, capped for
@@ -221,7 +239,11 @@ def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str,
     summary = {
         "rows": result.rows,
         "seconds": span,
-        "window": {"num": window.num, "size_seconds": window.size_s},
+        "window": {
+            "num": window.num,
+            "size_seconds": window.size_s,
+            **({"windowed_input": True} if window.windowed else {}),
+        },
         "quota_ids": len(rows),
         "throttled_quota_ids": sum(1 for r in rows if r["seconds_throttled"] > 0),
         "share_of_traffic_throttled": _overall_share(result.totals),
@@ -245,3 +267,41 @@ def check_limits(rows: Iterable[QuotaRow]) -> None:
     for r in rows:
         if not r.limit > 0:
             raise UsageError(f"{r.key}={r.limit} on {r.pattern} is not > 0; fix the quota set")
+
+
+def merge_broker_reports(reports: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """One report from per-broker replays (quotas are per broker: each broker's traffic is replayed on its own):
+    each quota-id row names its ``broker``; the summary adds up rows, quota-ids and traffic, and lists the brokers."""
+    rows = [{**r, "broker": b} for b, rep in sorted(reports.items()) for r in rep["quota_ids"]]
+    rows.sort(key=lambda r: (-r["total_throttle_ms"], -r["seconds_throttled"], r["key"], sorted(r["quota_id"].items())))
+    summaries = [rep["summary"] for rep in reports.values()]
+    traffic: dict[str, dict[str, Any]] = {}
+    for key in MODEL_KEYS:
+        parts = [s["traffic"][key] for s in summaries]
+        usage = sum(p["usage"] for p in parts)
+        throttled = sum(p["usage_throttled"] for p in parts)
+        traffic[key] = {
+            "rows": sum(p["rows"] for p in parts),
+            "rows_unlimited": sum(p["rows_unlimited"] for p in parts),
+            "usage": usage,
+            "usage_throttled": throttled,
+            "share_throttled": throttled / usage if usage else 0.0,
+        }
+    byte_keys = ("producer_byte_rate", "consumer_byte_rate")
+    byte_usage = sum(traffic[k]["usage"] for k in byte_keys)
+    first = summaries[0] if summaries else {"window": {}, "not_modelled": list(NOT_MODELLED), "open_loop": True}
+    summary = {
+        "rows": sum(s["rows"] for s in summaries),
+        "seconds": max((s["seconds"] for s in summaries), default=0),
+        "window": first["window"],
+        "quota_ids": len(rows),
+        "throttled_quota_ids": sum(1 for r in rows if r["seconds_throttled"] > 0),
+        "share_of_traffic_throttled": (
+            sum(traffic[k]["usage_throttled"] for k in byte_keys) / byte_usage if byte_usage else 0.0
+        ),
+        "traffic": traffic,
+        "not_modelled": first["not_modelled"],
+        "open_loop": first["open_loop"],
+        "brokers": sorted(reports),
+    }
+    return {"summary": summary, "quota_ids": rows}

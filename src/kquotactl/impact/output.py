@@ -31,6 +31,12 @@ def qid_label(qid: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in qid.items())
 
 
+def row_label(row: Mapping[str, Any]) -> str:
+    """A report row's quota-id, and the broker it was replayed for when the traffic was per broker."""
+    label = qid_label(row["quota_id"])
+    return f"{label} @ {row['broker']}" if row.get("broker") else label
+
+
 def dump_json(report: Mapping[str, Any], out: IO[str]) -> None:
     json.dump(report, out, indent=2, sort_keys=False)
     out.write("\n")
@@ -73,7 +79,7 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
     for r in [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][:top]:
         t.add_row(
             r["key"],
-            escape(qid_label(r["quota_id"])),
+            escape(row_label(r)),
             str(r["level"]),
             escape(r["entity_path"]),
             rate_text(r["key"], r["limit"]),
@@ -107,6 +113,7 @@ def flat_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         q = r["quota_id"]
         out.append(
             {
+                **({"broker": r["broker"]} if "broker" in r else {}),
                 "key": r["key"],
                 "qid_user": q.get("user"),
                 "qid_client_id": q.get("client-id"),
@@ -140,8 +147,11 @@ def write_files(
 
     d = Path(out_dir)
     d.mkdir(exist_ok=True)  # its parent must exist (checked by the command): a typo is not a new tree
+    rows = flat_rows(report)
+    per_broker = [("broker", pa.string())] if any("broker" in r for r in rows) else []
     schema = pa.schema(
         [
+            *per_broker,
             ("key", pa.string()),
             ("qid_user", pa.string()),
             ("qid_client_id", pa.string()),
@@ -155,7 +165,7 @@ def write_files(
             ("max_throttle_ms", pa.int64()),
         ]
     )
-    table = pa.Table.from_pylist(flat_rows(report), schema=schema)
+    table = pa.Table.from_pylist(rows, schema=schema)
     paths = [d / "quota_ids.parquet", d / "quota_ids.csv", d / "summary.json", d / "impact.png"]
     pq.write_table(table, paths[0])
     pcsv.write_csv(table, paths[1])
@@ -441,7 +451,7 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool =
         for r in rows[:top]:
             t.add_row(
                 r["key"],
-                escape(qid_label(r["quota_id"])),
+                escape(row_label(r)),
                 escape(r["entity_path"]),
                 rate_text(r["key"], r["limit"]),
                 f"{r['seconds_throttled']:,}",

@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -223,6 +224,12 @@ class LogStats:
             "malformed_lines": self.malformed,
             "first_malformed": self.first_malformed,
         }
+
+    @classmethod
+    def total(cls, parts: Sequence[LogStats]) -> LogStats:
+        """Several readings (one per broker's logs) as one; the first malformed line is the first reading's."""
+        first = next((p.first_malformed for p in parts if p.first_malformed), None)
+        return cls(sum(p.lines for p in parts), sum(p.requests for p in parts), sum(p.malformed for p in parts), first)
 
     def warning(self) -> str | None:
         """The stderr line, when lines were skipped."""

@@ -454,7 +454,7 @@ def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> An
     if one_shuffle:
         usage = usage.repartition(*QID)
     per_sample = usage.groupBy(*QID, "limit", "sample").agg(F.sum("u").alias("u"), F.count(F.lit(1)).alias("n"))
-    n = window.num
+    n = window.span
     events = per_sample.select(
         *QID,
         "limit",

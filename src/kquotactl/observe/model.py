@@ -24,6 +24,8 @@ from kquotactl.core.explain import level_pattern, level_words
 from kquotactl.core.keys import Number
 from kquotactl.core.precedence import QuotaIndex, Resolution
 from kquotactl.core.sanitizer import desanitize
+from kquotactl.impact.model import BROKER_COLUMN, MUTATIONS_COLUMN
+from kquotactl.impact.model import USAGE as TRAFFIC_USAGE
 
 #: exporter metric (``kafka_quota_<name>``) that carries each quota type's usage, and the quota key it is held to
 USAGE: dict[str, tuple[str, str]] = {
@@ -55,9 +57,12 @@ class Sample:
     user: str = ""
     client_id: str = ""
     ip: str = ""
+    ts: float = 0.0  # epoch seconds of a range query's point (0 for an instant value)
 
 
-def sample_from_labels(name: str, labels: Mapping[str, str], value: float, broker: str) -> Sample | None:
+def sample_from_labels(
+    name: str, labels: Mapping[str, str], value: float, broker: str, ts: float = 0.0
+) -> Sample | None:
     """A :class:`Sample` from an exporter series (``kafka_quota_*`` name and labels); None for other series."""
     if not name.startswith(METRIC_PREFIX):
         return None
@@ -69,6 +74,7 @@ def sample_from_labels(name: str, labels: Mapping[str, str], value: float, broke
         user=labels.get("user", ""),
         client_id=labels.get("client_id", ""),
         ip=labels.get("ip", ""),
+        ts=ts,
     )
 
 
@@ -304,4 +310,78 @@ def stage_regressions(
                         f"after the stage, {predicted:.0f} ms predicted from its usage before it "
                         f"(allowed up to {allowed:.0f} ms)"
                     )
+    return out
+
+
+# -- the sensors as an impact traffic table (impact run --from-prometheus) -------------------------------------
+
+
+def _traffic_sensors() -> dict[tuple[str, str], tuple[str, float]]:
+    """(exporter metric, quota type) -> (traffic column, column units per sensor unit and second).
+
+    A sensor's unit is the quota key's unit (bytes/s, % of a thread, partitions/s, connections/s); the impact
+    model reads a column as ``units = column × scale`` and a rate as ``units / (divisor × N·S)``, so a sensor value
+    ``v`` held for one second is ``v × divisor / scale`` of the column (request time: 1 % of a thread for a
+    second = 10 ms)."""
+    out: dict[tuple[str, str], tuple[str, float]] = {}
+    for qtype, (metric, key) in USAGE.items():
+        usage = TRAFFIC_USAGE.get(key)
+        if usage is not None:
+            out[(metric, qtype)] = (usage.column, usage.divisor / usage.scale)
+        else:  # controller_mutation_rate: carried in the table, not replayed (impact.model.NOT_MODELLED)
+            out[(metric, qtype)] = (MUTATIONS_COLUMN, 1.0)
+    ip_metric, ip_key = IP_USAGE
+    ip_usage = TRAFFIC_USAGE[ip_key]
+    out[(ip_metric, "")] = (ip_usage.column, ip_usage.divisor / ip_usage.scale)
+    return out
+
+
+TRAFFIC_SENSORS = _traffic_sensors()
+#: the exporter metrics a traffic table is rebuilt from (throttle times are the broker's answer, not traffic)
+TRAFFIC_METRICS: tuple[str, ...] = tuple(sorted({metric for metric, _ in TRAFFIC_SENSORS}))
+TRAFFIC_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(col for col, _ in TRAFFIC_SENSORS.values()))
+
+
+def traffic_columns(samples: Iterable[Sample], step: float, sample_s: int) -> dict[str, list[Any]]:
+    """The sensors' readings as traffic-table columns (``ts``, ``broker``, ``user``, ``client_id``, ``ip`` and the
+    usage columns of :data:`TRAFFIC_COLUMNS`), one row per broker, quota-id and sample of ``sample_s`` seconds.
+
+    A reading ``v`` at time ``t`` of a range query with step ``step`` is held over ``[t − step, t)``: each sample
+    ``[k·S, (k+1)·S)`` it overlaps gets ``v × overlap`` (in the column's units), so a sample's usage divided by
+    ``S`` is the time-weighted mean of the readings over it. A reading is the broker's rate over its quota window:
+    replay the table with a ``windowed`` :class:`kquotactl.impact.model.Window` (each sample's rate compared with
+    the limit as it is). Names are decoded to what a quota entity uses (the user desanitized, the client-id
+    JMX-unquoted), as the traffic table holds raw names. Zero, negative and non-finite readings add no usage.
+    """
+    rows: dict[tuple[int, str, str, str, str], dict[str, float]] = {}
+    names: dict[tuple[str, str], tuple[str, str]] = {}
+    for s in samples:
+        target = TRAFFIC_SENSORS.get((s.metric, "" if s.ip else s.quota_type))
+        if target is None or not math.isfinite(s.value) or s.value <= 0:
+            continue
+        column, factor = target
+        if s.ip:
+            user, client = "", ""
+        else:
+            decoded = names.get((s.user, s.client_id))
+            if decoded is None:
+                decoded = names[(s.user, s.client_id)] = (_user(s.user), jmx_unquote(s.client_id))
+            user, client = decoded
+        begin, end = s.ts - step, s.ts
+        k = math.floor(begin / sample_s)
+        while k * sample_s < end:
+            overlap = min(end, (k + 1) * sample_s) - max(begin, k * sample_s)
+            if overlap > 0:
+                row = rows.setdefault((k, s.broker, user, client, s.ip), {})
+                row[column] = row.get(column, 0.0) + s.value * overlap * factor
+            k += 1
+    out: dict[str, list[Any]] = {c: [] for c in ("ts", BROKER_COLUMN, "user", "client_id", "ip", *TRAFFIC_COLUMNS)}
+    for (k, broker, user, client, ip), usage in sorted(rows.items()):
+        out["ts"].append(float(k * sample_s))
+        out[BROKER_COLUMN].append(broker)
+        out["user"].append(user)
+        out["client_id"].append(client)
+        out["ip"].append(ip)
+        for c in TRAFFIC_COLUMNS:
+            out[c].append(usage.get(c, 0.0))
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,7 +16,15 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from kquotactl.core.errors import BackendUnavailable, QuotaError
-from kquotactl.observe.model import METRIC_PREFIX, THROTTLE, Sample, sample_from_labels
+from kquotactl.impact.model import BROKER_COLUMN
+from kquotactl.observe.model import (
+    METRIC_PREFIX,
+    THROTTLE,
+    TRAFFIC_METRICS,
+    Sample,
+    sample_from_labels,
+    traffic_columns,
+)
 
 SELECTOR = '{__name__=~"kafka_quota_.+"}'
 TIMEOUT = 10.0
@@ -130,3 +138,50 @@ def from_prometheus(
         if sample is not None:
             result.append(sample)
     return result
+
+
+#: Prometheus answers at most 11,000 points a series per range query: longer ranges are asked in chunks
+MAX_POINTS = 10_000
+TRAFFIC_SELECTOR = '{__name__=~"' + METRIC_PREFIX + "(" + "|".join(TRAFFIC_METRICS) + ')"}'
+
+
+def range_samples(
+    base: str, start: float, end: float, step: float, query: str = TRAFFIC_SELECTOR, timeout: float = TIMEOUT
+) -> Iterator[Sample]:
+    """Every point of every series of ``query`` on ``[start, end]`` every ``step`` s, as :class:`Sample` values
+    with their ``ts`` (range queries of at most :data:`MAX_POINTS` points a series each)."""
+    chunk = step * MAX_POINTS
+    t = start
+    while t <= end:
+        last = min(end, t + chunk - step)
+        for series in range_query(base, query, t, last, step, timeout):
+            labels = dict(series["metric"])
+            name = labels.pop("__name__", "")
+            for at, value in series["values"]:
+                sample = sample_from_labels(name, labels, float(value), labels.get("instance", ""), float(at))
+                if sample is not None:
+                    yield sample
+        t = last + step
+
+
+def traffic_table(base: str, start: float, end: float, step: float, sample_s: int = 1) -> Any:
+    """The brokers' quota sensors on ``[start, end]`` as an impact traffic table in samples of ``sample_s`` seconds
+    (pyarrow; columns of :func:`kquotactl.observe.model.traffic_columns`, with a ``broker`` column); a range without
+    any quota sensor reading is an error."""
+    import pyarrow as pa
+
+    columns = traffic_columns(range_samples(base, start, end, step), step, sample_s)
+    if not columns["ts"]:
+        raise QuotaError(
+            f"{base}: no quota sensor readings (kafka_quota_{{{','.join(TRAFFIC_METRICS)}}}) between "
+            f"{_utc(start)} and {_utc(end)}: is Prometheus scraping the brokers' JMX exporters with "
+            "jmx-exporter-kafka-quotas.yaml?"
+        )
+    types = {"ts": pa.float64(), BROKER_COLUMN: pa.string(), "user": pa.string(), "client_id": pa.string()}
+    types["ip"] = pa.string()
+    schema = pa.schema([(c, types.get(c, pa.float64())) for c in columns])
+    return pa.table(columns, schema=schema)
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))

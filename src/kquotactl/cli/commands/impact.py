@@ -49,7 +49,30 @@ def _status(console: Any) -> Any:
 
 
 @impact.command("run")
-@click.argument("traffic", metavar="TRAFFIC...", nargs=-1, required=True)
+@click.argument("traffic", metavar="[TRAFFIC...]", nargs=-1)
+@click.option(
+    "--from-prometheus",
+    "prometheus",
+    metavar="URL",
+    help="Instead of TRAFFIC: the brokers' quota sensors from this Prometheus server (scraping their JMX exporters "
+    "with jmx-exporter-kafka-quotas.yaml), replayed per broker.",
+)
+@click.option(
+    "--since",
+    metavar="DURATION",
+    help="--from-prometheus: how far back the range starts before --until (90s, 30m, 24h, 7d)  [default: 24h]",
+)
+@click.option(
+    "--until",
+    metavar="TIME",
+    help="--from-prometheus: the range's end: now, epoch seconds, 2026-11-25T10:00:00Z or a duration ago  "
+    "[default: now]",
+)
+@click.option(
+    "--step",
+    metavar="DURATION",
+    help="--from-prometheus: the range query's resolution; each reading counts for one step  [default: 1s]",
+)
 @click.option(
     "--input-format",
     type=click.Choice(["table", "kafka-request-log"]),
@@ -129,6 +152,10 @@ def _status(console: Any) -> Any:
 def run(
     ctx: click.Context,
     traffic: tuple[str, ...],
+    prometheus: str | None,
+    since: str | None,
+    until: str | None,
+    step: str | None,
     input_format: str,
     files: tuple[str, ...],
     compare_with: tuple[str, ...],
@@ -145,7 +172,8 @@ def run(
     brokers: int,
     per_broker: bool,
 ) -> None:
-    """Replay TRAFFIC (a file or directory) against a quota set and report throttling per quota-id.
+    """Replay TRAFFIC (a file or directory), or the brokers' own sensors (--from-prometheus), against a quota set and
+    report throttling per quota-id.
 
     For every quota-id: the level and entity that set its limit, the seconds it would be throttled, its
     highest rate, and the total and largest throttle. The replay is open loop: throttling does not slow the
@@ -158,6 +186,7 @@ def run(
       kquotactl --zookeeper zk:2181 impact run s3a://bucket/traffic/ --engine spark --master yarn
       kquotactl impact run traffic.csv -f quotas.yaml --out report/ --top 5 --conf spark.driver.memory=8g
       kquotactl impact run --input-format kafka-request-log logs/ -f quotas.yaml --engine spark
+      kquotactl impact run --from-prometheus http://prometheus:9090 --since 24h -f proposed.yaml
     """
     from rich.console import Console
 
@@ -168,6 +197,16 @@ def run(
     from kquotactl.impact.spark import parse_conf
 
     state = ctx.find_object(AppState) or AppState()
+    if prometheus is None:
+        if not traffic:
+            raise UsageError("give TRAFFIC (files or directories) or --from-prometheus URL")
+        for name, given in (("--since", since), ("--until", until), ("--step", step)):
+            if given is not None:
+                raise UsageError(f"{name} is a Prometheus range: it goes with --from-prometheus URL")
+    elif traffic:
+        raise UsageError("give TRAFFIC or --from-prometheus URL, not both")
+    elif input_format != "table":
+        raise UsageError("--from-prometheus reads the brokers' sensors: drop --input-format")
     if len(traffic) > 1 and input_format == "table":
         raise UsageError("several TRAFFIC inputs need --input-format kafka-request-log; give one table input")
     for path in traffic:
@@ -177,25 +216,30 @@ def run(
 
         check_dir(out_dir, "--out")  # before the replay, not after minutes of it
     conf = parse_conf(confs)
-    window = Window(window_num, window_size_seconds)
+    window = Window(window_num, window_size_seconds, windowed=prometheus is not None)  # sensors: window rates
     if len(compare_with) > 1 and "live" in compare_with:
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
     topic_cfg = _topic_config(model, total_threshold, topic_thresholds)
+    if per_broker and input_format != "kafka-request-log":
+        raise UsageError("--per-broker replays broker request logs: add --input-format kafka-request-log")
+    if brokers > 1 and (per_broker or prometheus):
+        raise UsageError(
+            "--brokers N spreads traffic that does not say which broker served it: "
+            + ("--per-broker" if per_broker else "--from-prometheus")
+            + " replays each broker's own"
+        )
+    if topic_cfg is not None and (per_broker or prometheus):
+        where = "--per-broker" if per_broker else "--from-prometheus"
+        raise UsageError(f"--model topic-threshold replays the traffic as one broker's: drop {where}")
+    span = _prometheus_range(since, until, step) if prometheus else None
     index = _quota_set(ctx, state, list(files), brokers)
     base = (
         _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with), brokers)
         if compare_with
         else None
     )
-    if per_broker:
-        if input_format != "kafka-request-log":
-            raise UsageError("--per-broker replays broker request logs: add --input-format kafka-request-log")
-        if brokers > 1 or compare_with or out_dir or topic_cfg is not None:
-            raise UsageError("--per-broker goes without --brokers, --compare, --out and --model topic-threshold")
-        _per_broker(state, traffic, engine, window, master, conf, index, top)
-        return
     if brokers > 1:
         click.echo(
             f"kquotactl: the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
@@ -211,8 +255,16 @@ def run(
             elif state.verbose:
                 click.echo(f"kquotactl: {msg}", err=True)
 
+        table = None
+        if prometheus is not None and span is not None:
+            from kquotactl.observe.prometheus import traffic_table
+
+            say(f"reading the quota sensors from {prometheus}")
+            table = traffic_table(prometheus, *span, window.size_s)
+        source = prometheus or ", ".join(traffic)
+        spark_master = None if master == "submit" else master
         runner = Runner(
-            ", ".join(traffic), engine, window, None if master == "submit" else master, conf, say, input_format, traffic
+            source, engine, window, spark_master, conf, say, input_format, traffic, table=table, per_broker=per_broker
         )
         if topic_cfg is not None and runner.engine != "local":
             raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
@@ -235,7 +287,7 @@ def run(
 
             say(f"writing {out_dir}")
             quotas = ", ".join(files) if files else "the live cluster's quotas"
-            replayed = {"input": ", ".join(traffic), "quotas": quotas}
+            replayed = {"input": source, "quotas": quotas}
             write_files(
                 result,
                 analysis.timeline,
@@ -249,38 +301,19 @@ def run(
     _render(state, result, top)
 
 
-def _per_broker(
-    state: Any, traffic: tuple[str, ...], engine: str, window: Any, master: str, conf: Any, index: Any, top: int
-) -> None:
-    """One replay per broker's logs: each broker's quota managers meter only the requests it served."""
-    from kquotactl.impact.engine import Runner
-    from kquotactl.impact.output import dump_json, render_table
+def _prometheus_range(since: str | None, until: str | None, step: str | None) -> tuple[float, float, float]:
+    """``(start, end, step)`` in epoch seconds of --from-prometheus' range."""
+    import time
 
-    reports = []
-    for path in traffic:
-        runner = Runner(
-            path, engine, window, None if master == "submit" else master, conf, None, "kafka-request-log", (path,)
-        )
-        report = dict(runner.analyze(index).report)
-        report["summary"] = {**report["summary"], "engine": runner.engine}
-        reports.append({"input": path, **report})
-    fmt = state.output_format()
-    total = {
-        "brokers": len(reports),
-        "throttled_quota_ids": sum(r["summary"]["throttled_quota_ids"] for r in reports),
-        "rows": sum(r["summary"]["rows"] for r in reports),
-    }
-    result = {"summary": total, "per_broker": reports}
-    if fmt == "json":
-        dump_json(result, sys.stdout)
-    elif fmt == "yaml":
-        from kquotactl.render.records import dump_yaml
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.timespec import parse_duration, parse_time
 
-        dump_yaml(result, sys.stdout)
-    else:
-        for r in reports:
-            click.echo(f"Broker logs {r['input']}:")
-            render_table({k: v for k, v in r.items() if k != "input"}, sys.stdout, top, state.color)
+    end = parse_time(until or "now", "--until", time.time())
+    lookback = parse_duration(since or "24h", "--since")
+    resolution = parse_duration(step or "1s", "--step")
+    if resolution > lookback:
+        raise UsageError(f"--step {step} is longer than --since {since or '24h'}: no point in the range")
+    return end - lookback, end, resolution
 
 
 def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:

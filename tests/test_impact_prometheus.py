@@ -1,0 +1,176 @@
+"""``impact run --from-prometheus``: the sensors-to-traffic conversion, the windowed replay, per-broker reports, the
+time options, and the one-line errors (a real Prometheus with nothing to scrape; an address with nothing on it).
+The agreement with a real broker's throttling is tests/test_impact_agreement.py."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from conftest import run_cli, write_manifest
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.errors import UsageError
+from kquotactl.core.precedence import QuotaIndex
+from kquotactl.core.throttlemath import quota_throttle_ms
+from kquotactl.core.timespec import parse_duration, parse_time
+from kquotactl.impact import local, readers
+from kquotactl.impact.engine import Runner
+from kquotactl.impact.model import BROKER_COLUMN, Window, merge_broker_reports, report
+from kquotactl.observe.model import Sample, traffic_columns
+
+
+def _s(metric: str, value: float, ts: float, broker: str = "b1:7071", **labels: str) -> Sample:
+    return Sample(metric=metric, broker=broker, value=value, ts=ts, **labels)
+
+
+def test_each_sensor_becomes_its_traffic_column_in_the_models_units() -> None:
+    cols = traffic_columns(
+        [
+            _s("byte_rate", 1000.0, 10.0, quota_type="Produce", user="alice%40corp", client_id='"a,b"'),
+            _s("byte_rate", 300.0, 10.0, quota_type="Fetch", user="alice%40corp", client_id='"a,b"'),
+            _s("request_time", 5.0, 10.0, quota_type="Request", user="alice%40corp", client_id='"a,b"'),
+            _s("mutation_rate", 2.0, 10.0, quota_type="ControllerMutation", client_id="admin"),
+            _s("connection_accept_rate", 3.0, 10.0, ip="10.0.0.1"),
+            _s("throttle_time", 50.0, 10.0, quota_type="Produce", client_id="x"),  # the answer, not traffic
+            _s("byte_rate", math.nan, 10.0, quota_type="Produce", client_id="idle"),
+            _s("byte_rate", 0.0, 10.0, quota_type="Produce", client_id="idle"),
+        ],
+        step=1.0,
+        sample_s=1,
+    )
+    rows = [dict(zip(cols, r, strict=True)) for r in zip(*cols.values(), strict=True)]
+    assert rows == [
+        {"ts": 9.0, "broker": "b1:7071", "user": "", "client_id": "", "ip": "10.0.0.1", "produce_bytes": 0.0,
+         "fetch_bytes": 0.0, "request_time_ms": 0.0, "mutations": 0.0, "connections": 3.0},
+        {"ts": 9.0, "broker": "b1:7071", "user": "", "client_id": "admin", "ip": "", "produce_bytes": 0.0,
+         "fetch_bytes": 0.0, "request_time_ms": 0.0, "mutations": 2.0, "connections": 0.0},
+        {"ts": 9.0, "broker": "b1:7071", "user": "alice@corp", "client_id": "a,b", "ip": "", "produce_bytes": 1000.0,
+         "fetch_bytes": 300.0, "request_time_ms": 50.0, "mutations": 0.0, "connections": 0.0},
+    ]  # fmt: skip
+
+
+def test_a_reading_is_held_over_its_step_and_spread_over_the_samples() -> None:
+    coarse = traffic_columns([_s("byte_rate", 100.0, 20.0, quota_type="Produce", client_id="c")], 5.0, 1)
+    assert (coarse["ts"], coarse["produce_bytes"]) == ([15.0, 16.0, 17.0, 18.0, 19.0], [100.0] * 5)
+    fine = traffic_columns(
+        [_s("byte_rate", v, t, quota_type="Produce", client_id="c") for v, t in ((100.0, 10.5), (300.0, 11.0))], 0.5, 1
+    )
+    assert (fine["ts"], fine["produce_bytes"]) == ([10.0], [200.0])  # 1 s of the mean reading
+    wide = traffic_columns([_s("byte_rate", 100.0, 20.0, quota_type="Produce", client_id="c")], 3.0, 2)
+    assert (wide["ts"], wide["produce_bytes"]) == ([16.0, 18.0], [100.0, 200.0])  # [17, 20) over [16, 18), [18, 20)
+
+
+def test_a_windowed_replay_compares_each_reading_with_the_limit_as_the_broker_does() -> None:
+    """The readings are the broker's window rates: each second's rate is the reading, throttled by the broker's
+    formula over N·S, with no second window average (which would flatten a reading just over the limit)."""
+    limit, readings = 100_000, [50_000.0, 104_000.0, 120_000.0, 99_000.0, 130_000.0]
+    samples = [_s("byte_rate", v, 101.0 + i, quota_type="Produce", client_id="p") for i, v in enumerate(readings)]
+    import pyarrow as pa
+
+    table = pa.table({k: v for k, v in traffic_columns(samples, 1.0, 1).items() if k != BROKER_COLUMN})
+    index = QuotaIndex({Entity(client_id="p"): {"producer_byte_rate": limit}})
+    window = Window(windowed=True)
+    result, timeline, _ = local.timelines(readers.normalize(table, window), index, window)
+    ((_, intervals),) = timeline.items()
+    got = {s: ms for a, b, ms in intervals for s in range(a, b)}
+    want = {100 + i: quota_throttle_ms(v, limit, 11_000.0) for i, v in enumerate(readings)}
+    assert got == {s: ms for s, ms in want.items() if ms > 0} and len(got) == 3
+    assert report(result, index, window)["summary"]["window"]["windowed_input"] is True
+    # the same readings averaged again over the window: never over the limit
+    again = local.timelines(readers.normalize(table, Window()), index, Window())[1]
+    assert again == {}
+
+
+def test_each_broker_is_replayed_on_its_own_and_the_reports_merge(tmp_path) -> None:
+    """Quotas are per broker: 80 kB/s on each of two brokers is under a 100 kB/s limit, not 160 kB/s over it."""
+    import pyarrow as pa
+
+    samples = [
+        _s("byte_rate", 80_000.0, float(t), broker=b, quota_type="Produce", client_id="p")
+        for t in range(100, 120)
+        for b in ("b1:7071", "b2:7071")
+    ] + [
+        _s("byte_rate", 150_000.0, float(t), broker="b2:7071", quota_type="Produce", client_id="q") for t in (110, 111)
+    ]
+    table = pa.table(traffic_columns(samples, 1.0, 1))
+    index = QuotaIndex({Entity(client_id=DEFAULT): {"producer_byte_rate": 100_000}})
+    analysis = Runner("prometheus", "local", Window(windowed=True), table=table).analyze(index, top=5)
+    rep = analysis.report
+    throttled = [(r["broker"], r["quota_id"]["client-id"], r["seconds_throttled"]) for r in rep["quota_ids"]]
+    assert sorted(throttled) == [("b1:7071", "p", 0), ("b2:7071", "p", 0), ("b2:7071", "q", 2)]
+    s = rep["summary"]
+    assert s["brokers"] == ["b1:7071", "b2:7071"] and s["throttled_quota_ids"] == 1 and s["quota_ids"] == 3
+    assert s["traffic"]["producer_byte_rate"]["usage"] == 80_000 * 40 + 300_000
+    assert s["share_of_traffic_throttled"] == pytest.approx(300_000 / (80_000 * 40 + 300_000))
+    one = merge_broker_reports({"b": rep})
+    assert one["summary"]["rows"] == s["rows"]
+    # --out: the files name the broker of each row
+    import pyarrow.parquet as pq
+
+    from kquotactl.impact.output import write_files
+
+    write_files(rep, analysis.timeline, tmp_path, 5, 1, analysis.first_sample, analysis.rates)
+    written = pq.read_table(tmp_path / "quota_ids.parquet").to_pylist()
+    assert sorted((r["broker"], r["qid_client_id"]) for r in written) == [
+        ("b1:7071", "p"),
+        ("b2:7071", "p"),
+        ("b2:7071", "q"),
+    ]
+    assert (tmp_path / "impact.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("30m", 1800), ("24h", 86400), ("7d", 604800), ("1h30m", 5400), ("2", 2)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text, "--since") == seconds
+
+
+@pytest.mark.parametrize("text", ["", "h", "24x", "1h 30m", "-5m", "0s", "m30"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(UsageError, match="--since"):
+        parse_duration(text, "--since")
+
+
+def test_points_in_time() -> None:
+    now = 1_795_600_000.0
+    assert parse_time("now", "--until", now) == now
+    assert parse_time("1795000000", "--until", now) == 1_795_000_000
+    assert parse_time("2026-11-25T10:00:00Z", "--until", now) == datetime(2026, 11, 25, 10, tzinfo=UTC).timestamp()
+    assert parse_time("2026-11-25T10:00:00", "--until", now) == parse_time("2026-11-25T11:00:00+01:00", "--until", now)
+    assert parse_time("2h", "--until", now) == now - 7200
+    with pytest.raises(UsageError, match="--until 'yesterday' is not a time"):
+        parse_time("yesterday", "--until", now)
+
+
+def _one_line_error(args: list[str], *fragments: str) -> None:
+    r = run_cli("impact", "run", *args)
+    assert r.exit_code == 1, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout, r.stderr
+    for f in fragments:
+        assert f in r.stderr, r.stderr
+
+
+def test_command_line_errors(tmp_path) -> None:
+    from kquotactl.testing.servers import free_port
+
+    m = write_manifest(tmp_path, "quotas:\n  - entity: {client-id: p}\n    config: {producer_byte_rate: 1000}\n")
+    nobody = f"http://127.0.0.1:{free_port()}"
+    _one_line_error(["--from-prometheus", nobody, "-f", m], "cannot reach it")
+    _one_line_error(["--from-prometheus", nobody, "--since", "24x", "-f", m], "--since '24x' is not a duration")
+    _one_line_error(["--from-prometheus", nobody, "--until", "soon", "-f", m], "--until 'soon' is not a time")
+    _one_line_error(["--from-prometheus", nobody, "--since", "1m", "--step", "2m", "-f", m], "--step 2m is longer")
+    _one_line_error(["t.parquet", "--from-prometheus", nobody, "-f", m], "not both")
+    _one_line_error(["--since", "1h", "-f", m], "give TRAFFIC")
+    _one_line_error([str(tmp_path), "--since", "1h", "-f", m], "--since is a Prometheus range")
+
+
+def test_a_range_without_sensor_readings_is_an_error(tmp_path) -> None:
+    """A real Prometheus that scrapes nothing: the range holds no quota sensor."""
+    from kquotactl.testing.observe import PrometheusServer
+
+    m = write_manifest(tmp_path, "quotas:\n  - entity: {client-id: p}\n    config: {producer_byte_rate: 1000}\n")
+    with PrometheusServer(targets=[]) as prometheus:
+        _one_line_error(["--from-prometheus", prometheus.url, "--since", "1h", "-f", m], "no quota sensor readings")

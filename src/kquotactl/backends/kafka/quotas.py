@@ -225,11 +225,12 @@ class AdminBackend:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+    def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:
+        """``broker``: ask that broker (by id) instead of the bootstrap node (``verify``: each broker's own state)."""
         flt = (flt or EntityFilter.all()).validate()
         if flt.strict and not flt.components:
             return []
-        found = self.wire.describe(filter_components(flt), flt.strict)
+        found = self.wire.describe(filter_components(flt), flt.strict, broker)
         records = []
         for index, (pairs, values) in enumerate(found):
             try:

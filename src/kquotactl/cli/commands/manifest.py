@@ -435,6 +435,19 @@ def plan(
 @click.option(
     "--log", "log_path", metavar="FILE", type=click.Path(dir_okay=False), help="Append one JSON line per entity."
 )
+@click.option(
+    "--verify",
+    "verify",
+    is_flag=True,
+    help="After applying, wait until every broker reports each changed entity's values (as kquotactl verify; "
+    "exit 2 if one does not within --timeout).",
+)
+@click.option(
+    "--verify-sample",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="--verify: check N of the changed entities (evenly spread), not all.",
+)
 @pass_state
 @click.pass_context
 def apply(
@@ -448,6 +461,8 @@ def apply(
     yes: bool,
     verbose: bool,
     log_path: str | None,
+    verify: bool,
+    verify_sample: int | None,
 ) -> None:
     """Make the cluster match the manifests: show the plan, confirm, apply.
 
@@ -468,6 +483,10 @@ def apply(
     from kquotactl.services import check_fresh, read_plan_file
 
     fmt = _fmt(state)
+    if (verify_sample is not None) and not verify:
+        raise UsageError("--verify-sample goes with --verify")
+    if verify and dry_run:
+        raise UsageError("--verify checks what was applied: a --dry-run applies nothing")
     if log_path is not None:
         from kquotactl.render.outfiles import check_file
 
@@ -523,6 +542,28 @@ def apply(
     _finish(result, the_plan, fmt, dry_run)
     if dry_run:
         ctx.exit(EXIT_PENDING)
+    if verify:
+        _verify_applied(state, backend, the_plan, result, verify_sample, state.connection().timeout)
+
+
+def _verify_applied(
+    state: AppState, backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float
+) -> None:
+    """``apply --verify``: every applied entity (or a sample) reported by every broker, else exit 2."""
+    from kquotactl.core.verify import NotVerified, lag_message
+    from kquotactl.core.wording import counted
+    from kquotactl.services import verify_applied
+
+    applied = set(result.applied)
+    wanted = [(d.entity, d.after) for d in the_plan.diffs if d.entity.label() in applied]
+    checked = verify_applied(backend, wanted, timeout=timeout, sample=sample)
+    late = [c for c in checked if not c.converged]
+    if late:
+        first = late[0]
+        more = f" (and {counted(len(late) - 1, 'more entity', 'more entities')})" if len(late) > 1 else ""
+        raise NotVerified(lag_message(first.entity.label(), first.expected, first.lagging, first.waited) + more)
+    source = checked[0].source if checked else "nothing to check"
+    _echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
 
 
 def _check_writable(state: AppState, ctx: click.Context) -> None:

@@ -87,7 +87,9 @@ class Drive:
     """What a driven client did and what the broker answered, times in ms since the drive started.
 
     ``sent``: (time, bytes the broker records) per request, as sent; ``throttles``: (time, ms) per response that
-    carried a throttle; ``stats_avg_ms``/``stats_max_ms``: the throttle window of the client's statistics."""
+    carried a throttle; ``stats_avg_ms``/``stats_max_ms``: the throttle window of the client's statistics;
+    ``origin_band_ms``: the first recording (which aligns the broker's samples) is known to lie within this many ms
+    before time 0 only (a client sees its acknowledgement, not when the broker recorded it)."""
 
     key: str
     rate: float
@@ -96,6 +98,7 @@ class Drive:
     throttles: Sequence[tuple[int, int]]
     stats_avg_ms: float = 0.0
     stats_max_ms: float = 0.0
+    origin_band_ms: int = 0  # the first recording happened up to this many ms before time 0 (unknown where)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class DriveVerdict:
     steady_state_ms: int  # explain --observed for the driven rate
     simulated_at_ms: int | None  # when the simulation throttles first (None: never within the drive)
     simulated_ms: int
+    offset_ms: int  # the simulation's first recording this many ms before time 0 (the best within the band)
     broker_at_ms: int | None  # when the broker throttled first
     broker_ms: int
     broker_avg_ms: float
@@ -114,6 +118,7 @@ class DriveVerdict:
     tolerance_ms: int
     agrees: bool
     notes: list[str] = field(default_factory=list)
+    origin_band_ms: int = 0  # the drive's band of first-recording times the simulation searched
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,7 +126,12 @@ class DriveVerdict:
             "rate": self.rate,
             "limit": self.limit,
             "steady_state_throttle_ms": self.steady_state_ms,
-            "simulated": {"first_throttle_at_ms": self.simulated_at_ms, "first_throttle_ms": self.simulated_ms},
+            "simulated": {
+                "first_throttle_at_ms": self.simulated_at_ms,
+                "first_throttle_ms": self.simulated_ms,
+                "first_recording_offset_ms": self.offset_ms,
+                "first_recording_band_ms": self.origin_band_ms,
+            },
             "broker": {
                 "first_throttle_at_ms": self.broker_at_ms,
                 "first_throttle_ms": self.broker_ms,
@@ -134,6 +144,25 @@ class DriveVerdict:
         }
 
 
+#: the band of possible first-recording times is simulated in steps of this many ms (at most BAND_STEPS of them)
+BAND_STEP_MS = 10
+BAND_STEPS = 50
+
+
+def first_throttle(
+    sent: Sequence[tuple[int, float]],
+    limit: float,
+    window_num: int = DEFAULT_WINDOW_NUM,
+    window_size_seconds: int = DEFAULT_WINDOW_SIZE_SECONDS,
+    kafka_version: tuple[int, ...] | None = None,
+) -> tuple[int, int] | None:
+    """When the broker's sampled Rate first throttles the recordings ``sent``, and how long: (time, ms) or None."""
+    window_ms = window_size_seconds * 1000
+    steps = replay(sent, limit, samples=window_num, window_ms=window_ms, **sampled_stat_for(kafka_version))
+    first = next((s for s in steps if s.throttle_ms > 0), None)
+    return None if first is None else (first.time_ms, first.throttle_ms)
+
+
 def compare_drive(
     drive: Drive,
     limit: float | None,
@@ -141,40 +170,48 @@ def compare_drive(
     window_size_seconds: int = DEFAULT_WINDOW_SIZE_SECONDS,
     kafka_version: tuple[int, ...] | None = None,
 ) -> DriveVerdict:
-    """The first throttle the broker gave ``drive`` against the replay of its recordings under ``limit``."""
+    """The first throttle the broker gave ``drive`` against the replay of its recordings under ``limit``.
+
+    The broker's samples start at the first recording, which lies somewhere in ``drive.origin_band_ms`` before time
+    0: the replay is run for first recordings across that band, and the one closest to the broker is kept (a
+    broker applying another limit is seconds away at every offset)."""
     steady = ThrottleModel({drive.key: drive.rate}, window_num, window_size_seconds, kafka_version)
     steady_ms = steady.throttle_ms(drive.key, limit)
-    sim_at: int | None = None
-    sim_ms = 0
-    if limit is not None:
-        steps = replay(
-            drive.sent,
-            float(limit),
-            samples=window_num,
-            window_ms=window_size_seconds * 1000,
-            **sampled_stat_for(kafka_version),
-        )
-        first = next((s for s in steps if s.throttle_ms > 0), None)
-        if first is not None:
-            sim_at, sim_ms = first.time_ms, first.throttle_ms
-    broker_at, broker_ms = drive.throttles[0] if drive.throttles else (None, 0)
+    broker = drive.throttles[0] if drive.throttles else None
     request = max((b for _, b in drive.sent), default=0.0)
     grain = int(request / limit * 1000) if limit and limit > 0 else 0  # one request's worth of throttle
     tol_at = TOLERANCE_AT_MS + grain
+    candidates: list[tuple[int, tuple[int, int] | None]] = []
+    if limit is not None and drive.sent:
+        [(t0, first_bytes), *rest] = drive.sent
+        step = max(BAND_STEP_MS, -(-max(drive.origin_band_ms, 0) // BAND_STEPS))
+        for offset in range(0, max(drive.origin_band_ms, 0) + 1, step):
+            # the first recording ``offset`` ms earlier: every later one is that much later after it
+            shifted = [(t0, first_bytes), *((t + offset, b) for t, b in rest)]
+            found = first_throttle(shifted, float(limit), window_num, window_size_seconds, kafka_version)
+            candidates.append((offset, None if found is None else (found[0] - offset, found[1])))
+    else:
+        candidates.append((0, None))
+
+    def distance(c: tuple[int, tuple[int, int] | None]) -> float:
+        sim = c[1]
+        if sim is None or broker is None:
+            return 0.0 if sim is None and broker is None else float("inf")
+        tol = max(TOLERANCE_MS, int(TOLERANCE_FRACTION * sim[1])) + grain
+        return max(abs(broker[0] - sim[0]) / tol_at, abs(broker[1] - sim[1]) / tol)
+
+    offset, sim = min(candidates, key=distance)
+    sim_at, sim_ms = sim if sim is not None else (None, 0)
+    broker_at, broker_ms = broker if broker is not None else (None, 0)
     tol_ms = max(TOLERANCE_MS, int(TOLERANCE_FRACTION * sim_ms)) + grain
     notes: list[str] = []
     if sim_at is None and broker_at is None:
-        agrees = True
         notes.append("neither the simulation nor the broker throttled the drive")
-    elif sim_at is None or broker_at is None:
-        agrees = False
-        notes.append(
-            "the broker throttled the drive, the simulation does not"
-            if sim_at is None
-            else "the simulation throttles the drive, the broker did not"
-        )
-    else:
-        agrees = abs(broker_at - sim_at) <= tol_at and abs(broker_ms - sim_ms) <= tol_ms
+    elif sim_at is None:
+        notes.append("the broker throttled the drive, the simulation does not")
+    elif broker_at is None:
+        notes.append("the simulation throttles the drive, the broker did not")
+    agrees = distance((offset, sim)) <= 1.0
     return DriveVerdict(
         drive.key,
         drive.rate,
@@ -182,6 +219,7 @@ def compare_drive(
         steady_ms,
         sim_at,
         sim_ms,
+        offset,
         broker_at,
         broker_ms,
         drive.stats_avg_ms,
@@ -190,4 +228,5 @@ def compare_drive(
         tol_ms,
         agrees,
         notes,
+        drive.origin_band_ms,
     )

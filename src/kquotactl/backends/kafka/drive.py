@@ -5,7 +5,10 @@ at a steady rate for a few seconds, and what the broker answered: the throttle o
 
 All messages go to partition 0 of the topic (one broker, its leader: quotas are per broker), paced in
 :data:`REQUESTS_PER_SECOND` equal messages a second with ``linger.ms=0`` (one produce request each). A warm-up message
-is sent and delivered first, so metadata and topic creation are not part of the drive.
+is sent and delivered first, so metadata and topic creation are not part of the drive; it is the first recording:
+the broker's sensor for the quota-id, and its samples, start with it. Time 0 is its acknowledgement; the broker
+recorded it between the ``produce`` call and then (connection set-up, SASL, metadata and topic creation come first,
+in an unknown share): ``Drive.origin_band_ms``.
 """
 
 from __future__ import annotations
@@ -37,12 +40,12 @@ def drive_producer(
     stats: list[dict[str, Any]] = []
     throttles: list[tuple[int, int]] = []
     errors: list[str] = []
-    start = time.monotonic()
+    origin = time.monotonic()  # when the warm-up message was acknowledged: the broker's sensor starts with it
 
     def on_throttle(event: Any) -> None:
         ms = round(event.throttle_time * 1000)
         if ms > 0:
-            throttles.append((round((time.monotonic() - start) * 1000), ms))
+            throttles.append((round((time.monotonic() - origin) * 1000), ms))
 
     def on_error(err: Any) -> None:
         if err.name() in ("_AUTHENTICATION", "_ALL_BROKERS_DOWN", "_TRANSPORT"):  # librdkafka's local errors
@@ -65,22 +68,22 @@ def drive_producer(
         raise BackendUnavailable(f"--drive: the producer's configuration was refused: {e}") from None
     try:
         delivered: list[Any] = []
+        called = time.monotonic()
         producer.produce(topic, b"w", partition=0, on_delivery=lambda err, msg: delivered.append(err))
         deadline = time.monotonic() + connect_timeout
         while not delivered and time.monotonic() < deadline and not errors:
-            producer.poll(0.05)
+            producer.poll(0.002)
+        origin = time.monotonic()
         if errors or not delivered or delivered[0] is not None:
             why = errors[0] if errors else str(delivered[0]) if delivered else f"no answer within {connect_timeout:g}s"
             raise BackendUnavailable(f"--drive: the producer cannot produce to {topic!r} through {bootstrap}: {why}")
-        stats.clear()
-        throttles.clear()
         size = max(1, round(rate / REQUESTS_PER_SECOND))
         payload = b"x" * size
-        sent: list[tuple[int, float]] = []
+        sent: list[tuple[int, float]] = [(0, 1.0)]  # the warm-up message
         start = time.monotonic()
         for i in range(round(seconds * REQUESTS_PER_SECOND)):
             now = time.monotonic()
-            sent.append((round((now - start) * 1000), float(size)))
+            sent.append((round((now - origin) * 1000), float(size)))
             try:
                 producer.produce(topic, payload, partition=0)
             except BufferError:  # the local queue is full: the broker throttles hard; stop feeding it
@@ -91,20 +94,22 @@ def drive_producer(
     finally:
         producer.purge()
         producer.flush(2)
-    overhead = _request_overhead(stats, size)
+    overhead = _request_overhead(stats, size, len(sent) - 1)
     recorded = [(t, b + overhead) for t, b in sent]
     avg, top = _throttle_window(stats)
-    return Drive("producer_byte_rate", rate, seconds, recorded, list(throttles), avg, top)
+    band = round((origin - called) * 1000)  # the broker recorded the warm-up within this many ms before time 0
+    return Drive("producer_byte_rate", rate, seconds, recorded, list(throttles), avg, top, band)
 
 
 def _brokers(stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [b for s in stats for b in s.get("brokers", {}).values() if b.get("nodeid", -1) >= 0]
 
 
-def _request_overhead(stats: list[dict[str, Any]], size: int) -> float:
+def _request_overhead(stats: list[dict[str, Any]], size: int, paced: int) -> float:
     """Bytes the broker records per request beyond the payload (request header, record batch), from the last
-    statistics: (bytes sent to the brokers − payloads of the messages transmitted) / messages transmitted. Messages
-    still queued (a throttled client is muted) are not in either count."""
+    statistics: (bytes sent to the brokers − payloads of the messages transmitted) / messages transmitted (the
+    warm-up message's payload is 1 byte, the ``paced`` others ``size``). Messages still queued (a throttled client
+    is muted) are in neither count."""
     if not stats:
         return 0.0
     last = stats[-1]
@@ -115,7 +120,10 @@ def _request_overhead(stats: list[dict[str, Any]], size: int) -> float:
         for pid, p in t.get("partitions", {}).items()
         if pid != "-1"
     )
-    return max(0.0, (sent - messages * size) / messages) if messages else 0.0
+    if not messages:
+        return 0.0
+    payloads = 1 + min(messages - 1, paced) * size
+    return max(0.0, (sent - payloads) / messages)
 
 
 def _throttle_window(stats: list[dict[str, Any]]) -> tuple[float, float]:

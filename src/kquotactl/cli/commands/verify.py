@@ -182,7 +182,13 @@ def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
         f"{verdict.broker_avg_ms:.0f}",
         f"{verdict.broker_max_ms:.0f}",
     )
-    drive.add_row("simulated", _at(verdict.simulated_at_ms), str(verdict.simulated_ms), "", "")
+    drive.add_row(
+        f"simulated (first recording {verdict.offset_ms} ms before time 0, of {verdict.origin_band_ms})",
+        _at(verdict.simulated_at_ms),
+        str(verdict.simulated_ms),
+        "",
+        "",
+    )
     drive.add_row("tolerance", f"±{verdict.tolerance_at_ms / 1000:.2f}s", f"±{verdict.tolerance_ms}", "", "")
     console.print(drive)
     console.print(

@@ -172,7 +172,8 @@ def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
     console.print(table)
     if verdict is None:
         return
-    drive = Table(title=f"driven at {verdict.rate:.0f} B/s under a limit of {verdict.limit}", title_justify="left")
+    limit = "no limit" if verdict.limit is None else f"a limit of {verdict.limit:.0f} B/s"
+    drive = Table(title=f"driven at {verdict.rate:.0f} B/s under {limit}", title_justify="left")
     for col in ("", "FIRST THROTTLE AT", "FIRST THROTTLE ms", "AVG ms", "MAX ms"):
         drive.add_column(col)
     drive.add_row(

@@ -74,3 +74,30 @@ def test_the_band_of_first_recording_times_finds_the_broker_alignment() -> None:
     broker = [(at - 120, ms)]  # as the client sees it
     v = compare_drive(Drive("producer_byte_rate", 100_000, 5, sent, broker, origin_band_ms=300), 20_000)
     assert v.agrees and v.offset_ms == 120 and (v.simulated_at_ms, v.simulated_ms) == (at - 120, ms)
+
+
+def test_drive_refusals_are_one_line_before_connecting(tmp_path) -> None:
+    from conftest import run_cli
+
+    nowhere = ["--bootstrap-server", "127.0.0.1:1"]  # nothing listens: every case is refused before connecting
+    sasl = tmp_path / "bob.properties"
+    sasl.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config="
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="x";\n'
+    )
+    cases = [
+        (["--zookeeper", "127.0.0.1:1", "verify", "--client-id", "a", "--drive", "1000"], "--drive runs a producer"),
+        ([*nowhere, "verify", "--ip", "10.0.0.1", "--drive", "1000"], "not an ip"),
+        ([*nowhere, "verify", "--user", "alice", "--drive", "1000"], "authenticates as 'ANONYMOUS'"),
+        ([*nowhere, "--command-config", str(sasl), "verify", "--user", "alice", "--drive", "1KiB"], "as 'bob'"),
+        ([*nowhere, "verify", "--client-id", "a", "--drive", "0"], "must be above 0"),
+        ([*nowhere, "verify", "--client-id", "a", "--drive", "fast"], "is not a rate"),
+        ([*nowhere, "verify", "--client-id", "a", "--drive-client-id", "b"], "go with --drive RATE"),
+        ([*nowhere, "verify", "--client-id", "a", "--drive", "1000", "--drive-client-id", "b"], "the entity is"),
+        ([*nowhere, "verify", "--client-id", "a", "--expect", "nonsense_key=1"], "nonsense_key"),
+        ([*nowhere, "apply", "-f", "x.yaml", "--verify-sample", "2"], "--verify-sample goes with --verify"),
+    ]
+    for args, words in cases:
+        r = run_cli(*args)
+        assert r.exit_code == 1, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, (args, r.stderr)

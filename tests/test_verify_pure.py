@@ -61,7 +61,13 @@ def test_a_broker_applying_another_limit_disagrees() -> None:
 
 def test_no_throttle_on_either_side_agrees_and_says_so() -> None:
     v = compare_drive(Drive("producer_byte_rate", 10_000, 3, _steady(10_000, 3), []), 20_000)
-    assert v.agrees and v.steady_state_ms == 0 and v.notes
+    assert (
+        v.agrees and v.steady_state_ms == 0 and v.notes == ["neither the simulation nor the broker throttled the drive"]
+    )
+    short = compare_drive(Drive("producer_byte_rate", 30_000, 2, _steady(30_000, 2), []), 20_000)
+    assert short.agrees and short.notes[1] == (
+        "the drive ended before the limit could throttle it (after about 6.7s): drive for at least 8s to test the limit"
+    )
     unlimited = compare_drive(Drive("producer_byte_rate", 10_000, 3, _steady(10_000, 3), []), None)
     assert unlimited.agrees and unlimited.limit is None
 

@@ -207,6 +207,12 @@ def compare_drive(
     notes: list[str] = []
     if sim_at is None and broker_at is None:
         notes.append("neither the simulation nor the broker throttled the drive")
+        if limit is not None and 0 < limit < drive.rate:  # a fresh sensor's window is padded to N − 1 samples
+            crossing = limit * (window_num - 1) * window_size_seconds / drive.rate
+            notes.append(
+                f"the drive ended before the limit could throttle it (after about {crossing:.1f}s): "
+                f"drive for at least {int(crossing) + 2}s to test the limit"
+            )
     elif sim_at is None:
         notes.append("the broker throttled the drive, the simulation does not")
     elif broker_at is None:

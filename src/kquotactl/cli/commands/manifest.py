@@ -543,12 +543,10 @@ def apply(
     if dry_run:
         ctx.exit(EXIT_PENDING)
     if verify:
-        _verify_applied(state, backend, the_plan, result, verify_sample, state.connection().timeout)
+        _verify_applied(backend, the_plan, result, verify_sample, state.connection().timeout)
 
 
-def _verify_applied(
-    state: AppState, backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float
-) -> None:
+def _verify_applied(backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float) -> None:
     """``apply --verify``: every applied entity (or a sample) reported by every broker, else exit 2."""
     from kquotactl.core.verify import NotVerified, lag_message
     from kquotactl.core.wording import counted

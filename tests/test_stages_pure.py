@@ -10,11 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kquotactl.core.entities import Entity
+from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, LONG_MAX
 from kquotactl.core.manifest import ManifestError
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.plan import make_plan
-from kquotactl.core.stages import StagedPlan, StageShape, parse_duration, stage_values, staged_plan
+from kquotactl.core.stages import StagedPlan, StageShape, stage_values, staged_plan
+from kquotactl.core.timespec import parse_duration
 from kquotactl.manifests.loader import load_text
 from kquotactl.observe.model import Sample, predicted_throttle_ms, stage_regressions, top_rows
 
@@ -136,11 +138,13 @@ def test_stages_in_the_manifest_are_checked_with_their_line() -> None:
         ]
 
 
-def test_parse_duration() -> None:
-    assert [parse_duration(t) for t in ("5m", "90s", "1h", "500ms", "30", "1.5")] == [300, 90, 3600, 0.5, 30, 1.5]
+def test_parse_interval() -> None:
+    """--interval is a duration as --since spells it (one parser), and may be 0."""
+    got = [parse_duration(t, "--interval", allow_zero=True) for t in ("5m", "90s", "1h", "500ms", "30", "1.5", "0")]
+    assert got == [300, 90, 3600, 0.5, 30, 1.5, 0]
     for bad in ("", "5x", "-1s", "m", "nan"):
-        with pytest.raises(ValueError):
-            parse_duration(bad)
+        with pytest.raises(UsageError, match="--interval"):
+            parse_duration(bad, "--interval", allow_zero=True)
 
 
 def _rows(usage: float, throttle: float, limit: int) -> list:
@@ -167,7 +171,10 @@ def test_regression_rule_predicts_from_the_demand_before_the_stage() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--stages", "3", "--interval", "soon"], "--interval 'soon': not a duration (5m, 90s, 1h, 500ms, or seconds)"),
+        (
+            ["--stages", "3", "--interval", "soon"],
+            "--interval 'soon' is not a duration (e.g. 90s, 30m, 24h, 7d, 1h30m)",
+        ),
         (["--prometheus", "http://p:9090"], "--prometheus and --scrape check between stages: they go with --stages N"),
         (["--stages", "2", "--scrape", "a:1", "--prometheus", "http://p"], "give either --prometheus URL or --scrape"),
         (["--resume", "x.log", "--stages", "2"], "--resume LOG continues the logged stages: --plan, --stages"),

@@ -109,6 +109,30 @@ def kafka_python_config(bootstrap: str, s: ClientSettings, request_timeout: floa
     }
 
 
+def librdkafka_config(bootstrap: str, s: ClientSettings, client_id: str) -> dict[str, object]:
+    """The same settings as a librdkafka (confluent-kafka) client's configuration: ``verify --drive``'s producer
+    authenticates exactly as the admin client does, under its own ``client_id``."""
+    out: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "security.protocol": s.security_protocol.lower(),
+    }
+    if s.uses_sasl:
+        out.update(
+            {"sasl.mechanism": s.sasl_mechanism, "sasl.username": s.sasl_username, "sasl.password": s.sasl_password}
+        )
+    if s.uses_ssl:
+        if s.ssl_cafile:
+            out["ssl.ca.location"] = s.ssl_cafile
+        if s.ssl_certfile:  # one PEM file with the certificate and its key
+            out["ssl.certificate.location"] = s.ssl_certfile
+            out["ssl.key.location"] = s.ssl_certfile
+        if s.ssl_password:
+            out["ssl.key.password"] = s.ssl_password
+        out["ssl.endpoint.identification.algorithm"] = "https" if s.ssl_check_hostname else "none"
+    return out
+
+
 def parse_client_properties(props: Mapping[str, str], source: str = "--command-config") -> ClientSettings:
     """Read Java client properties; raise :class:`UsageError` naming the property and the fix."""
     from kquotactl.config.jaas import parse_module

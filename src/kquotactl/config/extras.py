@@ -14,6 +14,7 @@ EXTRAS = {
     "puresasl": "sasl",
     "requests": "observe",
     "prometheus_client": "observe",
+    "confluent_kafka": "observe",  # verify --drive
 }
 
 

@@ -178,21 +178,3 @@ def stage_rows(staged: StagedPlan) -> list[tuple[Entity, str, Number | None, Seq
                 continue
             rows.append((e.entity, k, e.before.get(k), values))
     return rows
-
-
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """``5m``, ``90s``, ``1h``, ``500ms`` or plain seconds (``30``, ``1.5``) as seconds; ``ValueError`` otherwise."""
-    t = text.strip().lower()
-    for unit in sorted(_UNITS, key=len, reverse=True):
-        if t.endswith(unit):
-            number, factor = t[: -len(unit)], _UNITS[unit]
-            break
-    else:
-        number, factor = t, 1.0
-    value = float(number) * factor  # ValueError for anything else
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"not a duration: {text!r}")
-    return value

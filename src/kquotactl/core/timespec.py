@@ -18,8 +18,9 @@ _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
-def parse_duration(text: str, option: str) -> float:
-    """``1h30m`` -> 5400.0 seconds; a duration must be > 0. ``option`` names the flag in the error."""
+def parse_duration(text: str, option: str, *, allow_zero: bool = False) -> float:
+    """``1h30m`` -> 5400.0 seconds; a duration must be > 0 (``allow_zero``: may be 0). ``option`` names the flag in
+    the error."""
     t = text.strip()
     if _NUMBER.fullmatch(t):
         seconds = float(t)
@@ -32,7 +33,7 @@ def parse_duration(text: str, option: str) -> float:
             pos = m.end()
         if pos != len(t) or not t:
             raise UsageError(f"{option} {text!r} is not a duration (e.g. 90s, 30m, 24h, 7d, 1h30m)")
-    if not (math.isfinite(seconds) and seconds > 0):
+    if not (math.isfinite(seconds) and (seconds > 0 or (allow_zero and seconds == 0))):
         raise UsageError(f"{option} {text!r} must be longer than 0 s")
     return seconds
 

@@ -266,13 +266,17 @@ class QuotaWire:
         except Errors.KafkaError as e:
             raise BackendUnavailable(f"{what} to Kafka {who} failed: {_short(e)}") from None
 
-    def describe(self, components: Sequence[WireComponent], strict: bool) -> list[tuple[WireEntity, dict[str, float]]]:
+    def describe(
+        self, components: Sequence[WireComponent], strict: bool, broker: int | None = None
+    ) -> list[tuple[WireEntity, dict[str, float]]]:
+        """DescribeClientQuotas through the bootstrap node, or sent to broker ``broker`` (by id): a KRaft broker
+        answers from the metadata image it has applied, so each broker tells its own state."""
         C = DescribeClientQuotasRequest.ComponentData
         req = DescribeClientQuotasRequest(
             components=[C(entity_type=t, match_type=m, match=n) for t, m, n in components], strict=strict
         )
         log.debug("DescribeClientQuotas components=%s strict=%s", list(components), strict)
-        resp = self._send(req, "DescribeClientQuotas")
+        resp = self._send(req, "DescribeClientQuotas", broker)
         if resp.error_code:
             err = Errors.for_code(resp.error_code)
             raise QuotaError(f"{_error_name(err)}: {resp.error_message or err.description}")

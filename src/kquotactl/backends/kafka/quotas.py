@@ -244,16 +244,17 @@ class AdminBackend:
     def broker_ids(self) -> list[int]:
         if self.controller:
             raise UsageError(
-                "the broker count of a cluster-wide budget comes from the brokers' metadata: "
+                "the brokers (their ids, their count) come from the brokers' metadata: "
                 "use --bootstrap-server, not --bootstrap-controller"
             )
         return self.wire.broker_ids()
 
-    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+    def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:
+        """``broker``: ask that broker (by id) instead of the bootstrap node (``verify``: each broker's own state)."""
         flt = (flt or EntityFilter.all()).validate()
         if flt.strict and not flt.components:
             return []
-        found = self.wire.describe(filter_components(flt), flt.strict)
+        found = self.wire.describe(filter_components(flt), flt.strict, broker)
         records = []
         for index, (pairs, values) in enumerate(found):
             try:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import click
 
-from kquotactl.cli.commands import completion, config, connection_rate, explain, impact, manifest, top
+from kquotactl.cli.commands import completion, config, connection_rate, explain, impact, manifest, top, verify
 
-MODULES = (completion, config, connection_rate, explain, impact, manifest, top)  # help order: sorted by name
+MODULES = (completion, config, connection_rate, explain, impact, manifest, top, verify)  # help order: sorted by name
 
 
 def module_names() -> list[str]:

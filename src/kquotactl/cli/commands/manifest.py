@@ -495,6 +495,19 @@ def plan(
     "--prometheus", metavar="URL", help="--stages: also check the brokers' quota sensors (as top) between stages."
 )
 @click.option("--scrape", "scrape_urls", metavar="URL", multiple=True, help="--stages: as --prometheus, per broker.")
+@click.option(
+    "--verify",
+    "verify",
+    is_flag=True,
+    help="After applying, wait until every broker reports each changed entity's values (as kquotactl verify; "
+    "exit 2 if one does not within --timeout). A staged apply (--stages) does so after every stage.",
+)
+@click.option(
+    "--verify-sample",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="--verify: check N of the changed entities (evenly spread), not all.",
+)
 @pass_state
 @click.pass_context
 def apply(
@@ -514,6 +527,8 @@ def apply(
     resume_path: str | None,
     prometheus: str | None,
     scrape_urls: Sequence[str],
+    verify: bool,
+    verify_sample: int | None,
 ) -> None:
     """Make the cluster match the manifests: show the plan, confirm, apply.
 
@@ -553,6 +568,10 @@ def apply(
             )
         _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
         return
+    if (verify_sample is not None) and not verify:
+        raise UsageError("--verify-sample goes with --verify")
+    if verify and dry_run:
+        raise UsageError("--verify checks what was applied: a --dry-run applies nothing")
     if log_path is not None:
         from kquotactl.render.outfiles import check_file
 
@@ -609,7 +628,18 @@ def apply(
             _summary("not applied: nothing was written (changes still pending)", "json")
             ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
     if staged is not None:
-        _run_stages(backend, staged, {}, seconds, log_path, max_deletions, prometheus, scrape_urls, target)
+        _run_stages(
+            backend,
+            staged,
+            {},
+            seconds,
+            log_path,
+            max_deletions,
+            prometheus,
+            scrape_urls,
+            target,
+            state.connection().timeout,
+        )
         return
     result = _apply_with_progress(backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table")
     if result.partial is not None:
@@ -622,6 +652,26 @@ def apply(
     _finish(result, the_plan, fmt, dry_run)
     if dry_run:
         ctx.exit(EXIT_PENDING)
+    if verify:
+        _verify_applied(backend, the_plan, result, verify_sample, state.connection().timeout)
+
+
+def _verify_applied(backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float) -> None:
+    """``apply --verify``: every applied entity (or a sample) reported by every broker, else exit 2."""
+    from kquotactl.core.verify import NotVerified, lag_message
+    from kquotactl.core.wording import counted
+    from kquotactl.services import verify_applied
+
+    applied = set(result.applied)
+    wanted = [(d.entity, d.after) for d in the_plan.diffs if d.entity.label() in applied]
+    checked = verify_applied(backend, wanted, timeout=timeout, sample=sample)
+    late = [c for c in checked if not c.converged]
+    if late:
+        first = late[0]
+        more = f" (and {counted(len(late) - 1, 'more entity', 'more entities')})" if len(late) > 1 else ""
+        raise NotVerified(lag_message(first.entity.label(), first.expected, first.lagging, first.waited) + more)
+    source = checked[0].source if checked else "nothing to check"
+    _echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
 
 
 # -- staged apply ---------------------------------------------------------------------------------------
@@ -641,12 +691,9 @@ def _duration(text: str | None) -> float | None:
     """``--interval`` in seconds (checked before anything is read or written)."""
     if text is None:
         return None
-    from kquotactl.core.stages import parse_duration
+    from kquotactl.core.timespec import parse_duration
 
-    try:
-        return parse_duration(text)
-    except ValueError:
-        raise UsageError(f"--interval {text!r}: not a duration (5m, 90s, 1h, 500ms, or seconds)") from None
+    return parse_duration(text, "--interval", allow_zero=True)
 
 
 def _interval(seconds: float | None, staged: StagedPlan | None) -> float:
@@ -700,9 +747,11 @@ def _run_stages(
     prometheus: str | None,
     scrape_urls: Sequence[str],
     target: dict[str, str] | None,
+    timeout: float,
 ) -> None:
     """Run :func:`kquotactl.services.apply_stages` with the ``--log`` open (a fresh run starts it with the schedule),
-    progress on stderr, and the report of where it stopped."""
+    progress on stderr, and the report of where it stopped. ``timeout``: how long the check after each stage waits
+    for every broker to report the stage's values."""
     import functools
 
     from kquotactl.services import StageObserver, apply_stages, check_step, staged_log_header
@@ -724,7 +773,7 @@ def _run_stages(
             staged,
             interval=seconds,
             done=done,
-            check=functools.partial(check_step, observer=observer),
+            check=functools.partial(check_step, observer=observer, timeout=timeout),
             log=log,
             max_deletions=max_deletions,
             on_event=lambda ev: _stage_event(ev, log_path),
@@ -810,7 +859,8 @@ def _resume(
         if not click.confirm(f"Resume on {state.conn.with_env().target}?", err=True):
             ctx.exit(EXIT_PENDING)
     target = _target(state, backend)
-    _run_stages(backend, staged, done, seconds, resume_path, max_deletions, prometheus, scrape_urls, target)
+    timeout = state.connection().timeout
+    _run_stages(backend, staged, done, seconds, resume_path, max_deletions, prometheus, scrape_urls, target, timeout)
 
 
 def _check_writable(state: AppState, ctx: click.Context) -> None:

@@ -1,0 +1,202 @@
+"""``kquotactl verify``: did a quota change take effect. Step 1 waits (bounded) until every broker reports the
+values; step 2 (``--drive``) runs a real producer as the entity's connection and compares the broker's throttle with
+the simulation (:func:`kquotactl.services.wait_applied`, :func:`kquotactl.services.drive_verdict`).
+
+Only click is imported at module level; the services, confluent-kafka and rich load inside the command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kquotactl.cli.kit import OnceCommand, pass_state
+from kquotactl.cli.options import entity_options
+
+if TYPE_CHECKING:
+    from kquotactl.cli.kit import AppState
+    from kquotactl.core.verify import DriveVerdict
+    from kquotactl.services import Converged
+
+DEFAULT_SECONDS = 6.0
+DEFAULT_TOPIC = "kquotactl-verify"
+
+
+def register(group: click.Group) -> None:
+    group.add_command(verify)
+
+
+@click.command(cls=OnceCommand)
+@entity_options
+@click.option("--expect", metavar="K=V,...", help="The values every broker must report (default: what is set now).")
+@click.option(
+    "--drive",
+    metavar="RATE",
+    help="Then produce at RATE bytes/s (units: 100KiB) as the entity's connection and compare the broker's "
+    "throttle with the simulation.",
+)
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=1, max=600),
+    default=DEFAULT_SECONDS,
+    show_default=True,
+    help="--drive: for this long.",
+)
+@click.option("--topic", default=DEFAULT_TOPIC, show_default=True, help="--drive: the topic produced to.")
+@click.option("--drive-client-id", metavar="NAME", help="--drive: the producer's client-id (default: the entity's).")
+@click.option(
+    "--drive-bootstrap", metavar="HOST:PORT", help="--drive: the brokers to produce to (default: --bootstrap-server)."
+)
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), help="Output format.")
+@pass_state
+@click.pass_context
+def verify(
+    ctx: click.Context,
+    state: AppState,
+    expect: str | None,
+    drive: str | None,
+    seconds: float,
+    topic: str,
+    drive_client_id: str | None,
+    drive_bootstrap: str | None,
+    fmt: str | None,
+    **kw: Any,
+) -> None:
+    """Check that a quota change took effect: wait until every broker reports the entity's values, then
+    optionally drive a real producer at a rate and compare the throttle the broker returns with explain's
+    simulation. Exit 0 when it did, 2 when a broker lags or its throttle disagrees, 1 on error. The wait is
+    bounded by --timeout (default 30 s), the option that bounds every request.
+
+    Each broker is asked with DescribeClientQuotas sent to it (KRaft brokers apply metadata asynchronously and
+    answer from what they applied); with --zookeeper, the znode brokers read. --drive produces to partition 0 of
+    --topic with the cluster's client properties (--command-config: SASL credentials make the user) and the
+    entity's client-id, and compares the first throttle the broker returns (when, how long) with the replay of the
+    same requests under the limit the quotas give that connection. Drive a quota-id no one else uses at the time.
+
+    \b
+    Examples:
+      kquotactl --bootstrap-server b:9092 verify --client-id app1
+      kquotactl --bootstrap-server b:9092 verify --user alice --expect producer_byte_rate=1MiB --timeout 60
+      kquotactl --bootstrap-server b:9092 verify --client-id app1 --drive 5MiB --seconds 8
+    """
+    from kquotactl.cli.entityargs import EntityArgs, entity_for_alter
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.grammar import parse_add_config
+    from kquotactl.core.model import build_change
+    from kquotactl.core.verify import NotVerified, lag_message
+    from kquotactl.services import drive_target, drive_verdict, wait_applied
+
+    entity = entity_for_alter(EntityArgs.pop_from(kw))
+    expected = dict(build_change(entity, parse_add_config(expect)).set) if expect is not None else None
+    if expect is not None and not expected:
+        raise UsageError("--expect is empty: give K=V,... (or leave it out to wait for what is set now)")
+    rate = _rate(drive) if drive is not None else None
+    if drive is None and (drive_client_id or drive_bootstrap):
+        raise UsageError("--drive-client-id and --drive-bootstrap go with --drive RATE")
+    fmt = fmt or state.output
+    if fmt not in (None, "table", "json"):
+        raise UsageError(f"-o {fmt}: verify shows a table or json")
+    fmt = fmt or ("table" if sys.stdout.isatty() else "json")
+    target = drive_target(state.connection(), entity, drive_client_id, drive_bootstrap) if rate is not None else None
+    backend = state.backend(ctx)
+    conv = wait_applied(backend, entity, expected, timeout=state.connection().timeout)
+    for w in backend.warnings:
+        state.warn(w)
+    verdict = None
+    if conv.converged and target is not None and rate is not None:
+        verdict = drive_verdict(
+            backend, target, rate=rate, seconds=seconds, topic=topic, connect_timeout=state.connection().connect_timeout
+        )
+    if fmt == "json":
+        click.echo(json.dumps(verify_json(conv, verdict), indent=2))
+    else:
+        _print_table(conv, verdict)
+    if not conv.converged:
+        raise NotVerified(lag_message(entity.label(), conv.expected, conv.lagging, conv.waited))
+    if verdict is not None and not verdict.agrees:
+        raise NotVerified(
+            f"{entity.label()}: the broker's throttle disagrees with the simulation "
+            f"(first throttle: broker {_first(verdict.broker_at_ms, verdict.broker_ms)}, "
+            f"simulated {_first(verdict.simulated_at_ms, verdict.simulated_ms)})"
+        )
+
+
+def _rate(text: str) -> float:
+    """``--drive RATE``: a byte rate as ``explain --observed`` takes it (units such as 100KiB), above 0."""
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.explain import parse_observed
+
+    rate = parse_observed([f"producer_byte_rate={text}"])["producer_byte_rate"]
+    if rate <= 0:
+        raise UsageError(f"--drive {text}: the rate must be above 0 bytes/s")
+    return rate
+
+
+def _first(at: int | None, ms: int) -> str:
+    return "none" if at is None else f"{ms} ms at {at / 1000:.1f}s"
+
+
+def verify_json(conv: Converged, verdict: DriveVerdict | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "entity": conv.entity.to_json(),
+        "path": conv.entity.path,
+        "expected": conv.expected,
+        "converged": conv.converged,
+        "waited_s": round(conv.waited, 3),
+        "source": conv.source,
+        "brokers": [{"broker": v.broker, "config": dict(v.config)} for v in conv.views],
+        "lagging": [v.broker for v in conv.lagging],
+    }
+    if verdict is not None:
+        out["drive"] = verdict.to_json()
+    return out
+
+
+def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from kquotactl.core.verify import config_words
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    late = {v.broker for v in conv.lagging}
+    table = Table(title=escape(f"{conv.entity.label()}: expected {config_words(conv.expected)}"), title_justify="left")
+    for col in ("BROKER", "REPORTS", "STATE"):
+        table.add_column(col)
+    for v in conv.views:
+        table.add_row(escape(v.broker), escape(config_words(v.config)), "lags" if v.broker in late else "applied")
+    console.print(table)
+    if verdict is None:
+        return
+    limit = "no limit" if verdict.limit is None else f"a limit of {verdict.limit:.0f} B/s"
+    drive = Table(title=f"driven at {verdict.rate:.0f} B/s under {limit}", title_justify="left")
+    for col in ("", "FIRST THROTTLE AT", "FIRST THROTTLE ms", "AVG ms", "MAX ms"):
+        drive.add_column(col)
+    drive.add_row(
+        "broker",
+        _at(verdict.broker_at_ms),
+        str(verdict.broker_ms),
+        f"{verdict.broker_avg_ms:.0f}",
+        f"{verdict.broker_max_ms:.0f}",
+    )
+    drive.add_row(
+        f"simulated (first recording {verdict.offset_ms} ms before time 0, of {verdict.origin_band_ms})",
+        _at(verdict.simulated_at_ms),
+        str(verdict.simulated_ms),
+        "",
+        "",
+    )
+    drive.add_row("tolerance", f"±{verdict.tolerance_at_ms / 1000:.2f}s", f"±{verdict.tolerance_ms}", "", "")
+    console.print(drive)
+    console.print(
+        f"steady state (explain --observed producer_byte_rate={verdict.rate:.0f}): {verdict.steady_state_ms} ms; "
+        f"{'agrees' if verdict.agrees else 'DISAGREES'}" + "".join(f"; {n}" for n in verdict.notes)
+    )
+
+
+def _at(ms: int | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.2f}s"

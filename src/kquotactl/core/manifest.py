@@ -19,6 +19,7 @@ TOP_KEYS = ("prune", "quotas")
 ENTRY_KEYS = ("entity", "config", "owner", "reason", "ticket")
 META_KEYS = ("owner", "reason", "ticket")
 ENTITY_KEYS = {"user": EntityType.USER, "client-id": EntityType.CLIENT_ID, "ip": EntityType.IP}
+PRINCIPAL_KEY = "principal"  # instead of user: a DN or Kerberos principal, mapped with the brokers' rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ class ManifestEntry:
     owner: str | None = None
     reason: str | None = None
     ticket: str | None = None
+    principal: str | None = None  # the entity's user came from this principal (``principal:``)
 
     def meta(self) -> dict[str, str]:
         """The metadata that is set (owner/reason/ticket), for plans and apply logs."""

@@ -17,6 +17,7 @@ spelling than the broker's (``cn=svc-a, ou=payments``) is first rewritten by :fu
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -441,7 +442,7 @@ def rfc2253(dn: str) -> str:
 
 
 @dataclass(frozen=True)
-class Mapping:
+class PrincipalMapping:
     """A principal, what the broker's rules see, and the user name they give."""
 
     principal: str
@@ -449,12 +450,24 @@ class Mapping:
     seen: str  # the DN as RFC 2253 prints it, or the Kerberos name as given
     user: str
     rules: str
+    source: str = ""
 
     def describe(self) -> str:
         shown = (
             self.principal if self.seen == self.principal else f"{self.principal} (as the broker sees it: {self.seen})"
         )
-        return f"principal {shown} -> user {self.user!r} by {self.kind} rules {self.rules}"
+        where = f" ({self.source})" if self.source else ""
+        return f"principal {shown} -> user {self.user!r} by {self.kind} rules {self.rules}{where}"
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "principal": self.principal,
+            "type": self.kind,
+            "as_seen": self.seen,
+            "user": self.user,
+            "rules": self.rules,
+            "rules_from": self.source,
+        }
 
 
 def map_principal(
@@ -463,12 +476,100 @@ def map_principal(
     kind: PrincipalType | None = None,
     ssl_rules: SslRules | None = None,
     kerberos_rules: KerberosRules | None = None,
-) -> Mapping:
+) -> PrincipalMapping:
     """The quota user name of ``principal`` (absent rules: the broker defaults, ``DEFAULT``)."""
     kind = principal_type(principal, kind)
     if kind == "ssl":
         rules = ssl_rules or SslRules.parse(None)
         seen = rfc2253(principal)
-        return Mapping(principal, kind, seen, rules.short_name(seen), str(rules))
+        return PrincipalMapping(principal, kind, seen, rules.short_name(seen), str(rules))
     krules = kerberos_rules or KerberosRules.parse(None)
-    return Mapping(principal, kind, principal, krules.short_name(principal), str(krules))
+    return PrincipalMapping(principal, kind, principal, krules.short_name(principal), str(krules))
+
+
+# -- the broker's settings -----------------------------------------------------------------------------------------
+
+SSL_RULES_CONFIG = "ssl.principal.mapping.rules"
+KERBEROS_RULES_CONFIG = "sasl.kerberos.principal.to.local.rules"
+SUPER_USERS_CONFIG = "super.users"
+PRINCIPAL_CONFIGS = (SSL_RULES_CONFIG, KERBEROS_RULES_CONFIG, SUPER_USERS_CONFIG)
+
+
+def super_user_names(value: str | None) -> tuple[str, ...]:
+    """The user names of ``super.users`` (``User:alice;User:bob``, split on ``;`` as the authorizers do; other
+    principal types are not quota users)."""
+    names = []
+    for item in (value or "").split(";"):
+        kind, sep, name = item.strip().partition(":")
+        if sep and kind == "User" and name:
+            names.append(name)
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class BrokerPrincipals:
+    """What a cluster says about principals: its mapping rules (as parsed), its super users, and where each came
+    from (for people: ``--ssl-principal-mapping-rules``, ``broker 1's configs``...)."""
+
+    ssl: SslRules
+    kerberos: KerberosRules
+    super_users: tuple[str, ...] = ()
+    ssl_source: str = "Kafka's default"
+    kerberos_source: str = "Kafka's default"
+    super_users_source: str | None = None  # None: super.users was not read
+    inter_broker_user: str | None = None  # the brokers' own user name, when known
+
+    @classmethod
+    def of(
+        cls,
+        configs: dict[str, str | None],
+        where: str | None,
+        *,
+        ssl_rules: str | None = None,
+        kerberos_rules: str | None = None,
+        kerberos_realm: str | None = None,
+        inter_broker_user: str | None = None,
+    ) -> BrokerPrincipals:
+        """Rules given (``ssl_rules``/``kerberos_rules``) win over the broker's ``configs`` read from ``where``
+        (None: no broker was read, and a rule list neither given nor read is refused when used); read but absent,
+        the broker's own default (``DEFAULT``) applies, as on a broker that sets none."""
+
+        def pick(given: str | None, name: str, option: str) -> tuple[str | None, str]:
+            if given is not None:
+                return given, option
+            if where is None:
+                return None, ""
+            if name in configs:
+                return configs[name], where
+            return None, f"{where}: not set, Kafka's default"
+
+        ssl_text, ssl_source = pick(ssl_rules, SSL_RULES_CONFIG, "--ssl-principal-mapping-rules")
+        krb_text, krb_source = pick(kerberos_rules, KERBEROS_RULES_CONFIG, "--kerberos-rules")
+        return cls(
+            SslRules.parse(ssl_text),
+            KerberosRules.parse(krb_text, kerberos_realm),
+            super_user_names(configs.get(SUPER_USERS_CONFIG)),
+            ssl_source,
+            krb_source,
+            where,
+            inter_broker_user,
+        )
+
+    def map(self, principal: str, kind: PrincipalType | None = None) -> PrincipalMapping:
+        """The mapping of ``principal``; refused when its rules were neither given nor read from a broker."""
+        kind = principal_type(principal, kind)
+        source = self.ssl_source if kind == "ssl" else self.kerberos_source
+        if not source:
+            option = "--ssl-principal-mapping-rules" if kind == "ssl" else "--kerberos-rules"
+            config = SSL_RULES_CONFIG if kind == "ssl" else KERBEROS_RULES_CONFIG
+            raise PrincipalError(
+                f"principal {principal!r}: the broker's {config} are not known here: give {option} "
+                "(DEFAULT if the brokers set none; live commands read them from the cluster)"
+            )
+        found = map_principal(principal, kind=kind, ssl_rules=self.ssl, kerberos_rules=self.kerberos)
+        return dataclasses.replace(found, source=source)
+
+    def protected_users(self) -> tuple[str, ...]:
+        """Users a default quota must not capture: the super users and the brokers' own user."""
+        extra = (self.inter_broker_user,) if self.inter_broker_user else ()
+        return tuple(dict.fromkeys((*self.super_users, *extra)))

@@ -492,7 +492,9 @@ def map_principal(
 SSL_RULES_CONFIG = "ssl.principal.mapping.rules"
 KERBEROS_RULES_CONFIG = "sasl.kerberos.principal.to.local.rules"
 SUPER_USERS_CONFIG = "super.users"
-PRINCIPAL_CONFIGS = (SSL_RULES_CONFIG, KERBEROS_RULES_CONFIG, SUPER_USERS_CONFIG)
+PRINCIPAL_BUILDER_CONFIG = "principal.builder.class"
+DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
+PRINCIPAL_CONFIGS = (SSL_RULES_CONFIG, KERBEROS_RULES_CONFIG, SUPER_USERS_CONFIG, PRINCIPAL_BUILDER_CONFIG)
 
 
 def super_user_names(value: str | None) -> tuple[str, ...]:
@@ -518,6 +520,8 @@ class BrokerPrincipals:
     kerberos_source: str = "Kafka's default"
     super_users_source: str | None = None  # None: super.users was not read
     inter_broker_user: str | None = None  # the brokers' own user name, when known
+    super_users_hidden: bool = False  # the broker answered super.users without its value (DescribeConfigs does)
+    principal_builder: str | None = None  # a custom principal.builder.class: its names are its own
 
     @classmethod
     def of(
@@ -545,6 +549,7 @@ class BrokerPrincipals:
 
         ssl_text, ssl_source = pick(ssl_rules, SSL_RULES_CONFIG, "--ssl-principal-mapping-rules")
         krb_text, krb_source = pick(kerberos_rules, KERBEROS_RULES_CONFIG, "--kerberos-rules")
+        builder = configs.get(PRINCIPAL_BUILDER_CONFIG)
         return cls(
             SslRules.parse(ssl_text),
             KerberosRules.parse(krb_text, kerberos_realm),
@@ -553,11 +558,18 @@ class BrokerPrincipals:
             krb_source,
             where,
             inter_broker_user,
+            SUPER_USERS_CONFIG in configs and configs[SUPER_USERS_CONFIG] is None,
+            builder if builder and builder != DEFAULT_PRINCIPAL_BUILDER else None,
         )
 
     def map(self, principal: str, kind: PrincipalType | None = None) -> PrincipalMapping:
         """The mapping of ``principal``; refused when its rules were neither given nor read from a broker."""
         kind = principal_type(principal, kind)
+        if self.principal_builder is not None:
+            raise PrincipalError(
+                f"the brokers use principal.builder.class={self.principal_builder}: the user names it gives are "
+                "its own, not the mapping rules'; name the user with --user"
+            )
         source = self.ssl_source if kind == "ssl" else self.kerberos_source
         if not source:
             option = "--ssl-principal-mapping-rules" if kind == "ssl" else "--kerberos-rules"

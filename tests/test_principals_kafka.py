@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import run_cli, write_manifest
+from conftest import run_cli, write_manifest, zk_cli
 from fixtures_kafka import Tls
 from kquotactl.testing.kafka import KRaftKafkaServer
 
@@ -148,3 +148,16 @@ def test_lint_with_the_brokers_rules_and_super_users(mapped_kraft, tmp_path):
     r = run_cli("validate", "-f", path, "--ssl-principal-mapping-rules", RULES, "--super-users", "User:admin")
     assert r.exit_code == 0, r.stderr
     assert "users/<default> applies to 'admin'" in r.stderr and f"'{MAPPED}'" in r.stderr
+
+
+@pytest.mark.zookeeper
+def test_zookeeper_reads_only_the_cluster_wide_dynamic_rules(chroot):
+    """Through --zookeeper the rules come from /config/brokers/<default> (server.properties is not in ZooKeeper)."""
+    r = zk_cli(chroot, "describe", "--principal", "CN=svc-a,OU=payments,O=acme", "-o", "table")
+    assert r.exit_code == 0, r.stderr
+    assert "-> user 'CN=svc-a,OU=payments,O=acme'" in r.stdout and "not set, Kafka's default" in r.stdout
+    config = {"version": 1, "config": {"ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/U"}}
+    chroot.zk.create(f"{chroot.root}/config/brokers/<default>", json.dumps(config).encode(), makepath=True)
+    r = zk_cli(chroot, "describe", "--principal", "CN=svc-a,OU=payments,O=acme", "-o", "table")
+    assert r.exit_code == 0, r.stderr
+    assert "-> user 'SVC-A'" in r.stdout and "dynamic broker configs in ZooKeeper" in r.stdout, r.stdout

@@ -280,19 +280,24 @@ class QuotaSet:
     warnings: list[str]
 
 
-def load_quota_set(source: QuotaBackend | Sequence[str], static_defaults: Mapping[str, int] | None = None) -> QuotaSet:
+def load_quota_set(
+    source: QuotaBackend | Sequence[str],
+    static_defaults: Mapping[str, int] | None = None,
+    principals: BrokerPrincipals | None = None,
+) -> QuotaSet:
     """The one loader of a quota set: manifest files or directories (offline, through the read-only manifest
     backend, the same protocol as a cluster) or a live backend's whole quota set.
 
     A ZooKeeper-mode broker tells every quota manager of every entity; a broker answering the admin API (KRaft) only
     the key's own: ``per_key_levels`` follows the backend (offline manifests answer as ZooKeeper does).
+    ``principals``: the rules for manifests' ``principal:`` entries.
     """
     from kquotactl.core.precedence import QuotaIndex
 
     if isinstance(source, Sequence):
         from kquotactl.backends.manifest import ManifestBackend
 
-        with ManifestBackend.open(list(source)) as offline:
+        with ManifestBackend.open(list(source), principals) as offline:
             return load_quota_set(offline, static_defaults)
     records = source.describe()
     index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.name == "admin")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from kquotactl.core.explain import Connection
     from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.core.principals import BrokerPrincipals
 
 
 def register(group: click.Group) -> None:
@@ -148,7 +149,13 @@ def explain(
       kquotactl --bootstrap-server b:9092 explain --principal 'CN=svc-a,OU=payments,O=acme' --client-id app1
     """
     from kquotactl.cli.kit import AppState
-    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rule_args
+    from kquotactl.cli.principalargs import (
+        echo_mapping,
+        given_principals,
+        map_for_user,
+        pop_principal,
+        pop_rule_args,
+    )
     from kquotactl.core.errors import UsageError
     from kquotactl.core.explain import Connection, ThrottleModel, explain_json, parse_observed
     from kquotactl.core.keys import KEYS
@@ -206,7 +213,7 @@ def explain(
                 err=True,
             )
             return _example_index(statics)
-        return _load_index(ctx, state, files, statics)
+        return _load_index(ctx, state, files, statics, given_principals(rule_args))
 
     if replay is not None:
         events = read_events(replay, getattr(replay, "name", "events"))
@@ -295,7 +302,13 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
     return out
 
 
-def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics: dict[str, int]) -> QuotaIndex:
+def _load_index(
+    ctx: click.Context,
+    state: Any,
+    files: tuple[str, ...],
+    statics: dict[str, int],
+    principals: BrokerPrincipals | None = None,
+) -> QuotaIndex:
     """The quotas to explain against: manifests (offline) or the live cluster's whole quota set."""
     from kquotactl.services import load_quota_set
 
@@ -303,7 +316,7 @@ def _load_index(ctx: click.Context, state: Any, files: tuple[str, ...], statics:
         from kquotactl.core.errors import UsageError
 
         raise UsageError("-f explains offline against manifests: drop --zookeeper/--bootstrap-server, or drop -f")
-    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics)
+    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics, principals)
     for w in quota_set.warnings:
         state.warn(w)
     return quota_set.index

@@ -122,3 +122,12 @@ def test_lint_dn_like_users_and_defaults_that_capture_super_users():
     # without the brokers' configs: a DN-like user is still pointed out, super users are unknown
     plain = lint(m)
     assert {w.code for w in plain} == {"unmapped-dn"} and len(plain) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "dn"), [("CN=a", True), (" ou = x,O=y", True), ("2.5.4.3=a", True), ("team=payments", False), ("a", False)]
+)
+def test_what_looks_like_a_dn(text, dn):
+    from kquotactl.core.principals import looks_like_dn
+
+    assert looks_like_dn(text) is dn

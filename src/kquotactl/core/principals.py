@@ -356,11 +356,14 @@ class KerberosRules:
 #: The attribute keywords ``X500Principal.getName()`` (RFC 2253) prints by name; any other is printed as an OID
 #: with a hex-encoded value, which kquotactl does not reproduce.
 RFC2253_KEYWORDS = frozenset({"CN", "C", "L", "ST", "O", "OU", "STREET", "DC", "UID"})
-_DN_START = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*|[0-9]+(\.[0-9]+)+)\s*=")
+_DN_START = re.compile(
+    r"\s*(CN|OU|O|C|L|ST|STREET|DC|UID|EMAILADDRESS|E|SERIALNUMBER|T|[0-9]+(\.[0-9]+)+)\s*=", re.IGNORECASE
+)
 
 
 def looks_like_dn(text: str) -> bool:
-    """Starts like an RFC 2253/4514 name: ``<attribute>=...``."""
+    """Starts like a certificate subject: ``CN=``, ``OU=``... (a usual attribute keyword or an OID, then ``=``);
+    ``team=payments`` is not taken for one."""
     return _DN_START.match(text) is not None
 
 

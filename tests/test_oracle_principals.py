@@ -389,3 +389,45 @@ def test_map_principal_rewrites_the_dn_spelling():
     assert "as the broker sees it" in m.describe()
     with pytest.raises(UnsupportedPrincipal):
         map_principal("EMAILADDRESS=a@b.c,CN=x", kind="ssl")
+
+
+# -- the regex layer on its own: java.util.regex.Pattern / Matcher.replaceAll / replaceFirst ----------------------
+
+
+@pytest.mark.parametrize("version", ["4.1"])  # the JVM's regex, whichever kafka-clients is on the class path
+def test_java_regex_translation_matches_java(kafka_oracle, oracle_seed, version):
+    from kquotactl.core.javaregex import InvalidRegex, compile_java, replace
+
+    def make(rng: random.Random) -> tuple[str, str, list[str]]:
+        texts = ["".join(rng.choice("abC=,.-@ \n\r$\\/x9") for _ in range(rng.randint(0, 8))) for _ in range(3)]
+        return _regex(rng), _replacement(rng), [*texts, _dn(rng)]
+
+    cases = random_cases(oracle_seed, make)
+    kafka = kafka_oracle(version, "PrincipalOracle").ask_many(
+        [{"op": "regex", "p": p, "r": r, "s": texts} for p, r, texts in cases]
+    )
+
+    def ours(p: str, r: str, texts: list[str]) -> Any:
+        try:
+            pattern = compile_java(p)
+        except UnsupportedRegex:
+            return SKIP
+        except InvalidRegex:
+            return "invalid-rules"
+        out = []
+        for t in texts:
+            one: dict[str, Any] = {"matches": pattern.matches(t) is not None}
+            for key, first in (("all", False), ("first", True)):
+                try:
+                    one[key] = replace(pattern, t, r, first_only=first)
+                except InvalidRegex:
+                    one[f"{key}_error"] = True
+            out.append(one)
+        return out
+
+    def theirs(answer: dict[str, Any]) -> Any:
+        if "error" in answer:
+            return "invalid-rules"
+        return [{k: (True if k.endswith("_error") else v) for k, v in a.items()} for a in answer["out"]]
+
+    _compare(cases, [ours(*c) for c in cases], [theirs(a) for a in kafka], oracle_seed, version)

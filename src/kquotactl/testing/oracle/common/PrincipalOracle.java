@@ -15,7 +15,9 @@ import java.util.List;
  * {"op": "ssl", "rules": "...", "names": [...]}: SslPrincipalMapper.fromRules(rules).getName(each);
  * {"op": "kerberos", "rules": [...], "realm": "...", "names": [...]}: KerberosShortNamer.fromUnparsedRules(realm,
  * rules).shortName(KerberosName.parse(each)); {"op": "list", "s": "..."}: ConfigDef's LIST parsing;
- * {"op": "x500", "s": "..."}: new X500Principal(s).getName() (RFC 2253, as the broker's SSL layer prints a DN).
+ * {"op": "x500", "s": "..."}: new X500Principal(s).getName() (RFC 2253, as the broker's SSL layer prints a DN);
+ * {"op": "regex", "p": ..., "r": ..., "s": [...]}: Pattern.compile(p), then per text matches(), replaceAll(r) and
+ * replaceFirst(r) (or their exception's class).
  * Answers: {"error": ...} when the rules are rejected, else {"out": [{"name": ...} | {"error": ...}, ...]}.
  */
 public final class PrincipalOracle {
@@ -56,6 +58,28 @@ public final class PrincipalOracle {
                     ArrayNode out = answer.putArray("out");
                     for (Object s : (List<?>) ConfigDef.parseType("rules", req.get("s").asText(), ConfigDef.Type.LIST))
                         out.add(String.valueOf(s));
+                    return answer;
+                }
+                case "regex": {
+                    java.util.regex.Pattern pattern = java.util.regex.Pattern.compile(req.get("p").asText());
+                    String replacement = req.get("r").asText();
+                    ObjectNode answer = json.createObjectNode();
+                    ArrayNode out = answer.putArray("out");
+                    for (JsonNode n : req.get("s")) {
+                        String text = n.asText();
+                        ObjectNode one = out.addObject();
+                        one.put("matches", pattern.matcher(text).matches());
+                        try {
+                            one.put("all", pattern.matcher(text).replaceAll(replacement));
+                        } catch (RuntimeException e) {
+                            one.put("all_error", e.getClass().getSimpleName());
+                        }
+                        try {
+                            one.put("first", pattern.matcher(text).replaceFirst(replacement));
+                        } catch (RuntimeException e) {
+                            one.put("first_error", e.getClass().getSimpleName());
+                        }
+                    }
                     return answer;
                 }
                 case "x500": {

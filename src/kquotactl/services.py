@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the rest loads inside the services that use it: describe an
     from kquotactl.core.manifest import Manifest
     from kquotactl.core.plan import EntityDiff, Plan
     from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.core.principals import BrokerPrincipals
     from kquotactl.core.rate import ReplayStep
     from kquotactl.core.stages import StagedPlan
     from kquotactl.core.verify import BrokerView, DriveVerdict
@@ -319,6 +320,7 @@ def load_quota_set(
     static_defaults: Mapping[str, int] | None = None,
     brokers: int | None = None,
     spread: int = 1,
+    principals: BrokerPrincipals | None = None,
 ) -> QuotaSet:
     """The one loader of a quota set: manifest files or directories (offline, through the read-only manifest
     backend, the same protocol as a cluster) or a live backend's whole quota set. Manifests' cluster-wide budgets
@@ -327,6 +329,7 @@ def load_quota_set(
 
     A ZooKeeper-mode broker tells every quota manager of every entity; a broker answering the admin API (KRaft) only
     the key's own: ``per_key_levels`` follows the backend (offline manifests answer as ZooKeeper does).
+    ``principals``: the rules for manifests' ``principal:`` entries.
     """
     from kquotactl.core.precedence import QuotaIndex
 
@@ -334,7 +337,7 @@ def load_quota_set(
         from kquotactl.backends.manifest import ManifestBackend
         from kquotactl.manifests.loader import load_manifests
 
-        manifest = load_manifests(list(source))
+        manifest = load_manifests(list(source), principals=principals)
         if manifest.budgets:
             from kquotactl.core.budget import resolve_budgets
 
@@ -975,3 +978,40 @@ def verify_applied(
         )
         for entity, config in chosen
     ]
+
+
+# -- principals as the brokers map them ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrincipalRuleArgs:
+    """What the user said about the brokers' principal rules (None: not given; read from the cluster if any)."""
+
+    ssl_rules: str | None = None
+    kerberos_rules: str | None = None
+    kerberos_realm: str | None = None
+
+    @property
+    def all_given(self) -> bool:
+        return self.ssl_rules is not None and self.kerberos_rules is not None
+
+
+def broker_principals(
+    backend: QuotaBackend | None, args: PrincipalRuleArgs, *, read_super_users: bool = False
+) -> BrokerPrincipals:
+    """The brokers' principal rules and super users: given ones win; the rest are read from ``backend`` (the
+    admin API: a broker's DescribeConfigs; ZooKeeper: the cluster-wide dynamic configs only) when it can tell."""
+    from kquotactl.core.principals import PRINCIPAL_CONFIGS, BrokerPrincipals
+
+    configs: dict[str, str | None] = {}
+    where: str | None = None
+    read = getattr(backend, "broker_settings", None)
+    if read is not None and (read_super_users or not args.all_given):
+        configs, where = read(PRINCIPAL_CONFIGS)
+    return BrokerPrincipals.of(
+        configs,
+        where,
+        ssl_rules=args.ssl_rules,
+        kerberos_rules=args.kerberos_rules,
+        kerberos_realm=args.kerberos_realm,
+    )

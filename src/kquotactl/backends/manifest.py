@@ -8,6 +8,7 @@ run in CI with no ZooKeeper or broker. Writing is refused: a manifest is changed
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from kquotactl.backends.base import ProgressCallback
 from kquotactl.core.entities import Entity
@@ -17,6 +18,9 @@ from kquotactl.core.keys import Number
 from kquotactl.core.manifest import Manifest
 from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
 from kquotactl.manifests.loader import load_manifests
+
+if TYPE_CHECKING:
+    from kquotactl.core.principals import BrokerPrincipals
 
 
 class ManifestBackend:
@@ -30,8 +34,9 @@ class ManifestBackend:
         self._records = manifest.records()
 
     @classmethod
-    def open(cls, paths: Sequence[str]) -> ManifestBackend:
-        return cls(load_manifests(paths))
+    def open(cls, paths: Sequence[str], principals: BrokerPrincipals | None = None) -> ManifestBackend:
+        """``principals``: the brokers' rules for ``principal:`` entries (see :func:`load_manifests`)."""
+        return cls(load_manifests(paths, principals=principals))
 
     def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()

@@ -23,7 +23,7 @@ from kquotactl.cli.kit import (
     OnceGroup,
     pass_state,
 )
-from kquotactl.cli.options import EPILOG_EXIT, KEYS_HELP, connection_options, entity_options
+from kquotactl.cli.options import EPILOG_EXIT, KEYS_HELP, connection_options, entity_options, principal_options
 from kquotactl.config.cluster import ConnectionOptions
 from kquotactl.config.extras import missing_extra
 from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, one_line
@@ -133,6 +133,7 @@ def cli(
 
 @cli.command()
 @entity_options
+@principal_options
 @pass_state
 @click.pass_context
 def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] | None:
@@ -148,11 +149,19 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
       kquotactl --zookeeper zk:2181 describe --user alice --client-id app1
       kquotactl --zookeeper zk:2181 describe --entity-type users --entity-type clients -o json
       kquotactl --zookeeper zk:2181 --describe --entity-type users --entity-name alice   # flat form
+      kquotactl --bootstrap-server b:9092 describe --principal 'CN=svc-a,OU=payments,O=acme'
     """
     from kquotactl.cli.entityargs import EntityArgs, filter_for_describe
+    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rule_args, principal_as_user
     from kquotactl.render.records import render_records
 
+    principal, principal_type = pop_principal(kw)
+    rule_args = pop_rule_args(kw)
     entity_args = EntityArgs.pop_from(kw)
+    if principal is not None:
+        mapping = map_for_user(principal, principal_type, rule_args, lambda: state.backend(ctx))
+        principal_as_user(entity_args, mapping)
+        echo_mapping(mapping, state.output_format())
     if state.kafka_compat and not entity_args.given:  # kafka-configs refuses it; the describe command lists all
         raise UsageError(
             "At least one entity type must be specified (kafka-configs' --describe; 'kquotactl describe' lists all)"
@@ -171,6 +180,7 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
 
 @cli.command()
 @entity_options
+@principal_options
 @click.option(
     "--add-config",
     metavar="K=V,...",
@@ -223,14 +233,22 @@ def alter(
       kquotactl --zookeeper zk:2181 alter --user-defaults --delete-config consumer_byte_rate
       kquotactl --zookeeper zk:2181 alter --ip 192.0.2.10 --add-config connection_creation_rate=20
       kquotactl --bootstrap-server b:9092 alter --user team-a --cluster-wide --add-config producer_byte_rate=200MiB
+      kquotactl --bootstrap-server b:9092 alter --principal 'CN=svc-a,O=acme' --add-config producer_byte_rate=1MiB
     """
     from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
+    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rule_args, principal_as_user
     from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
     from kquotactl.core.model import Outcome, build_change, check_live_changes
     from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
     from kquotactl.services import alter as alter_service
 
+    principal, principal_type = pop_principal(kw)
+    rule_args = pop_rule_args(kw)
     entity_args = EntityArgs.pop_from(kw)
+    mapping = None
+    if principal is not None:
+        mapping = map_for_user(principal, principal_type, rule_args, lambda: state.backend(ctx))
+        principal_as_user(entity_args, mapping)
     entity = entity_for_alter(entity_args)
     if add_config is not None and add_config_file is not None:
         raise UsageError("Only one of --add-config or --add-config-file must be specified")
@@ -262,6 +280,11 @@ def alter(
     results = altered.results
     fmt = state.output_format()
     data = [r.to_json() for r in results]
+    if mapping is not None:
+        for d in data:
+            d["principal"] = mapping.to_json()
+        if fmt == "table":
+            echo_mapping(mapping, fmt)
     if fmt == "json":
         dump_json(data[0] if len(data) == 1 else data, sys.stdout)
     elif fmt == "yaml":

@@ -25,6 +25,15 @@ MISSING = {
     "unlimited": "{key} is unlimited for this connection: nothing would be throttled (give --limit)",
 }
 
+#: :attr:`kquotactl.core.principals.PrincipalError.needs` -> the flag that gives it
+NEEDS = {
+    "principal-type": "--principal-type ssl|kerberos",
+    "kerberos-realm": "--kerberos-realm",
+    "user": "--user",
+    "ssl-rules": "--ssl-principal-mapping-rules",
+    "kerberos-rules": "--kerberos-rules",
+}
+
 #: the end of :func:`kquotactl.core.plan.make_plan`'s note on an unparsable stored value the manifest leaves alone
 KEEP_HINT = " (remove it with alter --delete-config)"
 
@@ -47,4 +56,7 @@ def worded(e: QuotaError) -> str:
             f"the plan removes quotas from {e.entities}, more than --max-deletions {e.limit}; "
             "check the prune scope, or raise --max-deletions if this is intended"
         )
+    needs = getattr(e, "needs", None)  # a PrincipalError (kquotactl.core.principals): the input that fixes it
+    if needs in NEEDS:
+        return f"{e}: {NEEDS[needs]}"
     return str(e)

@@ -21,6 +21,7 @@ from kquotactl.config.cluster import ConnectionOptions, typed_cluster
 if TYPE_CHECKING:  # the backends load lazily: `kquotactl --help` imports none of them
     from kquotactl.backends.base import QuotaBackend
     from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.core.principals import BrokerPrincipals
 
 CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
 
@@ -186,16 +187,18 @@ def quota_index(
     files: Sequence[str],
     statics: Mapping[str, int] | None = None,
     brokers: int | None = None,
+    principals: BrokerPrincipals | None = None,
 ) -> QuotaIndex:
     """The quotas a command resolves connections against (explain, top): manifests given with ``-f`` (offline) or
-    the live cluster's whole quota set; what the backend noticed reading it is said once."""
+    the live cluster's whole quota set; what the backend noticed reading it is said once. ``brokers``: what the
+    manifests' cluster-wide budgets divide by; ``principals``: the rules their ``principal:`` entries map by."""
     from kquotactl.services import load_quota_set
 
     if files and (state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller):
         from kquotactl.core.errors import UsageError
 
         raise UsageError("-f reads the quotas from manifests (offline): drop --zookeeper/--bootstrap-server, or -f")
-    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics, brokers)
+    quota_set = load_quota_set(list(files) if files else state.backend(ctx), statics, brokers, principals=principals)
     for w in quota_set.warnings:
         state.warn(w)
     return quota_set.index

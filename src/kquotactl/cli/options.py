@@ -166,3 +166,47 @@ def entity_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
     ]
     return stacked(opts, f)
+
+
+def principal_rule_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' principal mapping rules, for commands that map a principal (``--principal``, manifests'
+    ``principal:``) or lint against them. Not given: read from the cluster when there is one."""
+    opts = [
+        click.option(
+            "--ssl-principal-mapping-rules",
+            "ssl_rules",
+            metavar="RULES",
+            help="The brokers' ssl.principal.mapping.rules (default: read from the cluster; DEFAULT if unset there).",
+        ),
+        click.option(
+            "--kerberos-rules",
+            "kerberos_rules",
+            metavar="RULES",
+            help="The brokers' sasl.kerberos.principal.to.local.rules, comma-separated as in server.properties "
+            "(default: read from the cluster).",
+        ),
+        click.option(
+            "--kerberos-realm",
+            metavar="REALM",
+            help="The brokers' default Kerberos realm (their krb5.conf): the DEFAULT rule maps only names of it.",
+        ),
+    ]
+    return stacked(opts, f)
+
+
+def principal_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--principal`` (instead of a user name) and its type, with the rule options."""
+    opts = [
+        click.option(
+            "--principal",
+            metavar="DN|NAME@REALM",
+            help="A client's mTLS certificate DN (CN=svc-a,OU=payments,O=acme) or Kerberos principal "
+            "(svc-a@EXAMPLE.COM): the user is what the brokers' mapping rules make of it. Instead of --user.",
+        ),
+        click.option(
+            "--principal-type",
+            type=click.Choice(["ssl", "kerberos"]),
+            help="Which mapping --principal goes through, when its text could be either.",
+        ),
+    ]
+    return stacked(opts, principal_rule_options(f))

@@ -28,6 +28,7 @@ from kquotactl.core.entities import DEFAULT, Entity, Name
 from kquotactl.core.keys import KEYS, Number
 from kquotactl.core.manifest import Manifest, ManifestEntry, Source, entity_path_text
 from kquotactl.core.precedence import QuotaIndex
+from kquotactl.core.principals import BrokerPrincipals, PrincipalError, looks_like_dn
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class LintWarning:
     entity: Entity
     keys: tuple[str, ...]
     message: str
-    code: str  # shadowed | not-enforced
+    code: str  # shadowed | not-enforced | unmapped-dn | captures-super-user
 
     def __str__(self) -> str:
         return f"{self.source}: warning: {self.message}" if self.source else f"warning: {self.message}"
@@ -111,7 +112,10 @@ def shadowing_entity(entity: Entity, key: str, quotas: Mapping[Entity, Mapping[s
     return hider if dead else None
 
 
-def lint(manifest: Manifest) -> list[LintWarning]:
+def lint(manifest: Manifest, principals: BrokerPrincipals | None = None) -> list[LintWarning]:
+    """``principals``: what the brokers' configs say (mapping rules, ``super.users``), passed in as data; with it,
+    user names that look like certificate DNs and default quotas that capture super users are warned about too
+    (a DN-like user name is warned about without it, as the rules are then unknown)."""
     quotas = manifest.config_map()
     index = QuotaIndex(quotas)
     connections = Connections.of(quotas)
@@ -130,6 +134,80 @@ def lint(manifest: Manifest) -> list[LintWarning]:
                     "broker (they enforce request_percentage); fine offline (explain -f, impact), but plan and apply "
                     "against a cluster refuse it",
                     "not-enforced",
+                )
+            )
+        out += _unmapped_dn(entry, principals)
+    if principals is not None:
+        out += _captured_super_users(manifest, index, connections, principals)
+    return out
+
+
+def _unmapped_dn(entry: ManifestEntry, principals: BrokerPrincipals | None) -> list[LintWarning]:
+    """A user name written like a certificate DN: the broker's quota user is what its mapping rules make of the
+    DN, which is the DN itself only with ``DEFAULT`` and the exact RFC 2253 spelling."""
+    user = entry.entity.user
+    if not isinstance(user, str) or entry.principal is not None or not looks_like_dn(user):
+        return []
+    path = entity_path_text(entry.entity)
+    hint = f"write principal: {user!r} to have it mapped"
+    if principals is None or not principals.ssl_source:
+        why = "the brokers' ssl.principal.mapping.rules are not known here, so whether they map it elsewhere is not"
+        return [_dn_warning(entry, f"{path}: the user looks like a certificate DN; {why} checked ({hint})")]
+    try:
+        mapped = principals.map(user, "ssl").user
+    except PrincipalError as e:
+        return [
+            _dn_warning(
+                entry,
+                f"{path}: the user looks like a certificate DN, which the brokers' rules cannot "
+                f"map as written ({e}); {hint}",
+            )
+        ]
+    if mapped == user:
+        return []
+    return [
+        _dn_warning(
+            entry,
+            f"{path}: the user looks like a certificate DN, but the brokers' rules ({principals.ssl_source}) map "
+            f"that DN to the user {mapped!r}: this quota never applies to it; write user: {mapped!r} or {hint}",
+        )
+    ]
+
+
+def _dn_warning(entry: ManifestEntry, message: str) -> LintWarning:
+    return LintWarning(entry.source, entry.entity, tuple(entry.config), message, "unmapped-dn")
+
+
+def _captured_super_users(
+    manifest: Manifest, index: QuotaIndex, connections: Connections, principals: BrokerPrincipals
+) -> list[LintWarning]:
+    """Default user quotas (``users/<default>``, ``users/<default>/clients/...``) that a super user's or the
+    brokers' own connections resolve to: those are throttled like any client."""
+    out = []
+    protected = principals.protected_users()
+    for entry in manifest.entries:
+        if entry.entity.user is not DEFAULT:
+            continue
+        clients = (
+            (entry.entity.client_id,) if isinstance(entry.entity.client_id, str) else (connections.other_client, "")
+        )
+        captured = [
+            u
+            for u in protected
+            if any(index.applied_entity(k, u, c) == entry.entity for k in entry.config for c in clients)
+        ]
+        if captured:
+            names = ", ".join(repr(u) for u in captured)
+            where = principals.super_users_source or "super.users as given"
+            out.append(
+                LintWarning(
+                    entry.source,
+                    entry.entity,
+                    tuple(entry.config),
+                    f"{entity_path_text(entry.entity)} applies to {names} (super.users, from "
+                    f"{where}): they are throttled like any "
+                    "client; give them their own entry (e.g. users/<name> with a high limit)",
+                    "captures-super-user",
                 )
             )
     return out

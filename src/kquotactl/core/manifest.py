@@ -19,6 +19,7 @@ TOP_KEYS = ("prune", "quotas")
 ENTRY_KEYS = ("entity", "config", "cluster", "stages", "owner", "reason", "ticket")
 META_KEYS = ("owner", "reason", "ticket")
 ENTITY_KEYS = {"user": EntityType.USER, "client-id": EntityType.CLIENT_ID, "ip": EntityType.IP}
+PRINCIPAL_KEY = "principal"  # instead of user: a DN or Kerberos principal, mapped with the brokers' rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,7 @@ class ManifestEntry:
     ticket: str | None = None
     cluster: Mapping[str, Number] = field(default_factory=dict)
     stages: int | None = None  # apply --stages for this entry's lowered limits (kquotactl.core.stages)
+    principal: str | None = None  # the entity's user came from this principal (``principal:``)
 
     def meta(self) -> dict[str, str]:
         """The metadata that is set (owner/reason/ticket), for plans and apply logs."""

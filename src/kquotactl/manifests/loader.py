@@ -29,7 +29,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kquotactl.core.budget import check_cluster_key
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
@@ -40,6 +40,7 @@ from kquotactl.core.manifest import (
     ENTRY_KEYS,
     MANIFEST_SUFFIXES,
     META_KEYS,
+    PRINCIPAL_KEY,
     TOP_KEYS,
     Manifest,
     ManifestEntry,
@@ -49,6 +50,9 @@ from kquotactl.core.manifest import (
     check_prune_pattern,
     entity_path_text,
 )
+
+if TYPE_CHECKING:
+    from kquotactl.core.principals import BrokerPrincipals
 
 _TAG_STR = "tag:yaml.org,2002:str"
 _TAG_INT = "tag:yaml.org,2002:int"
@@ -77,8 +81,11 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def load_manifests(paths: Sequence[str], stdin_text: str | None = None) -> Manifest:
-    """Load and merge manifests; raise :class:`ManifestError` listing every problem (file:line: message)."""
+def load_manifests(
+    paths: Sequence[str], stdin_text: str | None = None, principals: BrokerPrincipals | None = None
+) -> Manifest:
+    """Load and merge manifests; raise :class:`ManifestError` listing every problem (file:line: message).
+    ``principals``: the brokers' mapping rules for ``principal:`` entities (None: such entries are refused)."""
     if not paths:
         raise ManifestError(["no manifest given: pass -f FILE (a file, a directory, or - for stdin)"])
     files = expand_paths(paths)
@@ -95,20 +102,20 @@ def load_manifests(paths: Sequence[str], stdin_text: str | None = None) -> Manif
             problems.append(f"{f}: cannot read: {getattr(e, 'strerror', None) or e}")
     if problems:
         raise ManifestError(problems)
-    return load_texts(texts)
+    return load_texts(texts, principals)
 
 
-def load_text(text: str, name: str = "<manifest>") -> Manifest:
-    return load_texts([(name, text)])
+def load_text(text: str, name: str = "<manifest>", principals: BrokerPrincipals | None = None) -> Manifest:
+    return load_texts([(name, text)], principals)
 
 
-def load_texts(texts: Sequence[tuple[str, str]]) -> Manifest:
+def load_texts(texts: Sequence[tuple[str, str]], principals: BrokerPrincipals | None = None) -> Manifest:
     """Parse and merge (file name, text) pairs into one :class:`Manifest`."""
     manifest = Manifest()
     problems: list[str] = []
     for name, text in texts:
         manifest.files.append(name)
-        _Reader(name, manifest, problems).read(text)
+        _Reader(name, manifest, problems, principals).read(text)
     if problems:
         raise ManifestError(problems)
     return manifest
@@ -117,10 +124,13 @@ def load_texts(texts: Sequence[tuple[str, str]]) -> Manifest:
 class _Reader:
     """Walks one file's YAML nodes, validating as it goes; problems are collected, not raised."""
 
-    def __init__(self, name: str, manifest: Manifest, problems: list[str]) -> None:
+    def __init__(
+        self, name: str, manifest: Manifest, problems: list[str], principals: BrokerPrincipals | None = None
+    ) -> None:
         self.name = name
         self.manifest = manifest
         self.problems = problems
+        self.principals = principals
 
     def src(self, node: Any) -> Source:
         return Source(self.name, node.start_mark.line + 1)
@@ -221,7 +231,7 @@ class _Reader:
         if "config" not in fields and "cluster" not in fields:
             self.problem(node, "entry has no config: add config: {KEY: VALUE} (per broker) or cluster: {KEY: VALUE}")
             return
-        entity = self.entity(fields["entity"][1])
+        entity, principal = self.entity(fields["entity"][1])
         meta: dict[str, str] = {}
         for k in META_KEYS:
             if k in fields:
@@ -261,7 +271,9 @@ class _Reader:
                 f"entity {entity_path_text(entity)} is declared twice (first at {first.source}); merge the entries",
             )
             return
-        self.manifest.add(ManifestEntry(entity, config, src, key_sources, cluster=cluster, stages=stages, **meta))
+        self.manifest.add(
+            ManifestEntry(entity, config, src, key_sources, cluster=cluster, stages=stages, principal=principal, **meta)
+        )
 
     def stages(self, node: Any) -> int | None:
         """An entry's ``stages:``: a whole number from 1 to :data:`kquotactl.core.stages.MAX_STAGES`."""
@@ -285,24 +297,65 @@ class _Reader:
         value: str = node.value  # a scalar's value is its text
         return value
 
-    def entity(self, node: Any) -> Entity | None:
-        comps = self.mapping(node, "entity", tuple(ENTITY_KEYS))
+    def entity(self, node: Any) -> tuple[Entity | None, str | None]:
+        """The entity, and the principal its user was mapped from (``principal:``), if any."""
+        comps = self.mapping(node, "entity", (*ENTITY_KEYS, PRINCIPAL_KEY))
         if comps is None:
-            return None
+            return None, None
         if not comps:
             self.problem(node, "entity is empty: give user, client-id and/or ip")
-            return None
+            return None, None
         names: dict[EntityType, Name] = {}
+        principal: str | None = None
         for key, (_, vnode) in comps.items():
+            if key == PRINCIPAL_KEY:
+                if "user" in comps:
+                    self.problem(vnode, "give user or principal, not both (principal: is mapped to the user)")
+                    return None, None
+                mapped = self.principal(vnode)
+                if mapped is None:
+                    return None, None
+                principal, names[EntityType.USER] = mapped
+                continue
             name = self.name_of(vnode, key)
             if name is None:
-                return None
+                return None, None
             names[ENTITY_KEYS[key]] = name
         try:
-            return Entity.from_components(names)
+            return Entity.from_components(names), principal
         except QuotaError as e:
             self.problem(node, str(e))
+            return None, None
+
+    def principal(self, node: Any) -> tuple[str, str] | None:
+        """``principal: CN=...`` / ``principal: svc@REALM`` / ``principal: {ssl|kerberos: TEXT}``: (text, user)."""
+        import yaml
+
+        from kquotactl.core.principals import BrokerPrincipals, PrincipalError, PrincipalType
+
+        kind: PrincipalType | None = None
+        if isinstance(node, yaml.MappingNode):
+            inner = self.mapping(node, "principal", ("ssl", "kerberos"))
+            if inner is None:
+                return None
+            if len(inner) != 1:
+                self.problem(node, "principal: write {ssl: DN} or {kerberos: NAME@REALM}, one of them")
+                return None
+            [(key, (_, node))] = inner.items()
+            kind = "ssl" if key == "ssl" else "kerberos"
+        text = self.scalar_name(node, PRINCIPAL_KEY)
+        if text is None:
             return None
+        rules = self.principals or BrokerPrincipals.of({}, None)
+        try:
+            mapping = rules.map(text, kind)
+        except PrincipalError as e:
+            self.problem(node, str(e))
+            return None
+        if mapping.user in ("", DEFAULT_MARKER):
+            self.problem(node, f"principal {text!r} maps to the user {mapping.user!r}, which no quota can name")
+            return None
+        return text, mapping.user
 
     def name_of(self, node: Any, key: str) -> Name | None:
         """``alice`` / ``"<default>"`` (the default) / ``{name: "<default>"}`` (a real name spelled so)."""

@@ -249,6 +249,15 @@ class AdminBackend:
             )
         return self.wire.broker_ids()
 
+    def broker_settings(self, names: Sequence[str]) -> tuple[dict[str, str | None], str]:
+        """The values of broker configs ``names`` as the lowest-id broker reports them (DescribeConfigs: its
+        static server.properties, dynamic and default values alike), and where they came from."""
+        ids = self.broker_ids()
+        if not ids:
+            raise QuotaError("the cluster reports no brokers: cannot read their configs")
+        configs = self.wire.broker_configs(str(ids[0]))
+        return {n: configs[n][0] for n in names if n in configs}, f"broker {ids[0]}'s configs"
+
     def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:
         """``broker``: ask that broker (by id) instead of the bootstrap node (``verify``: each broker's own state)."""
         flt = (flt or EntityFilter.all()).validate()

@@ -79,6 +79,14 @@ class ZooKeeperBackend:
 
     # -- reads -----------------------------------------------------------------------------------
 
+    def broker_settings(self, names: Sequence[str]) -> tuple[dict[str, str | None], str]:
+        """Broker configs ``names`` from ``/config/brokers/<default>``: the cluster-wide *dynamic* configs only;
+        what a broker's server.properties sets is not in ZooKeeper (read it with --bootstrap-server)."""
+        node = self._session.get_many(["/config/brokers/<default>"]).get("/config/brokers/<default>")
+        props = node.props if node is not None else {}
+        where = "the cluster-wide dynamic broker configs in ZooKeeper (server.properties is not visible there)"
+        return {n: props[n] for n in names if n in props}, where
+
     def _scan(self, flt: EntityFilter) -> dict[str, Node | None]:
         """Read the entity znodes a filter may match, visiting only the subtrees it can reach.
 

@@ -9,6 +9,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from kquotactl.cli.kit import OnceCommand, quota_index, quota_window_options
+from kquotactl.cli.options import principal_options
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,6 +28,7 @@ def register(group: click.Group) -> None:
     metavar="NAME",
     help="The connection's user principal (default ANONYMOUS, as brokers name unauthenticated clients).",
 )
+@principal_options
 @click.option("--client-id", "--client", "client_id", metavar="NAME", help='The connection\'s client-id (default "").')
 @click.option("--ip", metavar="ADDRESS", help="The connection's address (connection_creation_rate).")
 @click.option(
@@ -138,6 +140,7 @@ def explain(
     mutation_mode: str,
     cluster_wide: bool,
     brokers: int | None,
+    **principal_kw: Any,
 ) -> None:
     """Explain which quota applies to a connection, per quota type, and the throttle it would get.
 
@@ -156,8 +159,16 @@ def explain(
       kquotactl --zookeeper zk:2181 explain --connections conns.csv -o json
       kquotactl explain --replay events.txt --key producer_byte_rate --limit 500
       kquotactl --bootstrap-server b:9092 explain --user team-a --cluster-wide
+      kquotactl --bootstrap-server b:9092 explain --principal 'CN=svc-a,OU=payments,O=acme' --client-id app1
     """
     from kquotactl.cli.kit import AppState
+    from kquotactl.cli.principalargs import (
+        echo_mapping,
+        given_principals,
+        map_for_user,
+        pop_principal,
+        pop_rule_args,
+    )
     from kquotactl.core.errors import UsageError
     from kquotactl.core.explain import Connection, ThrottleModel, explain_json, parse_observed
     from kquotactl.core.keys import KEYS
@@ -167,6 +178,15 @@ def explain(
     fmt = state.output_format()
     if fmt == "kafka":
         raise UsageError("-o kafka has no explain form: use -o table, json or yaml")
+    principal, principal_type = pop_principal(principal_kw)
+    rule_args = pop_rule_args(principal_kw)
+    if principal is not None:
+        if user is not None:
+            raise UsageError("--principal names the user: drop --user")
+        offline = bool(files) or example
+        mapping = map_for_user(principal, principal_type, rule_args, None if offline else lambda: state.backend(ctx))
+        user = mapping.user
+        echo_mapping(mapping, fmt)
     version = _parse_version(kafka_version) if kafka_version else None
     statics = _parse_statics(static_default, version)
     has_conn = user is not None or client_id is not None or ip is not None
@@ -206,7 +226,7 @@ def explain(
                 err=True,
             )
             return _example_index(statics)
-        return quota_index(ctx, state, files, statics, brokers)
+        return quota_index(ctx, state, files, statics, brokers, given_principals(rule_args))
 
     if replay is not None:
         events = read_events(replay, getattr(replay, "name", "events"))

@@ -14,6 +14,7 @@ import click
 
 from kquotactl.cli.errorwords import KEEP_HINT
 from kquotactl.cli.kit import CI_REPORTS, AppState, OnceCommand, pass_state
+from kquotactl.cli.options import principal_rule_options
 from kquotactl.core.errors import EXIT_PENDING, QuotaError, UsageError
 
 if TYPE_CHECKING:
@@ -44,10 +45,19 @@ def _ci(report: Any, fmt: str) -> None:
     sys.stdout.write(render(report, fmt))
 
 
-def _load(files: Sequence[str]) -> Any:
+def _load(files: Sequence[str], rule_kw: dict[str, Any] | None = None, super_users: str | None = None) -> Any:
+    """The manifests, ``principal:`` entries mapped with the rules given (``principal_rule_options``)."""
+    from kquotactl.cli.principalargs import given_principals, pop_rule_args
     from kquotactl.manifests.loader import load_manifests
 
-    return load_manifests(list(files))
+    principals = given_principals(pop_rule_args(dict(rule_kw)), super_users) if rule_kw else None
+    return load_manifests(list(files), principals=principals)
+
+
+def _principals(rule_kw: dict[str, Any], super_users: str | None = None) -> Any:
+    from kquotactl.cli.principalargs import given_principals, pop_rule_args
+
+    return given_principals(pop_rule_args(dict(rule_kw)), super_users)
 
 
 def _echo_err(line: str) -> None:
@@ -199,8 +209,14 @@ def _summary(line: str, fmt: str) -> None:
 @click.command(cls=OnceCommand)
 @files_option()
 @click.option("--strict", is_flag=True, help="Treat lint warnings as errors (exit 1).")
+@principal_rule_options
+@click.option(
+    "--super-users",
+    metavar="User:A;User:B",
+    help="The brokers' super.users: lint warns about default quotas that would throttle them.",
+)
 @pass_state
-def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
+def validate(state: AppState, files: Sequence[str], strict: bool, super_users: str | None, **rule_kw: Any) -> None:
     """Check manifests offline: structure, every key and value, entities, and lint.
 
     Errors are printed as FILE:LINE: MESSAGE, the line being that of the offending value or key. Lint
@@ -222,7 +238,7 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
 
     fmt = _fmt(state)
     try:
-        manifest = _load(files)
+        manifest = _load(files, rule_kw, super_users)
     except ManifestError as e:
         n = len(e.problems)
         from kquotactl.core.wording import counted
@@ -248,7 +264,7 @@ def validate(state: AppState, files: Sequence[str], strict: bool) -> None:
             for p in e.problems:
                 _echo_err(p)
         raise QuotaError(f"{counted(n, 'problem')} in the manifest; nothing was written") from None
-    warnings = lint(manifest)
+    warnings = lint(manifest, _principals(rule_kw, super_users))
     kinds = _kinds(manifest)
     from kquotactl.core.wording import counted
 
@@ -319,6 +335,7 @@ def _plan(
     live_from: Sequence[str],
     ci_fmt: str | None = None,
     brokers: int | None = None,
+    rule_kw: dict[str, Any] | None = None,
 ) -> Any:
     """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
     when it does not load; ``brokers``: the broker count cluster-wide budgets are divided by, else the live one)."""
@@ -326,7 +343,7 @@ def _plan(
     from kquotactl.services import plan as plan_service
 
     try:
-        manifest = _load(files)  # before connecting: a bad manifest never reaches the cluster
+        manifest = _load(files, rule_kw)  # before connecting: a bad manifest never reaches the cluster
     except ManifestError as e:
         if ci_fmt is None:
             raise
@@ -398,6 +415,7 @@ live_from_option = click.option(
     metavar="N",
     help="Divide cluster-wide budgets (cluster:) by N brokers instead of the live broker count (with --live-from).",
 )
+@principal_rule_options
 @pass_state
 @click.pass_context
 def plan(
@@ -411,6 +429,7 @@ def plan(
     stages: int | None,
     stage_shape: str,
     brokers: int | None,
+    **rule_kw: Any,
 ) -> None:
     """Show what apply would change: per entity and key, add / change old -> new / remove.
 
@@ -432,7 +451,7 @@ def plan(
     if out_path is not None:
         check_file(out_path, "--out")  # before the cluster is read
     backend, the_plan, manifest = _plan(
-        state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None, brokers=brokers
+        state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None, brokers=brokers, rule_kw=rule_kw
     )
     check_deletions(the_plan, max_deletions)
     target = _target(state, backend)
@@ -446,7 +465,7 @@ def plan(
         from kquotactl.core.lint import lint
         from kquotactl.render.ci import plan_report
 
-        _ci(plan_report(the_plan, manifest, lint(manifest), target), fmt)
+        _ci(plan_report(the_plan, manifest, lint(manifest, _principals(rule_kw)), target), fmt)
     elif fmt in ("json", "yaml") and staged is not None:
         _dump({**the_plan.to_json(target), "staged": staged.to_json()}, fmt, sys.stdout)
     else:
@@ -508,6 +527,7 @@ def plan(
     metavar="N",
     help="--verify: check N of the changed entities (evenly spread), not all.",
 )
+@principal_rule_options
 @pass_state
 @click.pass_context
 def apply(
@@ -529,6 +549,7 @@ def apply(
     scrape_urls: Sequence[str],
     verify: bool,
     verify_sample: int | None,
+    **rule_kw: Any,
 ) -> None:
     """Make the cluster match the manifests: show the plan, confirm, apply.
 
@@ -595,7 +616,7 @@ def apply(
     else:
         if not dry_run:
             _check_writable(state, ctx)
-        backend, the_plan, manifest = _plan(state, ctx, files, prune, ())
+        backend, the_plan, manifest = _plan(state, ctx, files, prune, (), rule_kw=rule_kw)
     from kquotactl.core.model import check_live_changes
     from kquotactl.core.plan import check_deletions
 

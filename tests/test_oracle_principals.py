@@ -1,0 +1,434 @@
+"""Differential: kquotactl's principal mapping against Kafka's ``SslPrincipalMapper``, ``KerberosShortNamer`` /
+``KerberosName``, ``ConfigDef``'s LIST parsing and ``X500Principal.getName()`` (Kafka 3.9 and 4.1 jars).
+
+Random rule lists and names; the mapped name, "no rule applies", "the broker fails while mapping" and "Kafka
+rejects the rules" must all agree. Where kquotactl refuses a regex or DN it cannot reproduce exactly
+(:class:`UnsupportedRegex`, :class:`UnsupportedPrincipal`) any Kafka outcome is accepted, but such cases must
+stay a minority so the comparison means something.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from fixtures_oracle import assert_no_mismatches, random_cases, replay_hint
+from kquotactl.core.javaregex import UnsupportedRegex
+from kquotactl.core.principals import (
+    InvalidRules,
+    KerberosRules,
+    NoMatchingRule,
+    PrincipalError,
+    SslRules,
+    UnsupportedPrincipal,
+    map_principal,
+    principal_type,
+    rfc2253,
+)
+
+VERSIONS = ["3.9", "4.1"]
+UNSUPPORTED = (UnsupportedRegex, UnsupportedPrincipal)
+SKIP = "unsupported"
+
+# -- generators --------------------------------------------------------------------------------------------------
+
+_ATOMS = [
+    "a",
+    "b",
+    "C",
+    "N",
+    "=",
+    ",",
+    ".",
+    ".*",
+    ".*?",
+    ".+",
+    "[a-z]",
+    "[^,]",
+    "[^,]+",
+    "[A-Z]*",
+    "\\w",
+    "\\d",
+    "\\s",
+    "\\W",
+    "\\.",
+    "\\,",
+    "-",
+    " ",
+    "x",
+    "O",
+    "U",
+    "[,=]",
+    "[a-]",
+    "\\\\",
+    "$",
+    "^",
+    "@",
+    "\\/",
+    "|",
+    "(",
+    ")",
+    "(?:",
+    "(?<n>",
+    "(?=a)",
+    "{2}",
+    "{1,3}",
+    "*",
+    "+",
+    "?",
+    "??",
+    "*?",
+    "[",
+    "]",
+    "\\Q",
+    "\\b",
+    "\\1",
+    "[z-a]",
+    "{",
+]
+
+
+def _regex(rng: random.Random, no_paren: bool = False, no_slash: bool = False) -> str:
+    if rng.random() < 0.6:  # well-formed, the common shapes of mapping rules
+        key = rng.choice(["CN", "OU", "O", "C"])
+        body = rng.choice(["(.*?)", "([^,]*)", "(.*)", "([a-z]+)", "(?<n>[^,]+)", ".*"])
+        tail = rng.choice(["", ",(.*)", ",OU=(.*?)", ".*", "(,.*)?", ",O=acme", ""])
+        text = f"{rng.choice(['', '^'])}{key}={body}{tail}{rng.choice(['', '$'])}"
+    else:
+        text = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(0, 7)))
+    if no_paren:
+        text = text.replace(")", "")
+    if no_slash:
+        text = text.replace("/", "")
+    return text
+
+
+def _replacement(rng: random.Random) -> str:
+    parts = ["$1", "$2", "$0", "$12", "$9", "${n}", "${x}", "\\$", "\\", "$", "a", "-", "@X", ".", "\\/", "${", "L"]
+    return "".join(rng.choice(parts) for _ in range(rng.randint(0, 4)))
+
+
+def _ssl_rule(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.15:
+        return rng.choice(["DEFAULT", " DEFAULT ", "DEFAULTx", "default", ""])
+    if r < 0.2:
+        return rng.choice(["RULE:", "RULE:a/b", "RULE:a/b/c", "RULE:a/b/LL", "junk", "RULE:a\\/b/c/"])
+    return f"RULE:{_regex(rng)}/{_replacement(rng)}/{rng.choice(['', '', 'L', 'U', 'X', 'L '])}"
+
+
+def _ssl_rules(rng: random.Random) -> str:
+    rules = [_ssl_rule(rng) for _ in range(rng.randint(0, 3))]
+    sep = rng.choice([",", ", ", " ,", ",\n", ",,"])
+    return rng.choice(["", " ", "\t"]) + sep.join(rules) + rng.choice(["", " ", ",", "\n"])
+
+
+def _dn(rng: random.Random) -> str:
+    if rng.random() < 0.2:
+        return "".join(rng.choice("aCN=,O U\\.$@/-\n") for _ in range(rng.randint(0, 10)))
+    rdns = []
+    for i in range(rng.randint(1, 4)):
+        key = "CN" if i == 0 and rng.random() < 0.6 else rng.choice(["CN", "OU", "O", "C", "L", "DC", "UID"])
+        value = "".join(rng.choice("abcXYZ09-_. ") for _ in range(rng.randint(1, 8))).strip() or "v"
+        value = value.replace(" ", rng.choice([" ", "\\,", "x"]))
+        rdns.append(f"{key}={value}")
+    return ",".join(rdns)
+
+
+def _krb_rule(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.2:
+        return rng.choice(["DEFAULT", "DEFAULT/L", "DEFAULTL", "", "RULE:[1]", "RULE:[:$1]", "RULE:[x:$1]"])
+    n = rng.choice(["1", "2", "1", "2", "0", "3", ""])
+    fmt = "".join(
+        rng.choice(["$1", "$0", "$2", "@", ".", "x", "$", "$3", "$01", "]"]) for _ in range(rng.randint(0, 3))
+    )
+    text = f"RULE:[{n}:{fmt}]"
+    if rng.random() < 0.6:
+        text += f"({_regex(rng, no_paren=True)})"
+    if rng.random() < 0.6:
+        text += f"s/{_regex(rng, no_slash=True)}/{_replacement(rng).replace('/', '')}/{rng.choice(['', 'g'])}"
+    return text + rng.choice(["", "", "/L", "L", "/", "//"])
+
+
+def _krb_name(rng: random.Random) -> str:
+    svc = rng.choice(["svc", "kafka", "Svc-A", "a.b", "", "x$1"])
+    host = rng.choice([None, None, "host1", "h.example.com", ""])
+    realm = rng.choice(["EXAMPLE.COM", "EXAMPLE.COM", "OTHER.ORG", "", None])
+    if rng.random() < 0.08:
+        return rng.choice(["a@b@c", "a/b/c@R", "a/b", "@", "/@", "a@"])
+    return svc + (f"/{host}" if host is not None else "") + (f"@{realm}" if realm is not None else "")
+
+
+# -- outcomes ----------------------------------------------------------------------------------------------------
+
+
+def _kafka_answer(answer: dict[str, Any]) -> Any:
+    if "error" in answer:
+        return "invalid-rules"
+    return [
+        {"name": a["name"]} if "name" in a else ("no-rule" if a["error"] == "NoMatchingRule" else "fails")
+        for a in answer["out"]
+    ]
+
+
+def _ours(parse: Any, names: list[str], short_name: Any) -> Any:
+    try:
+        rules = parse()
+    except UNSUPPORTED:
+        return SKIP
+    except InvalidRules:
+        return "invalid-rules"
+    out: list[Any] = []
+    for name in names:
+        try:
+            out.append({"name": short_name(rules, name)})
+        except UNSUPPORTED:
+            out.append(SKIP)
+        except NoMatchingRule:
+            out.append("no-rule")
+        except PrincipalError:
+            out.append("fails")
+    return out
+
+
+def _agree(ours: Any, kafka: Any) -> bool:
+    if ours == SKIP:
+        return True
+    if isinstance(ours, list) and isinstance(kafka, list):
+        return all(o in (SKIP, k) for o, k in zip(ours, kafka, strict=True))
+    return bool(ours == kafka)
+
+
+def _compare(cases: list[Any], ours: list[Any], kafka: list[Any], seed: int, version: str) -> None:
+    shown = [(c, o, k) for c, o, k in zip(cases, ours, kafka, strict=True) if not _agree(o, k)]
+    assert not shown, f"{replay_hint(seed, version)}: {shown[:5]}"
+    flat = [x for o in ours for x in (o if isinstance(o, list) else [o])]
+    skipped = sum(1 for x in flat if x == SKIP) / max(1, len(flat))
+    assert skipped < 0.5, f"{replay_hint(seed, version)}: {skipped:.0%} of the cases were refused as unsupported"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ssl_mapper_matches_kafka(kafka_oracle, oracle_seed, version):
+    def make(rng: random.Random) -> tuple[str, list[str]]:
+        return _ssl_rules(rng), [_dn(rng) for _ in range(4)]
+
+    cases = random_cases(oracle_seed, make)
+    kafka = kafka_oracle(version, "PrincipalOracle").ask_many(
+        [{"op": "ssl", "rules": rules, "names": names} for rules, names in cases]
+    )
+    ours = [_ours(lambda r=rules: SslRules.parse(r), names, SslRules.short_name) for rules, names in cases]
+    _compare(cases, ours, [_kafka_answer(a) for a in kafka], oracle_seed, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kerberos_namer_matches_kafka(kafka_oracle, oracle_seed, version):
+    def make(rng: random.Random) -> tuple[list[str], list[str]]:
+        return [_krb_rule(rng) for _ in range(rng.randint(0, 3))], [_krb_name(rng) for _ in range(4)]
+
+    cases = random_cases(oracle_seed, make)
+    kafka = kafka_oracle(version, "PrincipalOracle").ask_many(
+        [{"op": "kerberos", "rules": rules, "realm": "EXAMPLE.COM", "names": names} for rules, names in cases]
+    )
+    ours = [
+        _ours(lambda r=rules: KerberosRules.parse_list(r, "EXAMPLE.COM"), names, KerberosRules.short_name)
+        for rules, names in cases
+    ]
+    _compare(cases, ours, [_kafka_answer(a) for a in kafka], oracle_seed, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kerberos_rule_list_splits_as_configdef(kafka_oracle, oracle_seed, version):
+    def make(rng: random.Random) -> str:
+        return "".join(
+            rng.choice(["DEFAULT", ",", " ", "\t", "RULE:[1:$1]", ", ", "x"]) for _ in range(rng.randint(0, 6))
+        )
+
+    cases = random_cases(oracle_seed, make)
+    kafka = kafka_oracle(version, "PrincipalOracle").ask_many([{"op": "list", "s": s} for s in cases])
+    ours = []
+    for s in cases:
+        try:
+            ours.append([str(r) for r in KerberosRules.parse(s).rules])
+        except InvalidRules:
+            ours.append(None)
+    # compare the split, not the parse: parse each Kafka piece the same way
+    theirs = []
+    for answer in kafka:
+        try:
+            theirs.append([str(r) for r in KerberosRules.parse_list(answer["out"]).rules])
+        except InvalidRules:
+            theirs.append(None)
+    assert_no_mismatches(cases, ours, theirs, oracle_seed, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_dn_spelling_as_x500principal_prints_it(kafka_oracle, oracle_seed, version):
+    def make(rng: random.Random) -> str:
+        rdns = []
+        for _ in range(rng.randint(1, 4)):
+            key = rng.choice(["CN", "cn", "Ou", "O", "c", "DC", "uid", "street", "st"])
+            key = key if rng.random() < 0.95 else rng.choice(["EMAILADDRESS", "2.5.4.3"])
+            value = "".join(rng.choice("abXY09-_.@ ") for _ in range(rng.randint(1, 8)))
+            value += rng.choice(["", "\\,", "\\+", "\\\\", "\\=", "\\<", ""]) if rng.random() < 0.9 else "#"
+            rdns.append(rng.choice(["", " "]) + key + rng.choice(["=", " = ", "= "]) + value)
+        return rng.choice([",", ", ", " , ", ",", ", ", "+"]).join(rdns)
+
+    cases = random_cases(oracle_seed, make)
+    kafka = kafka_oracle(version, "PrincipalOracle").ask_many([{"op": "x500", "s": s} for s in cases])
+    refused = 0
+    for dn, answer in zip(cases, kafka, strict=True):
+        try:
+            ours = rfc2253(dn)
+        except UnsupportedPrincipal:
+            refused += 1
+            continue
+        assert answer.get("out") == ours, f"{replay_hint(oracle_seed, version)}: {dn!r}: ours {ours!r}, {answer}"
+    assert refused < len(cases) * 0.7, f"{replay_hint(oracle_seed, version)}: refused {refused} of {len(cases)}"
+
+
+# -- hand-picked cases from Kafka's own tests (SslPrincipalMapperTest, KerberosNameTest, KerberosRuleTest) ------
+# (the expected values were checked against Kafka 4.1's classes through the oracle)
+
+SSL_CASES = [
+    # (rules, DN, expected name or error class)
+    ("DEFAULT", "CN=Duke,OU=JavaSoft,O=Sun Microsystems", "CN=Duke,OU=JavaSoft,O=Sun Microsystems"),
+    ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT", "CN=kafka1,OU=ServiceUsers,O=Org,C=US", "kafka1"),
+    (
+        "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT",
+        "CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US",
+        "CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US",
+    ),
+    ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, DEFAULT", "CN=KAFKA1,OU=ServiceUsers,O=Org,C=US", "kafka1"),
+    ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/U, DEFAULT", "CN=kafka1,OU=ServiceUsers,O=Org,C=US", "KAFKA1"),
+    (
+        "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L,DEFAULT",
+        "CN=Duke,OU=JavaSoft,O=Sun Microsystems,L=Palo Alto,ST=CA,C=US",
+        "duke@javasoft",
+    ),
+    ("RULE:^CN=([^,ADEFLTU,]+)(,.*|$)/$1/,DEFAULT", "CN=Some Name,OU=Org,C=US", "Some Name"),
+    (
+        "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT",
+        "OU=JavaSoft,O=Sun Microsystems,C=US",
+        "OU=JavaSoft,O=Sun Microsystems,C=US",
+    ),
+    ("RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/L,DEFAULT", "CN=Test User,OU=Engineering", "test"),
+    ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/", "CN=x,OU=Other", NoMatchingRule),
+    ("RULE:^CN=(.*),OU=ServiceUsers.*$/$1\\/$1/,DEFAULT", "CN=a,OU=ServiceUsers,O=b", "a/a"),
+    ("RULE:^CN=(.*)$/$1@$2$1/", "CN=x", "x@$2x"),  # $2 with one group is literal (escapeLiteralBackReferences)
+    ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/T", None, InvalidRules),
+    ("DEFAULT, RULE:^CN=(.*?)/$1/X", None, InvalidRules),
+]
+
+
+@pytest.mark.parametrize(("rules", "dn", "expected"), SSL_CASES)
+def test_ssl_cases_from_kafka_tests(rules, dn, expected):
+    if expected is InvalidRules:
+        with pytest.raises(InvalidRules):
+            SslRules.parse(rules)
+        return
+    parsed = SslRules.parse(rules)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            parsed.short_name(dn)
+    else:
+        assert parsed.short_name(dn) == expected
+
+
+KERBEROS_RULES = [
+    "RULE:[1:$1@$0](.*@FOO.COM)s/@.*//",
+    "RULE:[2:$1](App\\..*)s/App\\.(.*)/$1/g",
+    "RULE:[2:$1](App\\..*)/L",
+    "RULE:[2:$1@$0](.*@FOO.COM)s/@.*//L",
+    "DEFAULT",
+]
+KERBEROS_CASES = [
+    ("App.service-name/example.com@REALM.COM", "service-name"),
+    ("App.SERVICE-name/example.com@REALM.COM", "SERVICE-name"),  # the rule without /L comes first
+    ("User@REALM.COM", "User"),  # DEFAULT comes before the catch-all /L
+    ("user@REALM.COM", "user"),
+    ("ServiceName/host@FOO.COM", "servicename"),
+    ("joe@FOO.COM", "joe"),
+    ("service/host@REALM.COM", "service"),
+    ("user", "user"),
+]
+
+
+@pytest.mark.parametrize(("principal", "expected"), KERBEROS_CASES)
+def test_kerberos_cases_from_kafka_tests(principal, expected):
+    rules = KerberosRules.parse_list([*KERBEROS_RULES, "RULE:[1:$1](.*)/L"], "REALM.COM")
+    assert rules.short_name(principal) == expected
+
+
+def test_kerberos_default_needs_the_brokers_realm():
+    with pytest.raises(PrincipalError, match="default realm"):
+        KerberosRules.parse("DEFAULT").short_name("svc@EXAMPLE.COM")
+    assert KerberosRules.parse("DEFAULT", "EXAMPLE.COM").short_name("svc/h@EXAMPLE.COM") == "svc"
+    with pytest.raises(NoMatchingRule):
+        KerberosRules.parse("DEFAULT", "EXAMPLE.COM").short_name("svc@OTHER")
+    with pytest.raises(PrincipalError, match="non-simple"):
+        KerberosRules.parse("RULE:[1:$1@$0]", "R").short_name("a@R")
+
+
+def test_principal_type_is_never_guessed():
+    assert principal_type("CN=svc-a,OU=payments,O=acme") == "ssl"
+    assert principal_type("svc-a@EXAMPLE.COM") == "kerberos"
+    assert principal_type("svc/host@EXAMPLE.COM") == "kerberos"
+    with pytest.raises(PrincipalError, match="could be a DN or a Kerberos name: say which") as refused:
+        principal_type("CN=svc@EXAMPLE.COM")
+    assert refused.value.needs == "principal-type"  # the CLI names --principal-type (cli/errorwords.py)
+    assert principal_type("CN=svc@EXAMPLE.COM", "kerberos") == "kerberos"
+    with pytest.raises(PrincipalError, match="neither"):
+        principal_type("svc-a")
+
+
+def test_map_principal_rewrites_the_dn_spelling():
+    m = map_principal("cn=svc-a, ou=payments, o=acme", ssl_rules=SslRules.parse("RULE:^CN=([^,]+),.*$/$1/"))
+    assert (m.seen, m.user) == ("CN=svc-a,OU=payments,O=acme", "svc-a")
+    assert "as the broker sees it" in m.describe()
+    with pytest.raises(UnsupportedPrincipal):
+        map_principal("EMAILADDRESS=a@b.c,CN=x", kind="ssl")
+
+
+# -- the regex layer on its own: java.util.regex.Pattern / Matcher.replaceAll / replaceFirst ----------------------
+
+
+@pytest.mark.parametrize("version", ["4.1"])  # the JVM's regex, whichever kafka-clients is on the class path
+def test_java_regex_translation_matches_java(kafka_oracle, oracle_seed, version):
+    from kquotactl.core.javaregex import InvalidRegex, compile_java, replace
+
+    def make(rng: random.Random) -> tuple[str, str, list[str]]:
+        texts = ["".join(rng.choice("abC=,.-@ \n\r$\\/x9") for _ in range(rng.randint(0, 8))) for _ in range(3)]
+        return _regex(rng), _replacement(rng), [*texts, _dn(rng)]
+
+    cases = random_cases(oracle_seed, make)
+    kafka = kafka_oracle(version, "PrincipalOracle").ask_many(
+        [{"op": "regex", "p": p, "r": r, "s": texts} for p, r, texts in cases]
+    )
+
+    def ours(p: str, r: str, texts: list[str]) -> Any:
+        try:
+            pattern = compile_java(p)
+        except UnsupportedRegex:
+            return SKIP
+        except InvalidRegex:
+            return "invalid-rules"
+        out = []
+        for t in texts:
+            one: dict[str, Any] = {"matches": pattern.matches(t) is not None}
+            for key, first in (("all", False), ("first", True)):
+                try:
+                    one[key] = replace(pattern, t, r, first_only=first)
+                except InvalidRegex:
+                    one[f"{key}_error"] = True
+            out.append(one)
+        return out
+
+    def theirs(answer: dict[str, Any]) -> Any:
+        if "error" in answer:
+            return "invalid-rules"
+        return [{k: (True if k.endswith("_error") else v) for k, v in a.items()} for a in answer["out"]]
+
+    _compare(cases, [ours(*c) for c in cases], [theirs(a) for a in kafka], oracle_seed, version)

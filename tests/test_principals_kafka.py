@@ -119,7 +119,7 @@ def test_explain_and_given_rules_win_over_the_brokers(mapped_kraft):
     )
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["connection"]["user"] == CLIENT_DN
-    assert "(--ssl-principal-mapping-rules)" in r.stderr
+    assert "(ssl.principal.mapping.rules as given)" in r.stderr
 
 
 def test_lint_with_the_brokers_rules_and_super_users(mapped_kraft, tmp_path):

@@ -57,10 +57,14 @@ CASES = {  # client-id -> (quota key, request log api key)
     "agree-producer": ("producer_byte_rate", 0),
     "agree-consumer": ("consumer_byte_rate", 1),
 }
-# |replay − broker| allowed: throttled fraction (absolute) and mean throttle (relative to the broker's)
-FRACTION_TOLERANCE = 0.25  # measured (3 runs): 0.08 to 0.17 from the log, 0.08 from Prometheus
-# measured (3 runs): -33 to -49 % from the log (it undercounts the request framing), -15 to +40 % from Prometheus
-MEAN_MS_TOLERANCE = 0.65
+# |replay − broker| allowed for the throttled fraction (absolute); measured (4 runs): 0.00 to 0.17 from the log,
+# 0.00 to 0.08 from Prometheus
+FRACTION_TOLERANCE = 0.3
+# replay / broker allowed for the mean throttle: within a factor of 2.5 either way. Measured (4 runs): 0.51 to 0.67
+# from the log, 0.85 to 1.40 from Prometheus. The broker's figure is the mean over a handful of throttled responses
+# (8 in 12 s: a throttled client waits), the replay's the mean over throttled seconds: a wide band, but a wrong
+# limit or a wrong unit (bytes vs kB, one sample vs the window) is a factor of 10 or more away.
+MEAN_MS_FACTOR = 2.5
 
 
 def _produce(bootstrap: str, seconds: float) -> None:
@@ -215,11 +219,11 @@ def test_replays_agree_with_the_brokers_throttling(observed_request_log, spark, 
             # A throttled Fetch is answered empty and its bytes unrecorded (KafkaApis: unrecordQuotaSensor,
             # getThrottledResponse): neither the sensor nor the log holds the bytes the broker refused, so the
             # replays see the consumer at about its limit and understate the throttle (measured: 0 to 204 ms
-            # against the broker's 1520 to 1745 ms).
-            assert mean_ms < b.mean_ms, lines
+            # against the broker's 1520 to 1745 ms; 836 against 1687 once).
+            assert fraction <= b.fraction + 0.1 and mean_ms < b.mean_ms, lines
             continue
         assert abs(fraction - b.fraction) <= FRACTION_TOLERANCE, lines
-        assert abs(mean_ms - b.mean_ms) <= MEAN_MS_TOLERANCE * b.mean_ms, lines
+        assert b.mean_ms / MEAN_MS_FACTOR <= mean_ms <= b.mean_ms * MEAN_MS_FACTOR, lines
     # the command line, on the live cluster's quotas: the producer's quota-id, throttled on the one broker
     r = run_cli(
         "--bootstrap-server",

@@ -10,7 +10,8 @@ For each size (``BENCH_SIZES``, default ``10000,100000`` entities; the manifest 
    discovers and reads the same state, pipelined (list the three roots, get every user, list the clients of users
    that have children, get every pair, client and ip).
 
-Median of ``BENCH_RUNS`` (default 3) runs each; the ratio is CLI / floor, both from this run. Wall time and CPU time
+Median of ``BENCH_RUNS`` (default 3) runs each; the ratio is CLI / floor, both from this run, then each run's own
+ratio to the floor run just before it. Wall time and CPU time
 (user + system of the CLI process from ``wait4``, including start-up; of this process's threads for the floor, kazoo's
 included) are both reported: on a machine shared with other work the wall times of both sides stretch with the
 ZooKeeper server's share of the cores, the CPU times much less. Peak RSS (``ru_maxrss``) of each CLI process is
@@ -109,7 +110,13 @@ class Runs:
         if floor is None:
             return f"{w:7.2f} s        {c:7.2f} s"
         fw, fc = statistics.median(floor.wall), statistics.median(floor.cpu)
-        return f"{w:7.2f} s {w / fw:4.2f}x {c:7.2f} s {c / fc:4.2f}x  peak RSS {max(self.rss):.0f} MiB"
+        per_run = " ".join(
+            f"{a / b:.2f}/{x / y:.2f}" for a, b, x, y in zip(self.wall, floor.wall, self.cpu, floor.cpu, strict=True)
+        )
+        return (
+            f"{w:7.2f} s {w / fw:4.2f}x {c:7.2f} s {c / fc:4.2f}x  peak RSS {max(self.rss):.0f} MiB\n"
+            f"      each run against the floor run before it, wall/cpu: {per_run}"
+        )
 
 
 def main() -> None:

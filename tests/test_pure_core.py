@@ -349,3 +349,29 @@ def test_a_double_for_a_long_key_is_narrowed_as_java_narrows_it() -> None:
     assert format_value(key, float("nan")) == "0"
     assert format_value(key, -1e300) == str(-(2**63))
     assert format_value(key, 1048576.0) == "1048576"
+
+
+def test_check_number_of_an_int_agrees_with_the_decimal_path_at_every_edge() -> None:
+    """check_number's shortcut for in-range ints gives what the Decimal path gives; out of range, the same error."""
+    import random
+    from decimal import Decimal
+
+    from kquotactl.core.keys import INT_MAX, LONG_MAX, _check_decimal, check_number
+
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    edges = [0, 1, -1, 2, INT_MAX, INT_MAX + 1, LONG_MAX, LONG_MAX + 1, -LONG_MAX, 10**30]
+    values = (
+        edges + [rng.randrange(-(2**64), 2**64) for _ in range(200)] + [rng.randrange(1, 10**7) for _ in range(200)]
+    )
+    for key in KEYS.values():
+        for v in values:
+            try:
+                want: object = _check_decimal(key, Decimal(v), str(v))
+            except InvalidValue as e:
+                want = ("error", str(e))
+            try:
+                got: object = check_number(key, v)
+            except InvalidValue as e:
+                got = ("error", str(e))
+            assert got == want and type(got) is type(want), f"{key.name} {v} (seed {seed})"

@@ -358,6 +358,27 @@ def test_hung_server_at_connect_exits_1_within_the_connect_timeout(own_zk) -> No
     _one_line_exit_1(r, t0, bound=2 + 8)
 
 
+def test_hung_server_mid_read_fails_within_one_op_timeout_though_reads_are_awaited_in_batches(own_zk) -> None:
+    """A pipelined read that caught up sleeps until a later answer (session.WAKE_BATCH); when the server freezes,
+    that sleep is the op timeout and the oldest request is not awaited a second op timeout."""
+    _prepare(own_zk)
+    b = _backend(own_zk, op_timeout=2)
+    b.alter(_changes(300))
+    b.describe()  # the /brokers check is behind us: the next describe starts with pipelined reads
+    own_zk.freeze()
+    COUNTS.faults += 1
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(BackendUnavailable, match="did not answer") as info:
+            b.describe()
+        failed_after = time.monotonic() - t0
+    finally:
+        b.close()
+        own_zk.thaw()
+    assert "\n" not in str(info.value)
+    assert 2 <= failed_after < 2 + 1.5, failed_after
+
+
 def test_hung_server_mid_command_fails_within_the_op_timeout_and_close_does_not_hang(own_zk) -> None:
     """The server freezes after the connection is up: the request gets no answer, the alter fails after
     the op timeout with one line, and closing the client does not wait for the frozen server."""

@@ -174,8 +174,11 @@ def check_live_key(key: QuotaKey) -> None:
         )
 
 
+_RANGES: dict[ValueType, int | float] = {ValueType.LONG: LONG_MAX, ValueType.INT: INT_MAX, ValueType.DOUBLE: DOUBLE_MAX}
+
+
 def _range_for(key: QuotaKey) -> int | float:
-    return {ValueType.LONG: LONG_MAX, ValueType.INT: INT_MAX, ValueType.DOUBLE: DOUBLE_MAX}[key.type]
+    return _RANGES[key.type]
 
 
 def _describe(key: QuotaKey) -> str:
@@ -214,6 +217,8 @@ def parse_value(key: QuotaKey, text: str) -> Number:
 
 def check_number(key: QuotaKey, value: object, shown: str | None = None) -> Number:
     """Check a number that arrived already typed (manifest YAML/JSON, an admin API response)."""
+    if type(value) is int and key.integral and 0 < value <= _RANGES[key.type]:
+        return value  # what _check_decimal returns for it, without the Decimal round trip (every manifest value)
     if isinstance(value, bool):
         raise InvalidValue(f"invalid value {value!r} for {key.name}: not a number ({_describe(key)})")
     if isinstance(value, str):

@@ -573,15 +573,21 @@ def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> It
         loader.dispose()
 
 
+_TAG_CACHE = 1024  # resolved scalar tags kept per document stream
+
+
 class _EventComposer:
     def __init__(self, loader: Any, on_entry: Callable[[Any], None] | None) -> None:
         self.loader = loader
         self.on_entry = on_entry
         self.anchors: dict[str, Any] = {}
+        # Tags of implicit scalars by (text, implicit flags): the safe resolver has no path resolvers, so a tag
+        # depends on nothing else. Mapping keys repeat in every entry; bounded, as most values are unique.
+        self.tags: dict[tuple[str, Any], str] = {}
 
     def node(self, depth: int, key: str | None) -> Any:
-        """The next node. (The ``arg-type`` ignores: the C parser's events carry ``yaml._yaml.Mark``, which has the
-        fields of the ``yaml.error.Mark`` that types-PyYAML's node and error signatures ask for.)"""
+        """The next node. Events are told apart by exact type (the C parser makes ``yaml.events`` classes, no
+        subclasses), the most frequent first; their ``yaml._yaml.Mark`` has the fields of ``yaml.error.Mark``."""
         import yaml
 
         loader = self.loader
@@ -590,23 +596,29 @@ class _EventComposer:
             raise yaml.composer.ComposerError(
                 None, None, f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)", ev.start_mark
             )
-        if isinstance(ev, yaml.AliasEvent):
-            if ev.anchor not in self.anchors:
-                message = f"found undefined alias {ev.anchor!r}"
-                raise yaml.composer.ComposerError(None, None, message, ev.start_mark)  # type: ignore[arg-type]
-            return self.anchors[ev.anchor]
-        tag = getattr(ev, "tag", None)
-        if isinstance(ev, yaml.ScalarEvent):
+        kind = type(ev)
+        if kind is yaml.ScalarEvent:  # the most frequent event first
+            tag = ev.tag
             if tag is None or tag == "!":
-                tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
-            scalar = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)  # type: ignore[arg-type]
+                tag = self.tags.get((ev.value, ev.implicit))
+                if tag is None:
+                    tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+                    if len(self.tags) < _TAG_CACHE:
+                        self.tags[ev.value, ev.implicit] = tag
+            scalar = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
             if ev.anchor:
                 self.anchors[ev.anchor] = scalar
             return scalar
-        if isinstance(ev, yaml.SequenceStartEvent):
+        if kind is yaml.AliasEvent:
+            if ev.anchor not in self.anchors:
+                message = f"found undefined alias {ev.anchor!r}"
+                raise yaml.composer.ComposerError(None, None, message, ev.start_mark)
+            return self.anchors[ev.anchor]
+        tag = getattr(ev, "tag", None)
+        if kind is yaml.SequenceStartEvent:
             if tag is None or tag == "!":
                 tag = loader.resolve(yaml.SequenceNode, None, ev.implicit)
-            seq = yaml.SequenceNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)  # type: ignore[arg-type]
+            seq = yaml.SequenceNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
             if ev.anchor:
                 self.anchors[ev.anchor] = seq
             stream = depth == 1 and key == "quotas" and self.on_entry is not None
@@ -624,10 +636,11 @@ class _EventComposer:
         node = yaml.MappingNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
         if ev.anchor:
             self.anchors[ev.anchor] = node
+        pairs = node.value
         while not loader.check_event(yaml.MappingEndEvent):
             k = self.node(depth + 1, None)
-            v = self.node(depth + 1, k.value if isinstance(k, yaml.ScalarNode) else None)
-            node.value.append((k, v))
+            v = self.node(depth + 1, k.value if type(k) is yaml.ScalarNode else None)
+            pairs.append((k, v))
         node.end_mark = loader.get_event().end_mark
         return node
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,16 @@ import pytest
 from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import generate, local, model, readers
-from kquotactl.impact.requestlog import LINE, Request, ip_of, parse_line, user_of
+from kquotactl.impact.requestlog import (
+    LINE,
+    LINE_GROUPS,
+    MILLIS_CHARS,
+    STAMP_CHARS,
+    Request,
+    ip_of,
+    parse_line,
+    user_of,
+)
 
 # Lines as the brokers write them: "[%d] %p %m (%c)%n" with m = "Completed request:" + requestDescMetrics' JSON.
 # 2.8: connection ids local-remote-index; Fetch v12 carries replicaId (-1 for a consumer).
@@ -106,6 +116,17 @@ def test_names_and_the_line_pattern() -> None:
     assert user_of("User:alice") == "alice" and user_of("Group:x") == "Group:x"
     assert ip_of("a:1-10.0.0.9:2-3") == "10.0.0.9" and ip_of("broken") == ""
     assert LINE.startswith("(?s)^")  # . matches every character in both Python and Java regexes
+
+
+def test_the_one_pass_rewrite_puts_the_groups_at_fixed_offsets() -> None:
+    """Spark parses a line with one regexp_replace(line, LINE, LINE_GROUPS), then reads the groups by offset."""
+    java_refs = LINE_GROUPS.replace("$", "\\")  # Java's $n is Python's \n
+    for line in GOOD:
+        stamp, millis, body = re.match(LINE, line).group(1, 2, 3)  # type: ignore[union-attr]
+        assert (len(stamp), len(millis)) == (STAMP_CHARS, MILLIS_CHARS)
+        rewritten = re.sub(LINE, java_refs, line)
+        assert rewritten == stamp + millis + body and rewritten[0] != line[0] == "["
+    assert re.sub(LINE, java_refs, MALFORMED[0]) == MALFORMED[0]  # unmatched: unchanged, still starting with "["
 
 
 def _write_logs(d: Path) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 from kquotactl.core.errors import UsageError
 from kquotactl.impact.model import ID_COLUMNS, USAGE, Window
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
-from kquotactl.impact.requestlog import LogStats, is_blank, is_request_log_file, parse_line
+from kquotactl.impact.requestlog import LogStats, Row, is_blank, is_request_log_file, parse_row
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 
@@ -156,11 +156,11 @@ def request_log_lines(path: Path) -> Iterator[str]:
     bytes that are not UTF-8 become U+FFFD as in Spark's text reader."""
     import gzip
 
-    opener = gzip.open if path.name.endswith(".gz") else open
+    opener: Any = gzip.open if path.name.endswith(".gz") else open
     try:
-        with opener(path, "rb") as f:
-            for raw in f:
-                yield (raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8", errors="replace")
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as f:
+            for line in f:
+                yield line[:-1] if line.endswith("\n") else line
     except (OSError, EOFError) as e:
         raise UsageError(f"cannot read request log {str(path)!r}: {e}") from None
 
@@ -168,9 +168,12 @@ def request_log_lines(path: Path) -> Iterator[str]:
 def first_malformed_line(path: Path) -> int | None:
     """The 1-based number of the first malformed line of one request log, or None."""
     for n, line in enumerate(request_log_lines(path), 1):
-        if not is_blank(line) and parse_line(line) is None:
+        if parse_row(line) is None and not is_blank(line):
             return n
     return None
+
+
+BATCH_ROWS = 65_536  # rows held as Python tuples before they become one Arrow record batch
 
 
 def read_request_log(paths: Sequence[str]) -> tuple[Any, LogStats]:
@@ -178,23 +181,32 @@ def read_request_log(paths: Sequence[str]) -> tuple[Any, LogStats]:
     what was skipped."""
     import pyarrow as pa
 
-    stats = LogStats()
-    cols: dict[str, list[Any]] = {c: [] for c in REQUEST_COLUMNS}
-    for path in request_log_files(paths):
-        for n, line in enumerate(request_log_lines(path), 1):
-            if is_blank(line):
-                continue
-            stats.lines += 1
-            req = parse_line(line)
-            if req is None:
-                stats.malformed += 1
-                if stats.first_malformed is None:
-                    stats.first_malformed = f"{path}:{n}"
-                continue
-            stats.requests += 1
-            for c in REQUEST_COLUMNS:
-                cols[c].append(getattr(req, c))
     types = {"ts": pa.float64(), "user": pa.string(), "client_id": pa.string(), "ip": pa.string()}
     types.update({"request_time_ms": pa.float64()})
     schema = pa.schema([(c, types.get(c, pa.int64())) for c in REQUEST_COLUMNS])
-    return pa.table(cols, schema=schema), stats
+    stats = LogStats()
+    batches: list[Any] = []
+    rows: list[Row] = []
+
+    def flush() -> None:
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in REQUEST_COLUMNS]
+        batches.append(pa.record_batch([pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema))
+        stats.requests += len(rows)
+        rows.clear()
+
+    for path in request_log_files(paths):
+        for n, line in enumerate(request_log_lines(path), 1):
+            row = parse_row(line)
+            if row is not None:
+                rows.append(row)
+                if len(rows) == BATCH_ROWS:
+                    flush()
+            elif is_blank(line):
+                continue
+            else:
+                stats.malformed += 1
+                if stats.first_malformed is None:
+                    stats.first_malformed = f"{path}:{n}"
+    flush()
+    stats.lines = stats.requests + stats.malformed
+    return pa.Table.from_batches(batches, schema), stats

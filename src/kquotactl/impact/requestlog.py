@@ -55,6 +55,12 @@ LINE = (
     r"Completed request:(\{.*\})( \([A-Za-z0-9_.$]+\))?[ \t\r]*$"
 )
 TIME_FORMAT_SPARK = "yyyy-MM-dd HH:mm:ss"
+# One pass of LINE per line on Spark: ``regexp_replace(line, LINE, LINE_GROUPS)`` (Java's ``$n`` references) turns
+# a matching line into its three groups end to end, the first two of fixed width; a line LINE does not match comes
+# back unchanged, and it is told apart by its first character (``[`` where a rewritten line starts with a digit).
+LINE_GROUPS = "$1$2$3"
+STAMP_CHARS = 19  # group 1: yyyy-MM-dd HH:mm:ss
+MILLIS_CHARS = 3  # group 2
 # Every record batch's size in the request (Produce) or response (Fetch); inside a JSON string a quote is
 # escaped, so these never match text within a client-id or a topic name.
 RECORDS_SIZE = r'"recordsSizeInBytes":([0-9]{1,10})(?![0-9])'
@@ -77,10 +83,11 @@ JSON_FIELDS: dict[str, str] = {
 }
 PRINCIPAL_TYPE = "User:"
 
-_LINE = re.compile(LINE)
-_RECORDS = re.compile(RECORDS_SIZE)
-_REPLICA = re.compile(REPLICA_ID)
+_LINE_MATCH = re.compile(LINE).match
+_RECORDS_FINDALL = re.compile(RECORDS_SIZE).findall
+_REPLICA_SEARCH = re.compile(REPLICA_ID).search
 _BLANK = re.compile(BLANK)
+_TYPE_LEN = len(PRINCIPAL_TYPE)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -114,7 +121,7 @@ COLUMNS: tuple[str, ...] = (
 
 def user_of(principal: str) -> str:
     """``User:alice`` → ``alice``; a principal of another type keeps its full text."""
-    return principal[len(PRINCIPAL_TYPE) :] if principal.startswith(PRINCIPAL_TYPE) else principal
+    return principal[_TYPE_LEN:] if principal.startswith(PRINCIPAL_TYPE) else principal
 
 
 def ip_of(connection: str) -> str:
@@ -153,53 +160,72 @@ def epoch_seconds(stamp: str, millis: str) -> float | None:
     return None if second is None else second + int(millis) / 1000.0
 
 
-def _field(obj: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
+# JSON_FIELDS as key paths, and the decoder: ``raw_decode`` is ``json.loads`` without its whitespace handling (the
+# body :data:`LINE` captures starts with ``{`` and ends with ``}``); a body with text after its object is refused.
+# The two header fields share their parent object; the others are top-level.
+(_HEADER, _API), (_, _CLIENT), (_CONNECTION,), (_PRINCIPAL,), (_LOCAL,) = (tuple(k.split(".")) for k in JSON_FIELDS)
+_DECODE = json.JSONDecoder().raw_decode
+_NO_HEADER: dict[str, Any] = {}
+_NUMBERS = (int, float)  # JSON numbers as json decodes them (a bool is not one)
+
+
+Row = tuple[float, str, str, str, int, int, int, float, int]  # a Request's fields, in COLUMNS order
+
+
+def parse_row(line: str) -> Row | None:
+    """One line as a traffic row (:data:`COLUMNS` order), or None when it is malformed (blank lines too: the
+    caller tells those apart with :func:`is_blank`, only for the lines this refuses). One regex match, one JSON
+    decode and one scan of the JSON text for the record sizes per line; the Fetch's replicaId only for a Fetch."""
+    m = _LINE_MATCH(line)
+    if m is None:
+        return None
+    stamp, millis, body = m.group(1, 2, 3)
+    ts = epoch_seconds(stamp, millis)
+    if ts is None:
+        return None
+    try:
+        doc, end = _DECODE(body)
+    except (ValueError, RecursionError):
+        return None
+    if end != len(body):
+        return None
+    header = doc.get(_HEADER)
+    if type(header) is not dict:
+        header = _NO_HEADER
+    api = header.get(_API)
+    connection = doc.get(_CONNECTION)
+    principal = doc.get(_PRINCIPAL)
+    if type(api) is not int or type(connection) is not str or type(principal) is not str:
+        return None  # (bool is a subclass of int, not an int here)
+    client = header.get(_CLIENT)
+    local = doc.get(_LOCAL)
+    follower = False
+    produce = fetch = 0
+    if api in (API_PRODUCE, API_FETCH):
+        sizes = sum(map(int, _RECORDS_FINDALL(body)))
+        if api == API_PRODUCE:
+            produce = sizes
+        else:
+            replica = _REPLICA_SEARCH(body)
+            follower = replica is not None and replica.group(1) != "-"
+            fetch = 0 if follower else sizes
+    return (
+        ts,
+        user_of(principal),
+        client if type(client) is str else "",
+        ip_of(connection),
+        produce,
+        fetch,
+        1,
+        0.0 if follower or type(local) not in _NUMBERS else float(local),
+        1 if api == API_VERSIONS else 0,
+    )
 
 
 def parse_line(line: str) -> Request | None:
     """One line as a :class:`Request`, or None when it is malformed (the caller skips empty lines first)."""
-    m = _LINE.match(line)
-    if m is None:
-        return None
-    ts = epoch_seconds(m.group(1), m.group(2))
-    if ts is None:
-        return None
-    try:
-        doc = json.loads(m.group(3))
-    except ValueError:
-        return None
-    api = _field(doc, "requestHeader.requestApiKey")
-    connection = _field(doc, "connection")
-    principal = _field(doc, "principal")
-    if not isinstance(api, int) or isinstance(api, bool) or not isinstance(connection, str):
-        return None
-    if not isinstance(principal, str):
-        return None
-    client = _field(doc, "requestHeader.clientId")
-    local = _field(doc, "localTimeMs")
-    sizes = sum(int(s) for s in _RECORDS.findall(m.group(3)))
-    replica = _REPLICA.search(m.group(3))
-    follower = api == API_FETCH and replica is not None and replica.group(1) != "-"
-    return Request(
-        ts=ts,
-        user=user_of(principal),
-        client_id=client if isinstance(client, str) else "",
-        ip=ip_of(connection),
-        produce_bytes=sizes if api == API_PRODUCE else 0,
-        fetch_bytes=sizes if api == API_FETCH and not follower else 0,
-        requests=1,
-        request_time_ms=0.0 if follower or not _is_number(local) else float(local),
-        connections=1 if api == API_VERSIONS else 0,
-    )
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
+    row = parse_row(line)
+    return None if row is None else Request(*row)
 
 
 def is_blank(line: str) -> bool:

@@ -181,6 +181,20 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return stacked(opts, f)
 
 
+def manifest_quotas_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-f MANIFEST`` (repeatable, ``-`` = stdin) for the commands that resolve connections against a quota set
+    (``explain``, ``top``): the quotas from manifests instead of the cluster; read by :func:`quota_index`."""
+    return click.option(
+        "-f",
+        "--file",
+        "files",
+        multiple=True,
+        metavar="MANIFEST",
+        type=click.Path(exists=True, allow_dash=True),
+        help=help,
+    )
+
+
 def quota_index(
     ctx: click.Context,
     state: AppState,

@@ -8,7 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand, quota_index, quota_window_options
+from kquotactl.cli.kit import OnceCommand, manifest_quotas_option, quota_index, quota_window_options
 from kquotactl.cli.options import principal_options
 
 if TYPE_CHECKING:
@@ -31,14 +31,8 @@ def register(group: click.Group) -> None:
 @principal_options
 @click.option("--client-id", "--client", "client_id", metavar="NAME", help='The connection\'s client-id (default "").')
 @click.option("--ip", metavar="ADDRESS", help="The connection's address (connection_creation_rate).")
-@click.option(
-    "-f",
-    "--file",
-    "files",
-    multiple=True,
-    metavar="MANIFEST",
-    type=click.Path(exists=True, allow_dash=True),
-    help="Explain against manifest files or directories instead of a cluster (offline; repeatable; '-' = stdin).",
+@manifest_quotas_option(
+    "Explain against manifest files or directories instead of a cluster (offline; repeatable; '-' = stdin)."
 )
 @click.option(
     "--example",

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand
+from kquotactl.cli.kit import OnceCommand, manifest_quotas_option
 
 
 def register(group: click.Group) -> None:
@@ -37,14 +37,8 @@ def register(group: click.Group) -> None:
     metavar="SECONDS",
     help="--prometheus: a range query over the last SECONDS (largest throttle, average usage) instead of now.",
 )
-@click.option(
-    "-f",
-    "--file",
-    "files",
-    multiple=True,
-    metavar="MANIFEST",
-    type=click.Path(exists=True, allow_dash=True),
-    help="Take the limits from manifest files or directories instead of the cluster (repeatable; '-' = stdin).",
+@manifest_quotas_option(
+    "Take the limits from manifest files or directories instead of the cluster (repeatable; '-' = stdin)."
 )
 @click.option("--all", "show_all", is_flag=True, help="List every quota-id with a sensor, not only throttled ones.")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), help="Output format.")

@@ -192,6 +192,26 @@ def _sample(seed: int, n: int = 40) -> dict[Entity, dict[str, int | float]]:
     return out
 
 
+def _sendable(admin: Any, sample: dict[Entity, dict[str, int | float]]) -> dict[Entity, dict[str, int | float]]:
+    """The part of ``sample`` the admin API carries exactly. An integer a double cannot hold (above 2**53) is
+    refused before anything is written: the whole sample is tried first, and must write nothing."""
+    from kquotactl.backends.kafka.quotas import check_wire_exact
+    from kquotactl.core.model import EntityChange
+
+    exact = {}
+    for e, c in sample.items():
+        try:
+            check_wire_exact([EntityChange(e, c)])
+            exact[e] = c
+        except QuotaError:
+            pass
+    if len(exact) < len(sample):
+        with pytest.raises(QuotaError, match="cannot be sent exactly: the admin API carries quota values as doubles"):
+            admin.alter([EntityChange(e, c) for e, c in sample.items()])
+        assert admin.describe() == []  # nothing written
+    return exact
+
+
 @pytest.mark.kafka
 def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_would_store_it(
     zkmode, oracle_seed
@@ -201,8 +221,8 @@ def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_w
     from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.model import EntityChange
 
-    sample = _sample(oracle_seed)
     with AdminBackend.connect(zkmode.bootstrap) as admin:
+        sample = _sendable(admin, _sample(oracle_seed))
         results = admin.alter([EntityChange(e, c) for e, c in sample.items()])
     assert [r.message for r in results if r.outcome.value != "applied"] == [], replay_hint(oracle_seed)
     with ZooKeeperBackend(ZkSettings(connect=zkmode.zookeeper)) as zk:
@@ -232,9 +252,9 @@ def test_sample_written_to_kraft_is_served_back_as_the_same_number(kraft, oracle
     from kquotactl.backends.kafka.quotas import AdminBackend, coerce_value
     from kquotactl.core.model import EntityChange
 
-    sample = _sample(oracle_seed)
-    want = {e: {k: coerce_value(k, float(v)) for k, v in c.items()} for e, c in sample.items()}
     with AdminBackend.connect(kraft.bootstrap) as admin:
+        sample = _sendable(admin, _sample(oracle_seed))
+        want = {e: {k: coerce_value(k, float(v)) for k, v in c.items()} for e, c in sample.items()}
         results = admin.alter([EntityChange(e, c) for e, c in sample.items()])
         assert [r.message for r in results if r.outcome.value != "applied"] == [], replay_hint(oracle_seed)
         deadline = time.monotonic() + 15

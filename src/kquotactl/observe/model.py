@@ -24,6 +24,8 @@ from kquotactl.core.explain import level_pattern, level_words
 from kquotactl.core.keys import Number
 from kquotactl.core.precedence import QuotaIndex, Resolution
 from kquotactl.core.sanitizer import desanitize
+from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
+from kquotactl.core.throttlemath import quota_throttle_ms
 from kquotactl.impact.model import BROKER_COLUMN, MUTATIONS_COLUMN
 from kquotactl.impact.model import USAGE as TRAFFIC_USAGE
 
@@ -263,17 +265,18 @@ def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
 
 
 #: Kafka's default quota window: quota.window.num (11) samples of quota.window.size.seconds (1 s)
-QUOTA_WINDOW_MS = 11_000.0
+QUOTA_WINDOW_MS = float(DEFAULT_WINDOW_NUM * DEFAULT_WINDOW_SIZE_SECONDS * 1000)
 
 
 def predicted_throttle_ms(usage: float, throttle_ms: float, limit: float, window_ms: float = QUOTA_WINDOW_MS) -> float:
     """The throttle a quota-id should get under ``limit`` given what it did before: usage ``usage`` while throttled
-    ``throttle_ms``. The broker's throttle is ``(rate - limit) / limit * window`` (ClientQuotaManager.throttleTime),
-    so the demand behind a throttled usage is ``usage * (1 + throttle / window)``; that demand at the new limit."""
+    ``throttle_ms``. The broker's throttle is ``(rate - limit) / limit * window``
+    (:func:`kquotactl.core.throttlemath.quota_throttle_ms`), so the demand behind a throttled usage is
+    ``usage * (1 + throttle / window)``; that demand at the new limit."""
     if limit <= 0:
         return 0.0
     demand = usage * (1 + throttle_ms / window_ms)
-    return max(0.0, (demand / limit - 1) * window_ms)
+    return float(max(0, quota_throttle_ms(demand, limit, window_ms)))
 
 
 def stage_regressions(

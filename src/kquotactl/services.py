@@ -943,11 +943,10 @@ def _quota_window(backend: QuotaBackend) -> tuple[int, int]:
 
     if not isinstance(backend, AdminBackend):
         return DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
-    [first, *_] = backend.broker_ids()
-    configs = backend.wire.broker_configs(str(first))
+    configs, _ = backend.broker_settings(["quota.window.num", "quota.window.size.seconds"])
 
     def number(name: str, default: int) -> int:
-        value = configs.get(name, (None, ""))[0]
+        value = configs.get(name)
         return int(value) if value and value.isdigit() else default
 
     return number("quota.window.num", DEFAULT_WINDOW_NUM), number(

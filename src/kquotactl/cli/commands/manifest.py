@@ -47,14 +47,14 @@ def _ci(report: Any, fmt: str) -> None:
 
 def _load(files: Sequence[str], rule_kw: dict[str, Any] | None = None, super_users: str | None = None) -> Any:
     """The manifests, ``principal:`` entries mapped with the rules given (``principal_rule_options``)."""
-    from kquotactl.cli.principalargs import given_principals, pop_rule_args
     from kquotactl.manifests.loader import load_manifests
 
-    principals = given_principals(pop_rule_args(dict(rule_kw)), super_users) if rule_kw else None
+    principals = _principals(rule_kw, super_users) if rule_kw else None
     return load_manifests(list(files), principals=principals)
 
 
 def _principals(rule_kw: dict[str, Any], super_users: str | None = None) -> Any:
+    """The rules (and super users) given on the command line: manifests are read before any cluster."""
     from kquotactl.cli.principalargs import given_principals, pop_rule_args
 
     return given_principals(pop_rule_args(dict(rule_kw)), super_users)

@@ -499,6 +499,7 @@ def test_describe_imports_only_what_it_uses(chroot, output: str) -> None:
     assert p.returncode == 0 and "alice" in p.stdout and "1048576" in p.stdout, p.stderr[-2000:]
     assert sorted(_packages(names) & HEAVY) == ["kazoo"]
     assert "kquotactl.config.contexts" not in names
+    assert sorted(n for n in names if n.startswith("kquotactl.services.")) == ["kquotactl.services.quotas"]
 
 
 def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> None:

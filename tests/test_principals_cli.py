@@ -131,3 +131,18 @@ def test_what_looks_like_a_dn(text, dn):
     from kquotactl.core.principals import looks_like_dn
 
     assert looks_like_dn(text) is dn
+
+
+@pytest.mark.parametrize("command", ["describe", "alter"])
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--ssl-principal-mapping-rules", RULES), ("--kerberos-rules", "DEFAULT"), ("--kerberos-realm", "EXAMPLE.COM")],
+)
+def test_rule_options_without_a_principal_are_refused_before_connecting(command, flag, value):
+    """describe and alter use the rules only to map --principal: alone they would change nothing (a forgotten
+    --principal?), so they are refused, naming the flag, before any cluster is asked (none is reachable here)."""
+    extra = ["--add-config", "producer_byte_rate=1"] if command == "alter" else []
+    r = run_cli("--zookeeper", "127.0.0.1:1/none", command, "--user", "alice", flag, value, *extra)
+    assert r.exit_code == 1
+    lines = r.stderr.strip().splitlines()
+    assert lines == [f"kquotactl: error: {flag} maps a --principal: give --principal, or drop {flag}"], r.stderr

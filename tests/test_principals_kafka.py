@@ -128,7 +128,7 @@ def test_lint_with_the_brokers_rules_and_super_users(mapped_kraft, tmp_path):
     from kquotactl.backends.kafka.quotas import AdminBackend
     from kquotactl.core.lint import lint
     from kquotactl.manifests.loader import load_manifests
-    from kquotactl.services import PrincipalRuleArgs, broker_principals
+    from kquotactl.services.principals import PrincipalRuleArgs, broker_principals
 
     path = write_manifest(
         tmp_path,

@@ -17,7 +17,8 @@ from kquotactl.core.model import Outcome, build_change
 from kquotactl.core.plan import DEFAULT_MAX_DELETIONS
 from kquotactl.manifests.loader import load_text
 from kquotactl.render.records import partial_report
-from kquotactl.services import alter, apply, describe, load_quota_set, plan
+from kquotactl.services.plans import apply, plan
+from kquotactl.services.quotas import alter, describe, load_quota_set
 
 MANIFEST = """
 prune: ["users/svc-*"]
@@ -123,7 +124,7 @@ def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> N
     from kquotactl.cli.errorwords import worded
     from kquotactl.core.errors import MissingInput
     from kquotactl.core.explain import Connection
-    from kquotactl.services import replay
+    from kquotactl.services.simulate import replay
 
     path = tmp_path / "q.yaml"
     path.write_text(MANIFEST)

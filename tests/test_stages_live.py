@@ -23,7 +23,8 @@ from kquotactl.core.entities import Entity
 from kquotactl.core.model import EntityChange
 from kquotactl.core.stages import StageShape, staged_plan
 from kquotactl.manifests.loader import load_text
-from kquotactl.services import apply_stages, plan
+from kquotactl.services.plans import plan
+from kquotactl.services.staged import apply_stages
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.kafka]
 

@@ -18,7 +18,8 @@ from kquotactl.core.keys import Number
 from kquotactl.core.model import EntityChange
 from kquotactl.core.stages import StageShape, staged_plan
 from kquotactl.manifests.loader import load_text
-from kquotactl.services import StageObserver, StepCheck, apply_stages, check_step, plan
+from kquotactl.services.plans import plan
+from kquotactl.services.staged import StageObserver, StepCheck, apply_stages, check_step
 
 pytestmark = [
     pytest.mark.kafka,

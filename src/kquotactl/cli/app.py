@@ -152,13 +152,13 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
       kquotactl --bootstrap-server b:9092 describe --principal 'CN=svc-a,OU=payments,O=acme'
     """
     from kquotactl.cli.entityargs import EntityArgs, filter_for_describe
-    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rule_args, principal_as_user
+    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rules_for, principal_as_user
     from kquotactl.render.records import render_records
 
     principal, principal_type = pop_principal(kw)
-    rule_args = pop_rule_args(kw)
+    rule_args = pop_rules_for(principal, kw)
     entity_args = EntityArgs.pop_from(kw)
-    if principal is not None:
+    if principal is not None and rule_args is not None:
         mapping = map_for_user(principal, principal_type, rule_args, lambda: state.backend(ctx))
         principal_as_user(entity_args, mapping)
         echo_mapping(mapping, state.output_format())
@@ -169,7 +169,7 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
     flt = filter_for_describe(entity_args)
     if ctx.meta.get(PARSE_ONLY):
         return ("describe", flt)
-    from kquotactl.services import describe as describe_service
+    from kquotactl.services.quotas import describe as describe_service
 
     backend = state.backend(ctx)
     described = describe_service(backend, flt)
@@ -236,17 +236,17 @@ def alter(
       kquotactl --bootstrap-server b:9092 alter --principal 'CN=svc-a,O=acme' --add-config producer_byte_rate=1MiB
     """
     from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
-    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rule_args, principal_as_user
+    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rules_for, principal_as_user
     from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
     from kquotactl.core.model import Outcome, build_change, check_live_changes
     from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
-    from kquotactl.services import alter as alter_service
+    from kquotactl.services.quotas import alter as alter_service
 
     principal, principal_type = pop_principal(kw)
-    rule_args = pop_rule_args(kw)
+    rule_args = pop_rules_for(principal, kw)
     entity_args = EntityArgs.pop_from(kw)
     mapping = None
-    if principal is not None:
+    if principal is not None and rule_args is not None:
         mapping = map_for_user(principal, principal_type, rule_args, lambda: state.backend(ctx))
         principal_as_user(entity_args, mapping)
     entity = entity_for_alter(entity_args)

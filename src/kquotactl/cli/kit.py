@@ -206,7 +206,7 @@ def quota_index(
     """The quotas a command resolves connections against (explain, top): manifests given with ``-f`` (offline) or
     the live cluster's whole quota set; what the backend noticed reading it is said once. ``brokers``: what the
     manifests' cluster-wide budgets divide by; ``principals``: the rules their ``principal:`` entries map by."""
-    from kquotactl.services import load_quota_set
+    from kquotactl.services.quotas import load_quota_set
 
     if files and (state.conn.zookeeper or state.conn.bootstrap_server or state.conn.bootstrap_controller):
         from kquotactl.core.errors import UsageError

@@ -1,5 +1,5 @@
 """``--principal`` and the principal rule options -> the user name the brokers derive (thin: the mapping is
-:mod:`kquotactl.core.principals`, the rules are found by :func:`kquotactl.services.broker_principals`)."""
+:mod:`kquotactl.core.principals`, the rules are found by :func:`kquotactl.services.principals.broker_principals`)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,32 @@ if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
     from kquotactl.cli.entityargs import EntityArgs
     from kquotactl.core.principals import BrokerPrincipals, PrincipalMapping, PrincipalType
-    from kquotactl.services import PrincipalRuleArgs
+    from kquotactl.services.principals import PrincipalRuleArgs
+
+
+#: the rule options' parameter names and flags (:func:`kquotactl.cli.options.principal_rule_options`)
+RULE_FLAGS = {
+    "ssl_rules": "--ssl-principal-mapping-rules",
+    "kerberos_rules": "--kerberos-rules",
+    "kerberos_realm": "--kerberos-realm",
+}
 
 
 def pop_rule_args(kw: dict[str, Any]) -> PrincipalRuleArgs:
-    from kquotactl.services import PrincipalRuleArgs
+    from kquotactl.services.principals import PrincipalRuleArgs
 
-    return PrincipalRuleArgs(kw.pop("ssl_rules"), kw.pop("kerberos_rules"), kw.pop("kerberos_realm"))
+    return PrincipalRuleArgs(**{name: kw.pop(name) for name in RULE_FLAGS})
+
+
+def pop_rules_for(principal: str | None, kw: dict[str, Any]) -> PrincipalRuleArgs | None:
+    """describe and alter: the rule options map ``--principal`` and nothing else, so without it they are refused
+    (they would change nothing: a forgotten ``--principal``?); None then, and the services stay unloaded."""
+    if principal is not None:
+        return pop_rule_args(kw)
+    given = [flag for name, flag in RULE_FLAGS.items() if kw.pop(name) is not None]
+    if given:
+        raise UsageError(f"{given[0]} maps a --principal: give --principal, or drop {given[0]}")
+    return None
 
 
 def pop_principal(kw: dict[str, Any]) -> tuple[str | None, PrincipalType | None]:
@@ -41,7 +60,7 @@ def map_for_user(
     """Map ``principal`` with the given rules, reading the rest from the cluster (``backend`` opens it; None:
     offline, and rules not given are refused when needed)."""
     from kquotactl.core.principals import principal_type
-    from kquotactl.services import broker_principals
+    from kquotactl.services.principals import broker_principals
 
     kind = principal_type(principal, kind)  # an ambiguous text is refused before connecting
     given = rule_args.ssl_rules if kind == "ssl" else rule_args.kerberos_rules

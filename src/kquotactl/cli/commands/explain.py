@@ -284,7 +284,7 @@ def explain(
         connections_table(index, conns, out, state.color, throttle)
     elif fmt == "json":
         from kquotactl.render.explain import json_lines
-        from kquotactl.services import explain_lines
+        from kquotactl.services.simulate import explain_lines
 
         json_lines(explain_lines(index, conns, throttle, with_chain), out)
     else:
@@ -371,7 +371,7 @@ def _replay(
     mutation_mode: str,
 ) -> None:
     from kquotactl.render.explain import json_lines, replay_json, replay_table
-    from kquotactl.services import replay
+    from kquotactl.services.simulate import replay
 
     done = replay(
         events,

@@ -338,7 +338,7 @@ def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
 
 
 def _quota_set(ctx: click.Context, state: Any, files: list[str], brokers: int = 1) -> QuotaIndex:
-    from kquotactl.services import load_quota_set
+    from kquotactl.services.quotas import load_quota_set
 
     quota_set = load_quota_set(files or state.backend(ctx), brokers=brokers, spread=brokers)
     for w in quota_set.warnings:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from kquotactl.core.model import QuotaRecord
     from kquotactl.core.plan import Plan
     from kquotactl.core.stages import StagedPlan
-    from kquotactl.services import Applied, StagedApplied, StageEvent
+    from kquotactl.services.plans import Applied
+    from kquotactl.services.staged import StagedApplied, StageEvent
 
 FILES_HELP = "A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin; repeat to merge."
 
@@ -74,7 +75,7 @@ def _dump(data: Any, fmt: str, out: IO[str]) -> None:
 
 def _live(state: AppState, ctx: click.Context, live_from: Sequence[str]) -> tuple[QuotaBackend, list[QuotaRecord]]:
     """The backend and every live quota (``--live-from`` reads a saved export/manifest instead of a cluster)."""
-    from kquotactl.services import describe
+    from kquotactl.services.quotas import describe
 
     backend = _backend(state, ctx, live_from)
     described = describe(backend)
@@ -340,7 +341,7 @@ def _plan(
     """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
     when it does not load; ``brokers``: the broker count cluster-wide budgets are divided by, else the live one)."""
     from kquotactl.core.manifest import ManifestError
-    from kquotactl.services import plan as plan_service
+    from kquotactl.services.plans import plan as plan_service
 
     try:
         manifest = _load(files, rule_kw)  # before connecting: a bad manifest never reaches the cluster
@@ -574,7 +575,7 @@ def apply(
     """
     from kquotactl.core.wording import counted
     from kquotactl.render.records import plan_summary
-    from kquotactl.services import check_fresh, read_plan_file
+    from kquotactl.services.plans import check_fresh, read_plan_file
 
     fmt = _fmt(state)
     interval_seconds = _duration(interval)
@@ -681,7 +682,7 @@ def _verify_applied(backend: QuotaBackend, the_plan: Plan, result: Applied, samp
     """``apply --verify``: every applied entity (or a sample) reported by every broker, else exit 2."""
     from kquotactl.core.verify import NotVerified, lag_message
     from kquotactl.core.wording import counted
-    from kquotactl.services import verify_applied
+    from kquotactl.services.verify import verify_applied
 
     applied = set(result.applied)
     wanted = [(d.entity, d.after) for d in the_plan.diffs if d.entity.label() in applied]
@@ -770,12 +771,12 @@ def _run_stages(
     target: dict[str, str] | None,
     timeout: float,
 ) -> None:
-    """Run :func:`kquotactl.services.apply_stages` with the ``--log`` open (a fresh run starts it with the schedule),
-    progress on stderr, and the report of where it stopped. ``timeout``: how long the check after each stage waits
-    for every broker to report the stage's values."""
+    """Run :func:`kquotactl.services.staged.apply_stages` with the ``--log`` open (a fresh run starts it with the
+    schedule), progress on stderr, and the report of where it stopped. ``timeout``: how long the check after each
+    stage waits for every broker to report the stage's values."""
     import functools
 
-    from kquotactl.services import StageObserver, apply_stages, check_step, staged_log_header
+    from kquotactl.services.staged import StageObserver, apply_stages, check_step, staged_log_header
 
     observer = StageObserver(prometheus, scrape_urls) if (prometheus or scrape_urls) else None
     log = None
@@ -846,7 +847,7 @@ def _resume(
     """``apply --resume LOG``: the logged schedule, from where the live values say each entity is (refused when they
     are not what the log says); with ``-f``, the manifests must still ask for the logged targets."""
     from kquotactl.core.manifest import entity_path_text
-    from kquotactl.services import read_staged_log, resume_point
+    from kquotactl.services.staged import read_staged_log, resume_point
 
     logged = read_staged_log(resume_path)
     staged = logged.staged
@@ -894,8 +895,8 @@ def _check_writable(state: AppState, ctx: click.Context) -> None:
 def _apply_with_progress(
     backend: QuotaBackend, the_plan: Plan, dry_run: bool, max_deletions: int, log_path: str | None, keep_records: bool
 ) -> Applied:
-    """:func:`kquotactl.services.apply`, with a progress bar on a terminal and the ``--log`` file open."""
-    from kquotactl.services import apply as apply_service
+    """:func:`kquotactl.services.plans.apply`, with a progress bar on a terminal and the ``--log`` file open."""
+    from kquotactl.services.plans import apply as apply_service
 
     progress_bar = None
     if sys.stderr.isatty() and len(the_plan.diffs) >= 100 and not dry_run:

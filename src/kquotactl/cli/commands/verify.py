@@ -1,6 +1,6 @@
 """``kquotactl verify``: did a quota change take effect. Step 1 waits (bounded) until every broker reports the
 values; step 2 (``--drive``) runs a real producer as the entity's connection and compares the broker's throttle with
-the simulation (:func:`kquotactl.services.wait_applied`, :func:`kquotactl.services.drive_verdict`).
+the simulation (:func:`kquotactl.services.verify.wait_applied`, :func:`kquotactl.services.verify.drive_verdict`).
 
 Only click is imported at module level; the services, confluent-kafka and rich load inside the command.
 """
@@ -19,7 +19,7 @@ from kquotactl.cli.options import entity_options
 if TYPE_CHECKING:
     from kquotactl.cli.kit import AppState
     from kquotactl.core.verify import DriveVerdict
-    from kquotactl.services import Converged
+    from kquotactl.services.verify import Converged
 
 DEFAULT_SECONDS = 6.0
 DEFAULT_TOPIC = "kquotactl-verify"
@@ -87,7 +87,7 @@ def verify(
     from kquotactl.core.grammar import parse_add_config
     from kquotactl.core.model import build_change
     from kquotactl.core.verify import NotVerified, lag_message
-    from kquotactl.services import drive_target, drive_verdict, wait_applied
+    from kquotactl.services.verify import drive_target, drive_verdict, wait_applied
 
     entity = entity_for_alter(EntityArgs.pop_from(kw))
     expected = dict(build_change(entity, parse_add_config(expect)).set) if expect is not None else None

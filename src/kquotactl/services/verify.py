@@ -1,0 +1,210 @@
+"""``verify`` and ``apply --verify``: wait until every broker reports the values; drive a real producer and compare its
+first throttle with the simulation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kquotactl.backends.base import QuotaBackend
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import QuotaError, UsageError
+from kquotactl.core.keys import Number
+from kquotactl.core.model import QuotaRecord
+from kquotactl.services.quotas import load_quota_set
+
+if TYPE_CHECKING:  # types only: the modules load inside the services that use them
+    from kquotactl.config.clientprops import ClientSettings
+    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.core.verify import BrokerView, DriveVerdict
+
+
+#: how often ``verify`` asks the brokers again while it waits
+VERIFY_POLL_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Converged:
+    """Step 1 of ``verify``: what every broker (or the ZooKeeper znode) reported last for ``entity``.
+
+    ``expected``: the values waited for (``exact``: and no other key: taken from the cluster itself);
+    ``lagging``: the views that did not report them when the wait ended (empty: converged); ``source``: how each
+    view was read."""
+
+    entity: Entity
+    expected: dict[str, Number]
+    exact: bool
+    views: list[BrokerView]
+    lagging: list[BrokerView]
+    waited: float
+    source: str
+
+    @property
+    def converged(self) -> bool:
+        return not self.lagging
+
+
+def wait_applied(
+    backend: QuotaBackend,
+    entity: Entity,
+    expected: Mapping[str, Number] | None = None,
+    *,
+    exact: bool | None = None,
+    timeout: float = 30.0,
+    poll: float = VERIFY_POLL_SECONDS,
+    clock: Callable[[], float] | None = None,
+) -> Converged:
+    """Wait (at most ``timeout`` seconds) until every broker reports ``expected`` for ``entity`` (None: the values
+    the cluster describes now; an entity without quotas is then an error). ``exact``: no other key either (default:
+    only when ``expected`` is None; ``{}`` exactly is "no quotas": a removal).
+
+    Through the admin API, DescribeClientQuotas is sent to each broker by id: a KRaft broker answers from the
+    metadata image it has applied (its quota managers are updated from the same image), so a broker that has not
+    applied the change yet says so. A ZooKeeper-mode cluster read through ``--zookeeper`` is the znode brokers read
+    (written with its change notification in one transaction); whether each broker has consumed the notification is
+    not observable there: ``--drive`` shows it."""
+    import time
+
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.core.filters import EntityFilter
+    from kquotactl.core.verify import BrokerView, lagging
+
+    clock = clock or time.monotonic
+    flt = EntityFilter.exact(entity)
+    if isinstance(backend, AdminBackend):
+        if backend.controller:
+            raise UsageError("verify asks each broker: use --bootstrap-server (controllers do not describe quotas)")
+        brokers = backend.broker_ids()
+        source = "DescribeClientQuotas sent to each broker"
+
+        def views() -> list[BrokerView]:
+            return [BrokerView(f"broker {b}", _config_of(backend.describe(flt, broker=b))) for b in brokers]
+
+    else:
+        source = "the ZooKeeper znode brokers read" if backend.name == "zookeeper" else f"the {backend.name} backend"
+
+        def views() -> list[BrokerView]:
+            return [BrokerView(backend.name, _config_of(backend.describe(flt)))]
+
+    if exact is None:
+        exact = expected is None
+    if expected is None:
+        expected = _config_of(backend.describe(flt))
+        if not expected:
+            raise QuotaError(f"no such entity: {entity.label()} has no quotas (give --expect to wait for values)")
+    start = clock()
+    while True:
+        seen = views()
+        late = lagging(expected, seen, exact)
+        if not late or clock() - start >= timeout:
+            return Converged(entity, dict(expected), exact, seen, late, clock() - start, source)
+        time.sleep(poll)
+
+
+def _config_of(records: Sequence[QuotaRecord]) -> dict[str, Number]:
+    return dict(records[0].config) if records else {}
+
+
+@dataclass(frozen=True)
+class DriveTarget:
+    """Where and as whom ``verify --drive`` produces: the broker address, the client settings (SASL...), the
+    principal the broker will see and the client-id."""
+
+    bootstrap: str
+    settings: ClientSettings
+    user: str
+    client_id: str
+
+
+def drive_target(opts: ConnectionOptions, entity: Entity, client_id: str | None, bootstrap: str | None) -> DriveTarget:
+    """The producer ``--drive`` runs for ``entity``: the cluster's bootstrap address (or ``bootstrap``) and client
+    properties (``--command-config``: SASL credentials make the user), the entity's client-id unless given.
+    Refused when the producer would not be the entity's connection."""
+    from kquotactl.config.clientprops import ClientSettings, load_client_settings
+    from kquotactl.core.explain import ANONYMOUS
+
+    where = bootstrap or opts.bootstrap_server
+    if not where:
+        raise UsageError("--drive runs a producer: give --bootstrap-server (or --drive-bootstrap with --zookeeper)")
+    if entity.user is None and entity.client_id is None:
+        raise UsageError("--drive drives producer_byte_rate: verify a user or client-id entity, not an ip")
+    settings = load_client_settings(opts.command_config)[0] if opts.command_config else ClientSettings()
+    if settings.uses_ssl and not settings.uses_sasl:
+        raise UsageError("--drive over SSL without SASL: the principal is the certificate's name; use a SASL listener")
+    user = (settings.sasl_username or "") if settings.uses_sasl else ANONYMOUS
+    if isinstance(entity.user, str) and entity.user != user:
+        raise UsageError(
+            f"--drive: the entity is user {entity.user!r} but the producer authenticates as {user!r} "
+            "(give that user's credentials with --command-config)"
+        )
+    named = entity.client_id if isinstance(entity.client_id, str) else None  # the default is not a str
+    if client_id is not None and named is not None and client_id != named:
+        raise UsageError(f"--drive-client-id {client_id!r}: the entity is client-id {named!r}")
+    return DriveTarget(where, settings, user, client_id or named or "kquotactl-verify")
+
+
+def drive_verdict(
+    backend: QuotaBackend,
+    target: DriveTarget,
+    *,
+    rate: float,
+    seconds: float,
+    topic: str,
+    connect_timeout: float = 10.0,
+) -> DriveVerdict:
+    """Step 2 of ``verify``: drive a real producer at ``rate`` bytes/s for ``seconds`` and compare the broker's
+    first throttle with the simulation under the limit the cluster's quotas give the connection
+    (:func:`kquotactl.core.verify.compare_drive`)."""
+    from kquotactl.backends.kafka.drive import drive_producer
+    from kquotactl.core.verify import compare_drive
+
+    index = load_quota_set(backend).index
+    limit = index.resolve("producer_byte_rate", target.user, target.client_id).limit
+    window_num, window_size = _quota_window(backend)
+    drive = drive_producer(target.bootstrap, target.settings, target.client_id, topic, rate, seconds, connect_timeout)
+    return compare_drive(drive, None if limit is None else float(limit), window_num, window_size)
+
+
+def _quota_window(backend: QuotaBackend) -> tuple[int, int]:
+    """The brokers' ``quota.window.num`` / ``quota.window.size.seconds`` (through the admin API: the first broker's
+    configuration; else Kafka's defaults)."""
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
+
+    if not isinstance(backend, AdminBackend):
+        return DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
+    configs, _ = backend.broker_settings(["quota.window.num", "quota.window.size.seconds"])
+
+    def number(name: str, default: int) -> int:
+        value = configs.get(name)
+        return int(value) if value and value.isdigit() else default
+
+    return number("quota.window.num", DEFAULT_WINDOW_NUM), number(
+        "quota.window.size.seconds", DEFAULT_WINDOW_SIZE_SECONDS
+    )
+
+
+def verify_applied(
+    backend: QuotaBackend,
+    wanted: Sequence[tuple[Entity, Mapping[str, Number]]],
+    *,
+    timeout: float = 30.0,
+    sample: int | None = None,
+    poll: float = VERIFY_POLL_SECONDS,
+) -> list[Converged]:
+    """``apply --verify``: step 1 of ``verify`` for each (entity, config it must have now) — exactly that config,
+    ``{}`` for a removed entity — or for ``sample`` of them (evenly spread, deterministic), all within ``timeout``."""
+    import time
+
+    chosen = list(wanted)
+    if sample is not None and 0 < sample < len(chosen):
+        step = len(chosen) / sample
+        chosen = [chosen[int(i * step)] for i in range(sample)]
+    deadline = time.monotonic() + timeout
+    return [
+        wait_applied(
+            backend, entity, dict(config), exact=True, timeout=max(0.0, deadline - time.monotonic()), poll=poll
+        )
+        for entity, config in chosen
+    ]

@@ -16,7 +16,7 @@ from kquotactl.core.errors import TooManyDeletions, UsageError
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
 from kquotactl.core.manifest import ManifestError, PruneRule, Source
 from kquotactl.manifests.loader import json_schema, load_manifests, load_text
-from kquotactl.render.records import plan_summary
+from kquotactl.render.plans import plan_summary
 
 D = DEFAULT
 

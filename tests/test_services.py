@@ -102,7 +102,7 @@ def test_the_deletion_guard_refuses_before_writing(backend: QuotaBackend) -> Non
 
 
 def test_apply_and_the_cli_share_the_default_deletion_limit() -> None:
-    from kquotactl.cli.commands.manifest import apply as apply_command
+    from kquotactl.cli.commands.apply import apply as apply_command
 
     (option,) = [p for p in apply_command.params if p.name == "max_deletions"]
     assert option.default == DEFAULT_MAX_DELETIONS

@@ -142,6 +142,10 @@ def check_prune_pattern(pattern: str) -> str | None:
     return None
 
 
+#: the kinds :meth:`Manifest.kinds` counts, in the order reports list them
+ENTITY_KINDS = ("users", "pairs", "clients", "ips")
+
+
 @dataclass
 class Manifest:
     """Desired quotas merged from one or more files."""
@@ -182,6 +186,19 @@ class Manifest:
     def stages(self) -> dict[Entity, int]:
         """Entity -> its entry's own ``stages:`` (entries that give one)."""
         return {e.entity: e.stages for e in self.entries if e.stages is not None}
+
+    def kinds(self) -> dict[str, int]:
+        """Entries per kind of entity: ``users``, ``pairs`` (user and client-id), ``clients``, ``ips``."""
+        out = dict.fromkeys(ENTITY_KINDS, 0)
+        for e in self.entries:
+            ent = e.entity
+            if ent.ip is not None:
+                out["ips"] += 1
+            elif ent.user is not None:
+                out["pairs" if ent.client_id is not None else "users"] += 1
+            else:
+                out["clients"] += 1
+        return out
 
     def owns(self, entity: Entity) -> bool:
         """Is the entity inside this manifest's prune scope?"""

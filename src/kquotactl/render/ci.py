@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kquotactl import __version__
-from kquotactl.core.keys import KEYS, Number, human_and_raw
 from kquotactl.core.lint import LintWarning
-from kquotactl.core.manifest import Manifest, entity_path_text
+from kquotactl.core.manifest import ENTITY_KINDS, Manifest, entity_path_text
 from kquotactl.core.plan import EntityDiff, Plan
-from kquotactl.render.records import plan_summary
+from kquotactl.render.plans import plan_summary, value_text
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 MARKER = "<!-- kquotactl:{command} -->"  # lets a CI job find and update its own earlier comment
@@ -125,6 +124,29 @@ def error_finding(problem: str) -> Finding:
     return Finding("manifest/invalid", problem)
 
 
+def problem_json(problem: str) -> dict[str, str | None]:
+    """A manifest problem as ``validate -o json`` gives it: ``{source: "FILE:LINE" or null, message}``."""
+    m = _PROBLEM.match(problem)
+    if m:
+        return {"source": f"{m['file']}:{m['line']}", "message": m["message"]}
+    return {"source": None, "message": problem}
+
+
+def validate_document(
+    manifest: Manifest | None, problems: Sequence[str], warnings: Sequence[LintWarning], strict: bool
+) -> dict[str, Any]:
+    """``validate -o json/yaml``: one object, valid or not (``manifest`` None: it did not load, ``problems`` say
+    why)."""
+    return {
+        "valid": manifest is not None and not (strict and warnings),
+        "entities": len(manifest) if manifest is not None else 0,
+        "kinds": manifest.kinds() if manifest is not None else dict.fromkeys(ENTITY_KINDS, 0),
+        "prune": [r.pattern for r in manifest.prune] if manifest is not None else [],
+        "errors": [problem_json(p) for p in problems],
+        "warnings": [w.to_json() for w in warnings],
+    }
+
+
 def lint_finding(w: LintWarning) -> Finding:
     src = w.source
     return Finding(
@@ -137,20 +159,16 @@ def lint_finding(w: LintWarning) -> Finding:
     )
 
 
-def _value(key: str, v: Number | None) -> str:
-    return human_and_raw(KEYS[key], v)
-
-
 def change_lines(d: EntityDiff) -> tuple[str, ...]:
     """``producer_byte_rate: add -> 1048576 (1 MiB/s)`` per key."""
     out = []
     for k in d.keys:
         if k.old is None:
-            out.append(f"{k.key}: add {_value(k.key, k.new)}")
+            out.append(f"{k.key}: add {value_text(k.key, k.new)}")
         elif k.new is None:
-            out.append(f"{k.key}: remove (was {_value(k.key, k.old)})")
+            out.append(f"{k.key}: remove (was {value_text(k.key, k.old)})")
         else:
-            out.append(f"{k.key}: change {_value(k.key, k.old)} -> {_value(k.key, k.new)}")
+            out.append(f"{k.key}: change {value_text(k.key, k.old)} -> {value_text(k.key, k.new)}")
     return tuple(out)
 
 
@@ -213,7 +231,9 @@ def plan_report(
         where = f.where if d.source else f"{f.where or 'not in the manifest'} (prune)"
         origin = " ".join([where, *(f"{k}={v}" for k, v in d.meta.items())])
         for k in d.keys:
-            rows.append((d.action.value, path, k.key, k.op.value, _value(k.key, k.old), _value(k.key, k.new), origin))
+            rows.append(
+                (d.action.value, path, k.key, k.op.value, value_text(k.key, k.old), value_text(k.key, k.new), origin)
+            )
     return CiReport(
         "plan",
         warnings=[lint_finding(w) for w in warnings],

@@ -291,20 +291,6 @@ def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType,
     return f"Completed updating config for {t.plural[:-1]} {name}."
 
 
-def plan_summary(plan: Any) -> str:
-    """``3 entities to change: 2 to create, 1 to update, 0 to delete; 1 unchanged`` (or ``in sync: ...``)."""
-    c = plan.counts()
-    other = (
-        f"; {counted(c['unmanaged'], 'other live entity', 'other live entities')} left alone" if c["unmanaged"] else ""
-    )
-    if not plan.diffs:
-        return f"in sync: {counted(c['unchanged'], 'entity')} as declared, nothing to change{other}"
-    return (
-        f"{counted(len(plan.diffs), 'entity')} to change: {c['create']} to create, {c['update']} to update, "
-        f"{c['delete']} to delete; {c['unchanged']} unchanged{other}"
-    )
-
-
 def partial_report(failure: PartialFailure) -> tuple[list[str], QuotaError]:
     """The one rendering of a :class:`PartialFailure` (an apply that stopped midway): the lines to print (the cause,
     then one line per entity applied / not applied / of unknown outcome) and the error to exit with (its summary;

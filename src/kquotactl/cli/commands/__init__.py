@@ -11,9 +11,33 @@ from __future__ import annotations
 
 import click
 
-from kquotactl.cli.commands import completion, config, connection_rate, explain, impact, manifest, top, verify
+from kquotactl.cli.commands import (
+    apply,
+    completion,
+    config,
+    connection_rate,
+    explain,
+    export,
+    impact,
+    plan,
+    top,
+    validate,
+    verify,
+)
 
-MODULES = (completion, config, connection_rate, explain, impact, manifest, top, verify)  # help order: sorted by name
+MODULES = (
+    apply,
+    completion,
+    config,
+    connection_rate,
+    explain,
+    export,
+    impact,
+    plan,
+    top,
+    validate,
+    verify,
+)  # help order: sorted by name
 
 
 def module_names() -> list[str]:

@@ -1,0 +1,512 @@
+"""``kquotactl apply``: make the cluster match the manifests (or a saved plan): show, confirm, apply, report; the
+staged apply (``--stages``, ``--resume``) and ``--verify``.
+
+Only click is imported at module level; the manifest, plan and backend modules load inside the command.
+Exit status: 0 applied (or nothing to do), 2 ``--dry-run`` with changes / declined / not verified, 1 error,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kquotactl.cli.kit import AppState, OnceCommand, pass_state
+from kquotactl.cli.manifestargs import (
+    dump,
+    echo_err,
+    files_option,
+    live_records,
+    load,
+    make_plan,
+    max_deletions_option,
+    output_format,
+    prune_option,
+    stage_shape_option,
+    staged_plan_of,
+    stages_option,
+    summary,
+    target_of,
+    terminal_width,
+)
+from kquotactl.cli.options import principal_rule_options
+from kquotactl.core.errors import EXIT_PENDING, QuotaError, UsageError
+
+if TYPE_CHECKING:
+    from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.plan import Plan
+    from kquotactl.core.stages import StagedPlan
+    from kquotactl.services.plans import Applied
+    from kquotactl.services.staged import StagedApplied, StageEvent
+
+#: entities a large plan shows before apply summarises it (--verbose: all of them)
+PLAN_SHOWN = 20
+
+
+@click.command(cls=OnceCommand)
+@files_option(required=False)
+@click.option("--plan", "plan_path", metavar="FILE", type=click.Path(dir_okay=False), help="Apply a saved plan.")
+@prune_option
+@max_deletions_option
+@click.option("--dry-run", is_flag=True, help="Show and check the changes; write nothing (exit 2 if any).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (needed when not on a terminal).")
+@click.option(
+    "--verbose",
+    "verbose",
+    is_flag=True,
+    help=f"List every entity of the plan (a plan of more than {PLAN_SHOWN} entities is otherwise summarised).",
+)
+@click.option(
+    "--log", "log_path", metavar="FILE", type=click.Path(dir_okay=False), help="Append one JSON line per entity."
+)
+@stages_option
+@stage_shape_option
+@click.option(
+    "--interval",
+    metavar="DURATION",
+    help="--stages: wait this long between stages (5m, 90s, 1h, or seconds), after each stage's check "
+    "(--resume: the logged one unless given).",
+)
+@click.option(
+    "--resume",
+    "resume_path",
+    metavar="LOG",
+    type=click.Path(dir_okay=False),
+    help="Continue the staged apply logged in LOG (--log) from where it stopped.",
+)
+@click.option(
+    "--prometheus", metavar="URL", help="--stages: also check the brokers' quota sensors (as top) between stages."
+)
+@click.option("--scrape", "scrape_urls", metavar="URL", multiple=True, help="--stages: as --prometheus, per broker.")
+@click.option(
+    "--verify",
+    "verify",
+    is_flag=True,
+    help="After applying, wait until every broker reports each changed entity's values (as kquotactl verify; "
+    "exit 2 if one does not within --timeout). A staged apply (--stages) does so after every stage.",
+)
+@click.option(
+    "--verify-sample",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="--verify: check N of the changed entities (evenly spread), not all.",
+)
+@principal_rule_options
+@pass_state
+@click.pass_context
+def apply(
+    ctx: click.Context,
+    state: AppState,
+    files: Sequence[str],
+    plan_path: str | None,
+    prune: bool,
+    max_deletions: int,
+    dry_run: bool,
+    yes: bool,
+    verbose: bool,
+    log_path: str | None,
+    stages: int | None,
+    stage_shape: str,
+    interval: str | None,
+    resume_path: str | None,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
+    verify: bool,
+    verify_sample: int | None,
+    **rule_kw: Any,
+) -> None:
+    """Make the cluster match the manifests: show the plan, confirm, apply.
+
+    Each entity's sets and removes go in one write; when a limit moves between precedence levels the
+    more specific entry is written before the general one is removed. A second apply is a no-op (no
+    writes, no notifications). If something fails midway, the entities applied and not applied are
+    listed; re-running converges.
+
+    \b
+    Examples:
+      kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml
+      kquotactl --zookeeper zk:2181/kafka apply -f quotas/ --prune --yes
+      kquotactl --zookeeper zk:2181/kafka apply --plan plan.json --yes
+      kquotactl --zookeeper zk:2181/kafka apply -f quotas.yaml --dry-run
+      kquotactl --bootstrap-server b:9092 apply -f quotas.yaml --stages 4 --interval 5m --log stages.log
+      kquotactl --bootstrap-server b:9092 apply --resume stages.log --yes
+
+    With --stages N (or an entry's stages:), each lowered limit goes down in N steps (geometric by default):
+    stage by stage, the values are read back (and with --prometheus/--scrape, no throttled client may get
+    worse than the stage predicts), then apply waits --interval. A failed check or Ctrl-C stops it and
+    says which stage each entity is at; --resume LOG continues from there.
+    """
+    from kquotactl.core.wording import counted
+    from kquotactl.render.plans import plan_summary, render_plan, render_stages
+    from kquotactl.services.plans import check_fresh, read_plan_file
+
+    fmt = output_format(state)
+    interval_seconds = _duration(interval)
+    if (prometheus or scrape_urls) and not (stages or resume_path):
+        raise UsageError("--prometheus and --scrape check between stages: they go with --stages N or --resume LOG")
+    if prometheus and scrape_urls:
+        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
+    if resume_path is not None:
+        if plan_path or stages or prune or dry_run:
+            raise UsageError(
+                "--resume LOG continues the logged stages: --plan, --stages, --prune, --dry-run do not apply"
+            )
+        _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
+        return
+    if (verify_sample is not None) and not verify:
+        raise UsageError("--verify-sample goes with --verify")
+    if verify and dry_run:
+        raise UsageError("--verify checks what was applied: a --dry-run applies nothing")
+    if log_path is not None:
+        from kquotactl.render.outfiles import check_file
+
+        check_file(log_path, "--log")  # before anything is planned or written
+    if files and plan_path:
+        raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
+    if not files and not plan_path:
+        raise UsageError("nothing to apply: give the manifests (-f FILE) or a saved plan (--plan FILE)")
+    manifest = None
+    if plan_path:
+        if prune:
+            raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
+        saved = read_plan_file(plan_path)
+        if not dry_run:
+            _check_writable(state, ctx)
+        backend, live = live_records(state, ctx, ())
+        check_fresh(saved, live)
+        the_plan = saved.plan
+        if saved.target and saved.target != state.conn.with_env().target:
+            state.warn(f"the plan was made against {saved.target}, applying to {state.conn.with_env().target}")
+    else:
+        if not dry_run:
+            _check_writable(state, ctx)
+        backend, the_plan, manifest = make_plan(state, ctx, files, prune, (), rule_kw=rule_kw)
+    from kquotactl.core.model import check_live_changes
+    from kquotactl.core.plan import check_deletions
+
+    check_deletions(the_plan, max_deletions)  # refused before the plan is shown and confirmed (apply checks again)
+    check_live_changes(d.change() for d in the_plan.diffs)
+    target = target_of(state, backend)
+    if not the_plan.pending:
+        if fmt in ("json", "yaml"):
+            dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
+        summary(plan_summary(the_plan), fmt)
+        return
+    staged = staged_plan_of(the_plan, manifest, stages, stage_shape)
+    seconds = _interval(interval_seconds, staged)
+    if staged is not None and staged.count <= 1:
+        state.warn("no limit is lowered: nothing to stage, applied at once")
+        staged = None
+    if fmt == "table":
+        render_plan(
+            the_plan,
+            fmt,
+            sys.stdout,
+            width=terminal_width(),
+            target=target,
+            shown=None if (verbose or state.verbose) else PLAN_SHOWN,
+        )
+        if staged is not None:
+            render_stages(staged, sys.stdout)
+    if staged is not None and dry_run:
+        summary(f"would apply in {staged.count} stages, {seconds:g} s apart (dry run, nothing written)", fmt)
+        ctx.exit(EXIT_PENDING)
+    if not dry_run and not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
+        if not click.confirm(
+            f"Apply changes to {counted(len(the_plan.diffs), 'entity')} on {target['cluster']}?", err=True
+        ):
+            summary("not applied: nothing was written (changes still pending)", "json")
+            ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
+    if staged is not None:
+        _run_stages(
+            backend,
+            staged,
+            {},
+            seconds,
+            log_path,
+            max_deletions,
+            prometheus,
+            scrape_urls,
+            target,
+            state.connection().timeout,
+        )
+        return
+    result = _apply_with_progress(backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table")
+    if result.partial is not None:
+        from kquotactl.render.records import partial_report
+
+        lines, final = partial_report(result.partial)
+        for line in lines:
+            echo_err(line)
+        raise final from None
+    _finish(result, the_plan, fmt, dry_run)
+    if dry_run:
+        ctx.exit(EXIT_PENDING)
+    if verify:
+        _verify_applied(backend, the_plan, result, verify_sample, state.connection().timeout)
+
+
+def _verify_applied(backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float) -> None:
+    """``apply --verify``: every applied entity (or a sample) reported by every broker, else exit 2."""
+    from kquotactl.core.verify import NotVerified, lag_message
+    from kquotactl.core.wording import counted
+    from kquotactl.services.verify import verify_applied
+
+    applied = set(result.applied)
+    wanted = [(d.entity, d.after) for d in the_plan.diffs if d.entity.label() in applied]
+    checked = verify_applied(backend, wanted, timeout=timeout, sample=sample)
+    late = [c for c in checked if not c.converged]
+    if late:
+        first = late[0]
+        more = f" (and {counted(len(late) - 1, 'more entity', 'more entities')})" if len(late) > 1 else ""
+        raise NotVerified(lag_message(first.entity.label(), first.expected, first.lagging, first.waited) + more)
+    source = checked[0].source if checked else "nothing to check"
+    echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
+
+
+# -- staged apply ---------------------------------------------------------------------------------------
+
+
+def _duration(text: str | None) -> float | None:
+    """``--interval`` in seconds (checked before anything is read or written)."""
+    if text is None:
+        return None
+    from kquotactl.core.timespec import parse_duration
+
+    return parse_duration(text, "--interval", allow_zero=True)
+
+
+def _interval(seconds: float | None, staged: StagedPlan | None) -> float:
+    """The wait between stages: needed by a staged apply of more than one stage, refused without one."""
+    if staged is None:
+        if seconds is not None:
+            raise UsageError("--interval is the wait between stages: it goes with --stages N (or --resume LOG)")
+        return 0.0
+    if seconds is None:
+        if staged.count <= 1:
+            return 0.0
+        raise UsageError(f"a staged apply ({staged.count} stages) needs --interval DURATION (5m, 90s, 1h)")
+    return seconds
+
+
+def _stage_event(event: StageEvent, log_path: str | None) -> None:
+    from kquotactl.core.wording import counted
+
+    where = f"stage {event.stage}/{event.count}"
+    if event.what == "applied":
+        echo_err(f"{where}: applied {counted(event.entities, 'entity')}")
+    elif event.what == "checked":
+        echo_err(f"{where}: checked")
+    elif event.what == "waiting":
+        resume = f"; resume with apply --resume {log_path}" if log_path else ""
+        echo_err(f"waiting {event.seconds:g} s before {where} (Ctrl-C stops{resume})")
+
+
+def _run_stages(
+    backend: QuotaBackend,
+    staged: StagedPlan,
+    done: dict[Any, int],
+    seconds: float,
+    log_path: str | None,
+    max_deletions: int,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
+    target: dict[str, str] | None,
+    timeout: float,
+) -> None:
+    """Run :func:`kquotactl.services.staged.apply_stages` with the ``--log`` open (a fresh run starts it with the
+    schedule), progress on stderr, and the report of where it stopped. ``timeout``: how long the check after each
+    stage waits for every broker to report the stage's values."""
+    import functools
+
+    from kquotactl.services.staged import StageObserver, apply_stages, check_step, staged_log_header
+
+    observer = StageObserver(prometheus, scrape_urls) if (prometheus or scrape_urls) else None
+    log = None
+    if log_path is not None:
+        from kquotactl.render.outfiles import open_file
+
+        log = open_file(log_path, "--log", "a")
+        if not done:
+            log.write(staged_log_header(staged, seconds, target))
+            log.flush()
+    try:
+        if observer is not None:
+            observer.baseline(backend)
+        result = apply_stages(
+            backend,
+            staged,
+            interval=seconds,
+            done=done,
+            check=functools.partial(check_step, observer=observer, timeout=timeout),
+            log=log,
+            max_deletions=max_deletions,
+            on_event=lambda ev: _stage_event(ev, log_path),
+        )
+    finally:
+        if log is not None:
+            log.close()
+    if result.finished:
+        click.echo(f"applied all {staged.count} stages: every entity is at its target")
+        return
+    _stage_report(result, log_path)
+
+
+def _stage_report(result: StagedApplied, log_path: str | None) -> None:
+    """Where a stopped staged apply is: why, then per entity its stage and the values written, then how to resume."""
+    from kquotactl.core.keys import KEYS, format_value
+    from kquotactl.core.manifest import entity_path_text
+
+    n = result.staged.count
+    echo_err(f"kquotactl: stopped at stage {result.stopped_at} of {n}: {result.stopped}")
+    for line in result.details:
+        echo_err(f"  {line}")
+    for e in result.staged.entities:
+        k = result.done[e.entity]
+        values = ", ".join(f"{key}={format_value(KEYS[key], v)}" for key, v in e.at(k).items()) or "no quota"
+        total = len(e.steps)
+        state = "done" if k >= total else f"stage {k} of {total}"
+        echo_err(f"{entity_path_text(e.entity)}: {state} ({values})")
+    how = f"kquotactl apply --resume {log_path}" if log_path else "re-run apply (no --log: the stages start again)"
+    error = QuotaError(f"staged apply stopped at stage {result.stopped_at} of {n} (listed above); to continue: {how}")
+    if result.interrupted:
+        from kquotactl.core.errors import EXIT_INTERRUPTED
+
+        error.exit_code = EXIT_INTERRUPTED
+    raise error
+
+
+def _resume(
+    ctx: click.Context,
+    state: AppState,
+    files: Sequence[str],
+    resume_path: str,
+    interval: float | None,
+    yes: bool,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
+    max_deletions: int,
+) -> None:
+    """``apply --resume LOG``: the logged schedule, from where the live values say each entity is (refused when they
+    are not what the log says); with ``-f``, the manifests must still ask for the logged targets."""
+    from kquotactl.core.manifest import entity_path_text
+    from kquotactl.render.plans import render_stages
+    from kquotactl.services.staged import read_staged_log, resume_point
+
+    logged = read_staged_log(resume_path)
+    staged = logged.staged
+    if files:
+        manifest = load(files)
+        for e in staged.entities:
+            entry = manifest.get(e.entity)
+            if entry is not None and any(e.steps[-1].get(k) != v for k, v in entry.config.items()):
+                raise UsageError(
+                    f"{entry.source}: {entity_path_text(e.entity)} asks for other values than the logged stages "
+                    f"in {resume_path}: not resumed, nothing written (plan and apply --stages again)"
+                )
+    _check_writable(state, ctx)
+    backend = state.backend(ctx)
+    if logged.target and logged.target.get("cluster") != state.conn.with_env().target:
+        raise UsageError(
+            f"{resume_path} logs a staged apply to {logged.target.get('cluster')}, not {state.conn.with_env().target}"
+        )
+    done = resume_point(backend, logged)
+    remaining = [e for e in staged.entities if done[e.entity] < len(e.steps)]
+    if not remaining:
+        click.echo(f"nothing to resume: every entity of {resume_path} is at its target")
+        return
+    seconds = logged.interval if interval is None else _interval(interval, staged)
+    first = min(done.values()) + 1
+    click.echo(f"resuming {resume_path} at stage {first} of {staged.count}", err=True)
+    render_stages(staged, sys.stdout)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
+        if not click.confirm(f"Resume on {state.conn.with_env().target}?", err=True):
+            ctx.exit(EXIT_PENDING)
+    target = target_of(state, backend)
+    timeout = state.connection().timeout
+    _run_stages(backend, staged, done, seconds, resume_path, max_deletions, prometheus, scrape_urls, target, timeout)
+
+
+def _check_writable(state: AppState, ctx: click.Context) -> None:
+    """Whatever the backend would refuse to write, refused before the plan is shown and confirmed."""
+    check = getattr(state.backend(ctx), "check_writable", None)
+    if check is not None:
+        check()
+
+
+def _apply_with_progress(
+    backend: QuotaBackend, the_plan: Plan, dry_run: bool, max_deletions: int, log_path: str | None, keep_records: bool
+) -> Applied:
+    """:func:`kquotactl.services.plans.apply`, with a progress bar on a terminal and the ``--log`` file open."""
+    from kquotactl.services.plans import apply as apply_service
+
+    progress_bar = None
+    if sys.stderr.isatty() and len(the_plan.diffs) >= 100 and not dry_run:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        progress_bar = Progress(console=Console(stderr=True), transient=True)
+        progress_bar.start()
+    task = progress_bar.add_task("applying", total=len(the_plan.diffs)) if progress_bar else None
+    advance = (lambda n: progress_bar.advance(task, n)) if progress_bar else None  # type: ignore[arg-type]
+    log = None
+    if log_path is not None:
+        from kquotactl.render.outfiles import open_file
+
+        log = open_file(log_path, "--log", "a")
+    try:
+        return apply_service(
+            backend,
+            the_plan,
+            dry_run=dry_run,
+            max_deletions=max_deletions,
+            log=log,
+            keep_records=keep_records,
+            progress=advance,
+        )
+    finally:
+        if log is not None:
+            log.close()
+        if progress_bar is not None:
+            progress_bar.stop()
+
+
+def _finish(result: Applied, the_plan: Plan, fmt: str, dry_run: bool) -> None:
+    """The per-entity failures, the summary line and (``-o json/yaml``) the records of an apply."""
+    from kquotactl.core.wording import counted
+    from kquotactl.render.records import result_line
+
+    if fmt in ("json", "yaml"):
+        dump({"summary": result.counts, "results": result.records}, fmt, sys.stdout)
+    if fmt == "table":
+        by_entity = {d.entity: d for d in the_plan.diffs}
+        for r in result.failed:
+            meta = by_entity[r.entity].meta if r.entity in by_entity else {}
+            extra = f" [{' '.join(f'{k}={v}' for k, v in meta.items())}]" if meta else ""
+            echo_err(result_line(r) + extra)
+    c = result.counts
+    word = "would apply" if dry_run else "applied"
+    line = (
+        f"{word} {counted(c['validated' if dry_run else 'applied'], 'entity')}, "
+        f"{c['unchanged']} already as desired, {len(result.failed)} failed"
+    )
+    summary(line + (" (dry run, nothing written)" if dry_run else ""), fmt)
+    if result.failed:
+        done = sum(c.values()) - len(result.failed)
+        labels = ", ".join(r.entity.label() for r in result.failed[:5]) + (" ..." if len(result.failed) > 5 else "")
+        raise QuotaError(
+            f"{counted(len(result.failed), 'entity')} not applied ({labels}); {counted(done, 'entity')} "
+            "as planned; "
+            "fix the cause and re-run apply"
+        )
+
+
+def register(group: click.Group) -> None:
+    group.add_command(apply)

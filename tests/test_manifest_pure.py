@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import textwrap
 from pathlib import Path
 
@@ -557,3 +558,97 @@ def test_brackets_that_open_nothing_do_not_count_as_nesting(text):
 
     assert yaml.safe_load(text)["quotas"] == []  # valid YAML, however many brackets it shows
     _check_flow_nesting(text)  # raises on a false positive
+
+
+# -- the composer against PyYAML's own (the oracle for tags, values and lines) -------------------------------------
+
+_SCALARS = [
+    "0", "7", "42", "1048576", "007", "089", "0_1", "1_000", "0x1F", "0b101", "0o17", "1:30", "190:20:30", "-1",
+    "+5", "1e5", "1.5", "1.5e+3", ".5", ".inf", "-.Inf", ".NaN", "~", "null", "Null", "", "yes", "No", "on", "OFF",
+    "true", "y", "n", "svc-1", "alice", "<default>", "10.0.0.1", "2001:db8::1", "=", "<<", "2026-11-27",
+    "2001-12-14t21:59:43.10-05:00", "\u0663", "\u00b2", "1\u0663", "7\u00b2",
+    "\uff11\uff12", "12a", "1 2", "a b", "-", "+", "0.", "._",
+]  # fmt: skip
+
+
+def _yaml_scalar(rng: random.Random) -> str:
+    text = rng.choice(_SCALARS)
+    style = rng.random()
+    if style < 0.2:
+        return "'" + text.replace("'", "''") + "'"
+    if style < 0.3:
+        return json.dumps(text)
+    return text  # plain: some are no valid YAML where they stand, which both composers must refuse alike
+
+
+def _yaml_doc(rng: random.Random, depth: int = 0) -> str:
+    """A random flow-style YAML value: scalars of every resolution, nested mappings and lists."""
+    r = rng.random()
+    if depth > 3 or r < 0.5:
+        return _yaml_scalar(rng)
+    if r < 0.75:
+        return "[" + ", ".join(_yaml_doc(rng, depth + 1) for _ in range(rng.randrange(4))) + "]"
+    keys = {rng.choice(["user", "config", "a", "b", "quotas", "7", "x y"]) for _ in range(rng.randrange(4))}
+    return "{" + ", ".join(f"{json.dumps(k)}: {_yaml_doc(rng, depth + 1)}" for k in sorted(keys)) + "}"
+
+
+def _same_tree(ours, theirs, where: str) -> None:
+    import yaml
+
+    from kquotactl.manifests.loader import _Mapping, _Scalar, _Sequence
+
+    kinds = {_Scalar: yaml.ScalarNode, _Sequence: yaml.SequenceNode, _Mapping: yaml.MappingNode}
+    assert kinds[type(ours)] is type(theirs), where
+    assert (ours.tag, ours.line) == (theirs.tag, theirs.start_mark.line), where
+    if isinstance(ours, _Scalar):
+        assert ours.value == theirs.value, where
+    elif isinstance(ours, _Sequence):
+        assert len(ours.value) == len(theirs.value), where
+        for a, b in zip(ours.value, theirs.value, strict=True):
+            _same_tree(a, b, where)
+    else:
+        assert len(ours.value) == len(theirs.value), where
+        for (ka, va), (kb, vb) in zip(ours.value, theirs.value, strict=True):
+            _same_tree(ka, kb, where)
+            _same_tree(va, vb, where)
+
+
+def test_composer_gives_pyyamls_tags_values_and_lines_on_random_documents() -> None:
+    """The composer's shortcuts (plain names and decimal ints resolved without the resolver) and its inline
+    scalars agree with ``yaml.compose_all`` on every node, for random documents over tricky scalars."""
+    import yaml
+
+    from kquotactl.manifests.loader import _compose_all
+
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    for i in range(300):
+        lines = [f"k{j}: {_yaml_doc(rng)}" for j in range(rng.randrange(1, 6))]
+        lines += [f"- {_yaml_scalar(rng)}" for _ in range(rng.randrange(3))] if rng.random() < 0.2 else []
+        text = "\n".join(lines) + "\n"
+        try:
+            theirs = list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
+        except yaml.YAMLError:
+            with pytest.raises(yaml.YAMLError):
+                list(_compose_all(text))
+            continue
+        ours = list(_compose_all(text))
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs, strict=True):
+            _same_tree(a, b, f"seed {seed}, case {i}:\n{text}")
+
+
+@pytest.mark.parametrize("text", _SCALARS)
+def test_composer_resolves_each_scalar_as_pyyaml_does(text: str) -> None:
+    import yaml
+
+    from kquotactl.manifests.loader import _compose_all
+
+    for written in (text, json.dumps(text), "'" + text.replace("'", "''") + "'"):
+        doc = f"k: {written}\n"
+        try:
+            theirs = yaml.compose(doc, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            continue
+        [ours] = list(_compose_all(doc))
+        _same_tree(ours, theirs, doc)

@@ -88,10 +88,10 @@ def echo_mapping(mapping: PrincipalMapping, fmt: str) -> None:
 
 def given_principals(rule_args: PrincipalRuleArgs, super_users: str | None = None) -> BrokerPrincipals | None:
     """Manifests are read before any cluster: only the rules (and super users) given on the command line."""
+    if rule_args.ssl_rules is None and rule_args.kerberos_rules is None and super_users is None:
+        return None  # the principal modules stay unloaded
     from kquotactl.core.principals import SUPER_USERS_CONFIG, BrokerPrincipals
 
-    if rule_args.ssl_rules is None and rule_args.kerberos_rules is None and super_users is None:
-        return None
     return BrokerPrincipals.of(
         {SUPER_USERS_CONFIG: super_users} if super_users is not None else {},
         None,

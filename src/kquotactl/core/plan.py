@@ -136,13 +136,23 @@ class Plan:
     """Changes in apply order, plus what the plan was computed from."""
 
     diffs: list[EntityDiff]
-    fingerprint: str
+    #: the digest of the live state the plan was made from, as saved; None: worked out from ``live`` when first
+    #: asked for (:attr:`fingerprint`), since a plan that is only shown never needs it
+    known_fingerprint: str | None
     prune: bool = False
     unchanged: int = 0  # declared entities already as desired
     unmanaged: int = 0  # live entities the manifest neither declares nor prunes (left alone)
     #: what the live state means to brokers (core.values): values they cannot parse and what the plan does with
     #: them, several stored names for one address, ip names that are not addresses
     notes: list[str] = field(default_factory=list)
+    live: Sequence[QuotaRecord] = field(default=(), repr=False, compare=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """The digest of the live state (:func:`fingerprint`) that ``apply --plan`` compares before writing."""
+        if self.known_fingerprint is None:
+            self.known_fingerprint = fingerprint(self.live)
+        return self.known_fingerprint
 
     @property
     def pending(self) -> bool:
@@ -217,14 +227,21 @@ def diff_entity(
     meta: Mapping[str, str] | None = None,
 ) -> EntityDiff | None:
     """The key-level difference, or None when there is none."""
-    keys = []
-    for k in sorted(set(before) | set(after), key=lambda k: KEY_ORDER.get(k, 99)):
-        old, new = before.get(k), after.get(k)
-        if old != new:
-            keys.append(KeyDiff(k, old, new))
+    keys = key_diffs(before, after)
     if not keys:
         return None
-    return EntityDiff(entity, tuple(keys), dict(before), dict(after), source, dict(meta or {}))
+    return EntityDiff(entity, keys, dict(before), dict(after), source, dict(meta or {}))
+
+
+def key_diffs(before: Mapping[str, Number], after: Mapping[str, Number]) -> tuple[KeyDiff, ...]:
+    """The keys whose value differs, in key order (none: the entity is as desired)."""
+    if before == after:
+        return ()
+    return tuple(
+        KeyDiff(k, before.get(k), after.get(k))
+        for k in sorted(set(before) | set(after), key=lambda k: KEY_ORDER.get(k, 99))
+        if before.get(k) != after.get(k)
+    )
 
 
 def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = False, keep_hint: str = "") -> Plan:
@@ -252,11 +269,11 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
             before = dict(live_by_entity.get(entity, {}))
             owned = prune and manifest.owns(entry.entity)
             after = dict(entry.config) if owned else {**before, **entry.config}
-            d = diff_entity(entity, before, after, str(entry.source), entry.meta())
-            if d is None:
-                unchanged += 1
+            keys = key_diffs(before, after)
+            if keys:
+                diffs.append(EntityDiff(entity, keys, before, after, str(entry.source), entry.meta()))
             else:
-                diffs.append(d)
+                unchanged += 1
     for r in live:
         if r.entity in manifest or r.entity in matched:
             continue
@@ -270,7 +287,7 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
     notes = _unparsed_notes(live, diffs, keep_hint) + [
         str(f) for f in stored_findings(live) if f.code != "unparsable-value"
     ]
-    return Plan(diffs, fingerprint(live), prune=prune, unchanged=unchanged, unmanaged=unmanaged, notes=notes)
+    return Plan(diffs, None, prune=prune, unchanged=unchanged, unmanaged=unmanaged, notes=notes, live=tuple(live))
 
 
 def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff], keep_hint: str) -> list[str]:

@@ -133,7 +133,7 @@ class _Reader:
         self.principals = principals
 
     def src(self, node: Any) -> Source:
-        return Source(self.name, node.start_mark.line + 1)
+        return Source(self.name, node.line + 1)
 
     def problem(self, node: Any, message: str) -> None:
         self.problems.append(f"{self.src(node) if node is not None else self.name}: {message}")
@@ -157,14 +157,12 @@ class _Reader:
 
     def mapping(self, node: Any, what: str, allowed: Sequence[str] | None) -> dict[str, tuple[Any, Any]] | None:
         """A mapping node as {key: (key node, value node)}; duplicate and unknown keys are problems."""
-        import yaml
-
-        if not isinstance(node, yaml.MappingNode):
+        if not isinstance(node, _Mapping):
             self.problem(node, f"{what} must be a mapping, not {_kind(node)}")
             return None
         out: dict[str, tuple[Any, Any]] = {}
         for knode, vnode in node.value:
-            if not isinstance(knode, yaml.ScalarNode):
+            if not isinstance(knode, _Scalar):
                 self.problem(knode, f"{what}: keys must be plain strings")
                 continue
             key = knode.value
@@ -184,9 +182,7 @@ class _Reader:
         return out
 
     def document(self, doc: Any) -> None:
-        import yaml
-
-        if isinstance(doc, yaml.ScalarNode) and doc.tag == _TAG_NULL:
+        if isinstance(doc, _Scalar) and doc.tag == _TAG_NULL:
             return  # an empty document
         top = self.mapping(doc, "the manifest", TOP_KEYS)
         if top is None:
@@ -195,9 +191,9 @@ class _Reader:
             self.prune(top["prune"][1])
         if "quotas" in top:
             qnode = top["quotas"][1]
-            if isinstance(qnode, yaml.ScalarNode) and qnode.tag == _TAG_NULL:
+            if isinstance(qnode, _Scalar) and qnode.tag == _TAG_NULL:
                 return
-            if not isinstance(qnode, yaml.SequenceNode):
+            if not isinstance(qnode, _Sequence):
                 self.problem(qnode, f"quotas must be a list of entries, not {_kind(qnode)}")
                 return
             if getattr(qnode, "streamed", False):
@@ -206,13 +202,11 @@ class _Reader:
                 self.entry(item)
 
     def prune(self, node: Any) -> None:
-        import yaml
-
-        if not isinstance(node, yaml.SequenceNode):
+        if not isinstance(node, _Sequence):
             self.problem(node, f"prune must be a list of entity-path globs, not {_kind(node)}")
             return
         for item in node.value:
-            if not isinstance(item, yaml.ScalarNode) or item.tag != _TAG_STR:
+            if not isinstance(item, _Scalar) or item.tag != _TAG_STR:
                 self.problem(item, "prune patterns must be strings such as users/svc-*")
                 continue
             why = check_prune_pattern(item.value)
@@ -277,21 +271,17 @@ class _Reader:
 
     def stages(self, node: Any) -> int | None:
         """An entry's ``stages:``: a whole number from 1 to :data:`kquotactl.core.stages.MAX_STAGES`."""
-        import yaml
-
         from kquotactl.core.stages import MAX_STAGES
 
-        value = _scalar_value(node) if isinstance(node, yaml.ScalarNode) and node.tag == _TAG_INT else None
+        value = _scalar_value(node) if isinstance(node, _Scalar) and node.tag == _TAG_INT else None
         if not isinstance(value, int) or not 1 <= value <= MAX_STAGES:
-            shown = node.value if isinstance(node, yaml.ScalarNode) else _kind(node)
+            shown = node.value if isinstance(node, _Scalar) else _kind(node)
             self.problem(node, f"stages must be a whole number from 1 to {MAX_STAGES}, not {shown!r}")
             return None
         return value
 
     def text(self, node: Any, what: str) -> str | None:
-        import yaml
-
-        if not isinstance(node, yaml.ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
+        if not isinstance(node, _Scalar) or node.tag in (_TAG_NULL, _TAG_BOOL):
             self.problem(node, f"{what} must be a string")
             return None
         value: str = node.value  # a scalar's value is its text
@@ -329,12 +319,10 @@ class _Reader:
 
     def principal(self, node: Any) -> tuple[str, str] | None:
         """``principal: CN=...`` / ``principal: svc@REALM`` / ``principal: {ssl|kerberos: TEXT}``: (text, user)."""
-        import yaml
-
         from kquotactl.core.principals import BrokerPrincipals, PrincipalError, PrincipalType
 
         kind: PrincipalType | None = None
-        if isinstance(node, yaml.MappingNode):
+        if isinstance(node, _Mapping):
             inner = self.mapping(node, "principal", ("ssl", "kerberos"))
             if inner is None:
                 return None
@@ -359,9 +347,7 @@ class _Reader:
 
     def name_of(self, node: Any, key: str) -> Name | None:
         """``alice`` / ``"<default>"`` (the default) / ``{name: "<default>"}`` (a real name spelled so)."""
-        import yaml
-
-        if isinstance(node, yaml.MappingNode):
+        if isinstance(node, _Mapping):
             inner = self.mapping(node, f"the {key} name", ("name",))
             if inner is None:
                 return None
@@ -385,9 +371,7 @@ class _Reader:
         return DEFAULT if text == DEFAULT_MARKER else text
 
     def scalar_name(self, node: Any, key: str) -> str | None:
-        import yaml
-
-        if not isinstance(node, yaml.ScalarNode):
+        if not isinstance(node, _Scalar):
             self.problem(node, f"{key} must be a name (a string), not {_kind(node)}")
             return None
         if node.tag == _TAG_NULL:
@@ -403,7 +387,6 @@ class _Reader:
         self, node: Any, entity: Entity, cluster: bool = False
     ) -> tuple[dict[str, Number] | None, dict[str, Source]]:
         """A ``config:`` (or, ``cluster``, a ``cluster:``) mapping, each key and value validated."""
-        import yaml
 
         what = "cluster" if cluster else "config"
         fields = self.mapping(node, what, None)
@@ -424,7 +407,7 @@ class _Reader:
                 self.problem(knode, f"{entity_path_text(entity)}: {e}")
                 ok = False
                 continue
-            if not isinstance(vnode, yaml.ScalarNode) or vnode.tag in (_TAG_NULL, _TAG_BOOL):
+            if not isinstance(vnode, _Scalar) or vnode.tag in (_TAG_NULL, _TAG_BOOL):
                 self.problem(vnode, f"invalid value for {k}: must be a number (or a string such as 10MiB)")
                 ok = False
                 continue
@@ -461,11 +444,9 @@ def _scalar_value(node: Any) -> Any:
 
 
 def _kind(node: Any) -> str:
-    import yaml
-
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, _Mapping):
         return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
+    if isinstance(node, _Sequence):
         return "a list"
     if node.tag == _TAG_NULL:
         return "empty"
@@ -541,12 +522,45 @@ def _check_flow_nesting(text: str) -> None:
             pos = m.end()  # a quoted scalar or a comment: its brackets open nothing
 
 
+class _Node:
+    """A composed YAML node: only what the reader uses (the tag, the value, the 0-based line of its start).
+
+    ``yaml.Node`` keeps both marks, a style and more for each of the ~100,000 nodes of a large manifest; the
+    reader needs none of it, so the composer makes these instead (kind told apart by class)."""
+
+    __slots__ = ("line", "tag", "value")
+
+    def __init__(self, tag: str, value: Any, line: int) -> None:
+        self.tag = tag
+        self.value = value
+        self.line = line
+
+
+class _Scalar(_Node):
+    __slots__ = ()
+    value: str
+
+
+class _Sequence(_Node):
+    __slots__ = ("streamed",)
+    value: list[Any]
+
+    def __init__(self, tag: str, value: list[Any], line: int) -> None:
+        super().__init__(tag, value, line)
+        self.streamed = False  # its items were handed to the entry callback, not kept
+
+
+class _Mapping(_Node):
+    __slots__ = ()
+    value: list[tuple[Any, Any]]
+
+
 def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> Iterator[Any]:
-    """Compose YAML documents into nodes (with marks) from the C parser's events.
+    """Compose YAML documents into nodes (tag, value, line) from the C parser's events.
 
     Like ``yaml.compose_all``, except that the items of the top-level ``quotas`` list are handed to
     ``on_entry`` one at a time and not kept: memory stays proportional to the validated entries, not to
-    the YAML node tree (about 5 KB per entry).
+    the YAML node tree.
     """
     import yaml
 
@@ -562,13 +576,13 @@ def _compose_all(text: str, on_entry: Callable[[Any], None] | None = None) -> It
             raise yaml.scanner.ScannerError(None, None, "bytes that are not valid UTF-8", mark) from None
     loader = loader_cls(text)
     try:
-        loader.get_event()  # StreamStart
-        while not loader.check_event(yaml.StreamEndEvent):
-            loader.get_event()  # DocumentStart
-            doc = _EventComposer(loader, on_entry).node(0, None)
-            loader.get_event()  # DocumentEnd
+        get_event = loader.get_event
+        get_event()  # StreamStart
+        composer = _EventComposer(loader, on_entry)
+        while type(get_event()) is not yaml.StreamEndEvent:  # a DocumentStart
+            doc = composer.node(get_event(), 0, None)
+            get_event()  # DocumentEnd
             yield doc
-        loader.get_event()
     finally:
         loader.dispose()
 
@@ -577,71 +591,98 @@ _TAG_CACHE = 1024  # resolved scalar tags kept per document stream
 
 
 class _EventComposer:
+    """Nodes from events. Events are told apart by exact type (the C parser makes ``yaml.events`` classes, no
+    subclasses), the most frequent first; the scalars of a collection are made in its loop, without a call."""
+
     def __init__(self, loader: Any, on_entry: Callable[[Any], None] | None) -> None:
+        import yaml
+
         self.loader = loader
         self.on_entry = on_entry
         self.anchors: dict[str, Any] = {}
         # Tags of implicit scalars by (text, implicit flags): the safe resolver has no path resolvers, so a tag
         # depends on nothing else. Mapping keys repeat in every entry; bounded, as most values are unique.
         self.tags: dict[tuple[str, Any], str] = {}
+        # A plain scalar whose first character starts no implicit resolver is a string without asking the
+        # resolver (names such as svc-1); one of ASCII digits, not starting with 0, is an int (limits). Both
+        # shortcuts are held to the resolver's own answers by tests/test_manifest_pure.py.
+        resolvers = loader.yaml_implicit_resolvers
+        self.resolved_firsts = None if None in resolvers else frozenset(resolvers)
+        self.events = (yaml.ScalarEvent, yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
-    def node(self, depth: int, key: str | None) -> Any:
-        """The next node. Events are told apart by exact type (the C parser makes ``yaml.events`` classes, no
-        subclasses), the most frequent first; their ``yaml._yaml.Mark`` has the fields of ``yaml.error.Mark``."""
+    def scalar(self, ev: Any) -> _Scalar:
+        tag = ev.tag
+        value = ev.value
+        if tag is None or tag == "!":
+            implicit = ev.implicit
+            firsts = self.resolved_firsts
+            if implicit[0] and value and firsts is not None and value[0] not in firsts:
+                tag = _TAG_STR
+            elif implicit[0] and value.isdigit() and value.isascii() and (value[0] != "0" or len(value) == 1):
+                tag = _TAG_INT
+            else:
+                tag = self.tags.get((value, implicit))
+                if tag is None:
+                    import yaml
+
+                    tag = self.loader.resolve(yaml.ScalarNode, value, implicit)
+                    if len(self.tags) < _TAG_CACHE:
+                        self.tags[value, implicit] = tag
+        node = _Scalar(tag, value, ev.start_mark.line)
+        if ev.anchor:
+            self.anchors[ev.anchor] = node
+        return node
+
+    def node(self, ev: Any, depth: int, key: str | None) -> Any:
+        """The node that starts with event ``ev`` at nesting ``depth`` (``key``: the mapping key it is the value of)."""
         import yaml
 
-        loader = self.loader
-        ev = loader.get_event()
         if depth > MAX_NESTING:  # composing recurses per level: 100,000 nested brackets would exhaust the stack
             raise yaml.composer.ComposerError(
                 None, None, f"nested deeper than {MAX_NESTING} levels (a manifest needs 4)", ev.start_mark
             )
         kind = type(ev)
-        if kind is yaml.ScalarEvent:  # the most frequent event first
-            tag = ev.tag
-            if tag is None or tag == "!":
-                tag = self.tags.get((ev.value, ev.implicit))
-                if tag is None:
-                    tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
-                    if len(self.tags) < _TAG_CACHE:
-                        self.tags[ev.value, ev.implicit] = tag
-            scalar = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
-            if ev.anchor:
-                self.anchors[ev.anchor] = scalar
-            return scalar
+        scalar_event, sequence_end, mapping_end = self.events
+        if kind is scalar_event:
+            return self.scalar(ev)
         if kind is yaml.AliasEvent:
             if ev.anchor not in self.anchors:
                 message = f"found undefined alias {ev.anchor!r}"
                 raise yaml.composer.ComposerError(None, None, message, ev.start_mark)
             return self.anchors[ev.anchor]
-        tag = getattr(ev, "tag", None)
+        get_event, scalar = self.loader.get_event, self.scalar
+        inline = depth < MAX_NESTING  # children at depth + 1 are within the limit: scalars need no checking call
+        tag = ev.tag
         if kind is yaml.SequenceStartEvent:
             if tag is None or tag == "!":
-                tag = loader.resolve(yaml.SequenceNode, None, ev.implicit)
-            seq = yaml.SequenceNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
+                tag = self.loader.resolve(yaml.SequenceNode, None, ev.implicit)
+            seq = _Sequence(tag, [], ev.start_mark.line)
             if ev.anchor:
                 self.anchors[ev.anchor] = seq
-            stream = depth == 1 and key == "quotas" and self.on_entry is not None
-            while not loader.check_event(yaml.SequenceEndEvent):
-                item = self.node(depth + 1, None)
-                if stream:
-                    self.on_entry(item)  # type: ignore[misc]
+            stream = self.on_entry if depth == 1 and key == "quotas" else None
+            items = seq.value
+            while (ev := get_event()).__class__ is not sequence_end:
+                item = scalar(ev) if inline and ev.__class__ is scalar_event else self.node(ev, depth + 1, None)
+                if stream is not None:
+                    stream(item)
                 else:
-                    seq.value.append(item)
-            seq.end_mark = loader.get_event().end_mark
-            seq.streamed = stream  # type: ignore[attr-defined]
+                    items.append(item)
+            seq.streamed = stream is not None
             return seq
         if tag is None or tag == "!":
-            tag = loader.resolve(yaml.MappingNode, None, ev.implicit)
-        node = yaml.MappingNode(tag, [], ev.start_mark, None, flow_style=ev.flow_style)
+            tag = self.loader.resolve(yaml.MappingNode, None, ev.implicit)
+        node = _Mapping(tag, [], ev.start_mark.line)
         if ev.anchor:
             self.anchors[ev.anchor] = node
         pairs = node.value
-        while not loader.check_event(yaml.MappingEndEvent):
-            k = self.node(depth + 1, None)
-            v = self.node(depth + 1, k.value if type(k) is yaml.ScalarNode else None)
+        while (ev := get_event()).__class__ is not mapping_end:
+            k = scalar(ev) if inline and ev.__class__ is scalar_event else self.node(ev, depth + 1, None)
+            ev = get_event()
+            if inline and ev.__class__ is scalar_event:
+                v: Any = scalar(ev)
+            else:
+                v = self.node(ev, depth + 1, k.value if type(k) is _Scalar else None)
             pairs.append((k, v))
-        node.end_mark = loader.get_event().end_mark
         return node
 
 

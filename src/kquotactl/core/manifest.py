@@ -119,14 +119,23 @@ def entity_path_text(entity: Entity) -> str:
 
 def live_problems(manifest: Manifest) -> list[str]:
     """``file:line: ...`` for each key a live cluster must not be given (see :func:`keys.check_live_key`)."""
-    problems = []
+    used: set[str] = set()
     for entry in manifest.entries:
-        for k in [*entry.config, *entry.cluster]:
-            try:
-                check_live_key(KEYS[k])
-            except InvalidValue as e:
-                problems.append(f"{entry.key_sources.get(k, entry.source)}: {entity_path_text(entry.entity)}: {e}")
-    return problems
+        used.update(entry.config, entry.cluster)
+    refused: dict[str, InvalidValue] = {}
+    for k in used:  # each key once: the entries are looked through only when one is refused
+        try:
+            check_live_key(KEYS[k])
+        except InvalidValue as e:
+            refused[k] = e
+    if not refused:
+        return []
+    return [
+        f"{entry.key_sources.get(k, entry.source)}: {entity_path_text(entry.entity)}: {refused[k]}"
+        for entry in manifest.entries
+        for k in [*entry.config, *entry.cluster]
+        if k in refused
+    ]
 
 
 def check_prune_pattern(pattern: str) -> str | None:

@@ -59,6 +59,7 @@ _TAG_INT = "tag:yaml.org,2002:int"
 _TAG_FLOAT = "tag:yaml.org,2002:float"
 _TAG_BOOL = "tag:yaml.org,2002:bool"
 _TAG_NULL = "tag:yaml.org,2002:null"
+_ENTITY_FIELDS = (*ENTITY_KEYS, PRINCIPAL_KEY)
 
 
 def expand_paths(paths: Iterable[str]) -> list[str]:
@@ -289,7 +290,7 @@ class _Reader:
 
     def entity(self, node: Any) -> tuple[Entity | None, str | None]:
         """The entity, and the principal its user was mapped from (``principal:``), if any."""
-        comps = self.mapping(node, "entity", (*ENTITY_KEYS, PRINCIPAL_KEY))
+        comps = self.mapping(node, "entity", _ENTITY_FIELDS)
         if comps is None:
             return None, None
         if not comps:
@@ -398,9 +399,10 @@ class _Reader:
         out: dict[str, Number] = {}
         sources: dict[str, Source] = {}
         ok = True
+        kind = entity.kind
         for k, (knode, vnode) in fields.items():
             try:
-                key = lookup_key(k, entity.kind)
+                key = lookup_key(k, kind)
                 if cluster:
                     check_cluster_key(key)
             except QuotaError as e:
@@ -420,8 +422,9 @@ class _Reader:
             sources[k] = self.src(vnode)
         if not ok:
             return None, {}
-        ordered = dict(sorted(out.items(), key=lambda kv: KEY_ORDER[kv[0]]))
-        return ordered, sources
+        if len(out) > 1:
+            out = dict(sorted(out.items(), key=lambda kv: KEY_ORDER[kv[0]]))
+        return out, sources
 
 
 def _scalar_value(node: Any) -> Any:
@@ -478,6 +481,7 @@ MAX_NESTING = 32  # a manifest needs 4 levels; deeper documents are refused befo
 # bracket really starts something (after a blank, a line's start or a flow indicator) is checked per match.
 _FLOW_TOKENS = re.compile(r"""[\[{](?:[^\[\]{}'"#]*[\]}])?|[\]}]|'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|#[^\n]*""")
 _NODE_START_BEFORE = frozenset(" \t\r\n[{,:")
+_FLAT_COLLECTION = re.compile(r"""[\[{][^\[\]{}'"#]*[\]}]""")
 
 
 def _check_flow_nesting(text: str) -> None:
@@ -489,6 +493,12 @@ def _check_flow_nesting(text: str) -> None:
     (``user: a[b``) opens nothing. Block nesting costs two columns a level and is counted by the composer.
     """
     if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    # Flat collections (``{user: svc-1}``: nothing nested, quoted or commented inside) add one level at most: with
+    # them cut out (in C), fewer than MAX_NESTING openers left cannot nest too deep. Every entry of a large
+    # manifest is written so.
+    rest = _FLAT_COLLECTION.sub("", text)
+    if rest.count("[") + rest.count("{") < MAX_NESTING:
         return
     import yaml
 

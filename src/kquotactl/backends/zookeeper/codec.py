@@ -19,7 +19,7 @@ from typing import Any
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import QuotaError
 from kquotactl.core.javafmt import properties_order
-from kquotactl.core.keys import KEY_ORDER, KEYS, Number, UnparsableValue, parse_stored
+from kquotactl.core.keys import KEYS, Number, UnparsableValue, parse_stored
 
 CONFIG_ROOT = "/config"
 CHANGES_PATH = "/config/changes"
@@ -87,9 +87,9 @@ def typed_config(entity: Entity, props: dict[str, str], unparsed: dict[str, str]
     out."""
     out: dict[str, Number] = {}
     kind = entity.kind
-    for k, v in sorted(props.items(), key=lambda kv: KEY_ORDER.get(kv[0], 99)):
-        key = KEYS.get(k)
-        if key is None or key.kind is not kind:
+    for k, key in KEYS.items():  # in key order
+        v = props.get(k)
+        if v is None or key.kind is not kind:
             continue
         try:
             value = parse_stored(key, v)

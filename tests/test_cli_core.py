@@ -500,6 +500,7 @@ def test_describe_imports_only_what_it_uses(chroot, output: str) -> None:
     assert sorted(_packages(names) & HEAVY) == ["kazoo"]
     assert "kquotactl.config.contexts" not in names
     assert sorted(n for n in names if n.startswith("kquotactl.services.")) == ["kquotactl.services.quotas"]
+    assert "kquotactl.backends.zookeeper.transactions" not in names  # a read loads no write path
 
 
 def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> None:

@@ -8,7 +8,6 @@ finite, greater than zero, integral for LONG/INT keys, inside the type's range.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -149,6 +148,8 @@ def lookup_key(name: str, kind: KeyScope | None = None) -> QuotaKey:
                 "or the admin API's user SCRAM credential calls"
             )
         candidates = list(keys_for(kind)) if kind else list(KEYS)
+        import difflib  # only for the hint of a misspelt key
+
         close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
         hint = f" — did you mean {close[0]}?" if close else f" (valid keys: {', '.join(candidates)})"
         raise InvalidValue(f"unknown key {name!r}{hint}")

@@ -17,19 +17,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback
 from kquotactl.backends.zookeeper.codec import Node, entity_znode, typed_config, unstorable_reason
 from kquotactl.backends.zookeeper.session import ConnectionTrouble, ZkSession, ZkSettings
-from kquotactl.backends.zookeeper.transactions import (
-    MAX_ATTEMPTS,
-    EntityPlan,
-    Writer,
-    assume_absent,
-    batches,
-    plan_round,
-)
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
 from kquotactl.core.errors import BackendUnavailable, InvalidValue, UsageError
 from kquotactl.core.filters import EntityFilter
@@ -44,6 +36,9 @@ from kquotactl.core.model import (
 )
 from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
+
+if TYPE_CHECKING:  # the write path loads inside alter: a describe never needs it
+    from kquotactl.backends.zookeeper.transactions import EntityPlan, Writer
 
 log = logging.getLogger("kquotactl.zookeeper")
 
@@ -61,7 +56,7 @@ class ZooKeeperBackend:
         self._brokers_checked = False
         self._assume_absent: frozenset[Entity] = frozenset()  # not read in the current alter's first round
         self._session = ZkSession(settings)
-        self._writer = Writer(self._session)
+        self._writer: Writer | None = None  # made by the first alter (the write path's module loads with it)
 
     @property
     def _client(self) -> Any:
@@ -230,10 +225,20 @@ class ZooKeeperBackend:
         expected: Mapping[Entity, Mapping[str, Number]] | None,
         results: dict[Entity, EntityResult],
     ) -> list[EntityPlan]:
+        from kquotactl.backends.zookeeper.transactions import plan_round
+
         return plan_round(self._session, pending, expected, results, self._assume_absent)
 
     def _commit(self, batch: list[EntityPlan]) -> bool:
-        return self._writer.commit(batch)
+        return self.writer().commit(batch)
+
+    def writer(self) -> Writer:
+        """The transaction writer of this session (made on first use)."""
+        if self._writer is None:
+            from kquotactl.backends.zookeeper.transactions import Writer
+
+            self._writer = Writer(self._session)
+        return self._writer
 
     def alter(
         self,
@@ -246,6 +251,8 @@ class ZooKeeperBackend:
         """Apply changes in batched transactions; see the module docstring for the guarantees."""
         from kazoo.exceptions import InvalidACLError
 
+        from kquotactl.backends.zookeeper.transactions import MAX_ATTEMPTS, assume_absent, batches
+
         check_live_changes(changes)
         check_one_change_per_entity(changes)
         if changes:
@@ -257,7 +264,7 @@ class ZooKeeperBackend:
             raise partial_failure(e, changes, {}, atomic=True) from None
         results: dict[Entity, EntityResult] = {}
         pending = list(changes)
-        writer = self._writer
+        writer = self.writer()
         writer.created = set()
         base_ready = False
         deleted_pairs: list[Entity] = []

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 
+import click
 import pytest
 
 from conftest import run_cli, run_subprocess
@@ -474,6 +475,43 @@ def test_help_imports_nothing_heavy() -> None:
     assert sorted(_packages(names) & HEAVY) == []
     assert "shutil" not in names  # the help width comes from kit.terminal_columns (shutil loads bz2, lzma...)
     assert "kquotactl.cli.completion" not in names  # loaded only when completing
+    assert _command_modules(names) == []  # listed from their summaries, none loaded
+
+
+def _command_modules(names: set[str]) -> list[str]:
+    return sorted(n for n in names if n.startswith("kquotactl.cli.commands.") and not n.endswith(".summaries"))
+
+
+def test_help_lists_unloaded_commands_exactly_as_loaded_ones() -> None:
+    """The group's --help before any command is loaded (summaries) and after all are (their own help) is the same
+    text, at several widths: the summaries are current and shortened as click shortens."""
+    from click.testing import CliRunner
+
+    from kquotactl.cli.app import cli
+    from kquotactl.cli.kit import LazyGroup
+
+    def helps(group: click.Group) -> list[str]:
+        runner = CliRunner()
+        return [runner.invoke(group, ["--help"], terminal_width=w).output for w in (60, 80, 100, 200)]
+
+    fresh = LazyGroup(name="kquotactl", params=cli.params, help=cli.help, epilog=cli.epilog)
+    fresh.context_settings = cli.context_settings
+    for name, cmd in cli.commands.items():
+        if name not in cli.lazy:
+            fresh.add_command(cmd, name)
+    fresh.lazy.update(cli.lazy)
+    before = helps(fresh)
+    assert fresh.commands.keys() == {"alter", "describe"}  # nothing was loaded to list them
+    fresh.load_all()
+    assert sorted(fresh.commands) == sorted({"alter", "describe", *cli.lazy})
+    assert helps(fresh) == before
+    assert "apply" in before[-1] and "Make the cluster match the manifests" in before[-1]
+
+
+def test_a_command_loads_only_its_own_module() -> None:
+    p, names = _imported("validate", "--help")
+    assert p.returncode == 0 and "Check manifests offline" in p.stdout, p.stderr[-2000:]
+    assert _command_modules(names) == ["kquotactl.cli.commands.validate"]
 
 
 @pytest.mark.parametrize("columns", [None, "", "0", "-3", "abc", "40", "132"])
@@ -501,6 +539,7 @@ def test_describe_imports_only_what_it_uses(chroot, output: str) -> None:
     assert "kquotactl.config.contexts" not in names
     assert sorted(n for n in names if n.startswith("kquotactl.services.")) == ["kquotactl.services.quotas"]
     assert "kquotactl.backends.zookeeper.transactions" not in names  # a read loads no write path
+    assert _command_modules(names) == []
 
 
 def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> None:

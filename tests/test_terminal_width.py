@@ -236,7 +236,10 @@ def test_explain_example_says_it_uses_example_quotas() -> None:
 def _commands(cmd: click.Command, path: list[str]):
     yield path
     if isinstance(cmd, click.Group):
-        for name, sub in cmd.commands.items():
+        ctx = click.Context(cmd)
+        for name in cmd.list_commands(ctx):  # loads each lazily attached command
+            sub = cmd.get_command(ctx, name)
+            assert sub is not None, name
             yield from _commands(sub, [*path, name])
 
 

@@ -114,6 +114,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(chroot, cli) -> None:
         (["completion", "tcsh"], ["'SHELL'", "tcsh", "bash"]),
         (["describe", "--usr", "a"], ["'--usr'", "Did you mean '--user'?", "kquotactl describe --help"]),
         (["descibe"], ["'descibe'", "Did you mean 'describe'?"]),
+        (["plna"], ["'plna'", "Did you mean 'plan'?"]),  # a command loaded only when named: hinted all the same
         (
             ["alter", "--user", "a", "--add-config-file", "/nonexistent.properties"],
             ["--add-config-file", "no such file"],

@@ -20,7 +20,7 @@ from kquotactl.cli.errorwords import worded
 from kquotactl.cli.kit import (
     CI_REPORTS,
     AppState,
-    OnceGroup,
+    LazyGroup,
     pass_state,
 )
 from kquotactl.cli.options import EPILOG_EXIT, KEYS_HELP, connection_options, entity_options, principal_options
@@ -50,7 +50,7 @@ CI_REPORT_COMMANDS = ("validate", "plan")
 
 
 @click.group(
-    cls=OnceGroup,
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
     epilog="kafka-configs' flat form works too: kquotactl --zookeeper HOST:PORT --alter --entity-type users "
     "--entity-name alice --add-config producer_byte_rate=1048576.\n\n" + EPILOG_EXIT,
@@ -298,9 +298,10 @@ def alter(
     return None
 
 
-from kquotactl.cli.commands import register_all  # noqa: E402 - commands attach to the group defined above
+from kquotactl.cli.commands import install  # noqa: E402 - commands attach to the group defined above
 
-register_all(cli)
+assert isinstance(cli, LazyGroup)
+install(cli)
 
 
 # -- entry point --------------------------------------------------------------------------------

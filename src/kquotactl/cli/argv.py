@@ -13,7 +13,8 @@ from kquotactl.core.errors import UsageError
 
 
 def option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]:
-    """Long/short option names -> takes a value, for the group and for all subcommands."""
+    """Long/short option names -> takes a value, for the group and for its subcommands loaded so far (see
+    :func:`load_named_command`)."""
 
     def table(params: Sequence[click.Parameter]) -> dict[str, bool]:
         out: dict[str, bool] = {}
@@ -29,6 +30,29 @@ def option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]:
     return table(group.params), sub
 
 
+def load_named_command(argv: Sequence[str], group: click.Group) -> None:
+    """Load the subcommand ``argv`` names, so that its options are in :func:`option_table`: the first word that is
+    neither an option nor the value of one of the group's (or its loaded subcommands') options. A subcommand's own
+    options only ever follow its name, so none is needed before it is found."""
+    glob, sub = option_table(group)
+    known = {**glob, **sub}
+    names = set(group.list_commands(click.Context(group)))
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return
+        if tok.startswith("-"):
+            name = tok.split("=", 1)[0]
+            if name.startswith("-") and not name.startswith("--") and "-" + name in known:
+                name = "-" + name  # kafka-configs' one-dash long option
+            i += 2 if known.get(name) and "=" not in tok else 1
+            continue
+        if tok in names:
+            group.get_command(click.Context(group), tok)
+        return
+
+
 ACTION_COUNT = "Command must include exactly one action: --describe, --alter"  # kafka-configs' words, 2.x to 4.x
 
 
@@ -41,6 +65,7 @@ def normalize_argv(argv: Sequence[str], group: click.Group) -> tuple[list[str], 
 
     Returns the new argv and whether the flat form was used.
     """
+    load_named_command(argv, group)
     glob, sub = option_table(group)
     known = {**glob, **sub, "--alter": False, "--describe": False}
     head: list[str] = []

@@ -31,6 +31,8 @@ from click.shell_completion import (
     add_completion_class,
 )
 
+from kquotactl.cli.kit import LazyGroup
+
 if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
     from kquotactl.backends.base import QuotaBackend
 
@@ -639,6 +641,8 @@ def install(cli: click.Command) -> None:
     """Give every option named like ours (``--user``, ``--add-config``...) in every command the same
     completion, unless it brought its own: commands added later complete names and keys for free.
     Only called when completing, so it costs nothing otherwise."""
+    if isinstance(cli, LazyGroup):
+        cli.load_all()
     stack = [cli]
     while stack:
         cmd = stack.pop()

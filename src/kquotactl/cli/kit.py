@@ -146,6 +146,49 @@ class OnceGroup(click.Group):
 OnceGroup.group_class = OnceGroup
 
 
+class LazyGroup(OnceGroup):
+    """A group whose sub-commands are imported when first asked for (:meth:`get_command`): ``lazy`` maps a name to
+    the function that loads the command and the summary ``--help`` lists it with until then (the first paragraph
+    of its help, shortened exactly as click shortens a loaded command's)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, tuple[Callable[[], click.Command], str]] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self.add_command(self.lazy[cmd_name][0](), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands and args[0] not in self.lazy:
+            self.load_all()  # a name no command has: click's "Did you mean" draws on the commands it holds
+        return super().resolve_command(ctx, args)
+
+    def load_all(self) -> list[click.Command]:
+        """Every sub-command, loaded (completion and the generated docs walk them all)."""
+        return [cmd for name in self.list_commands(click.Context(self)) if (cmd := self.get_command(None, name))]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, with each command not yet loaded standing in as its summary (nothing is imported)."""
+        rows: list[tuple[str, click.Command]] = []
+        for name in self.list_commands(ctx):
+            cmd = self.commands.get(name)
+            if cmd is None:
+                cmd = click.Command(name, help=self.lazy[name][1])
+            if not cmd.hidden:
+                rows.append((name, cmd))
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
+
+
 # -- option groups ---------------------------------------------------------------------------------
 
 

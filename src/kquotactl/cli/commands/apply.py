@@ -506,7 +506,3 @@ def _finish(result: Applied, the_plan: Plan, fmt: str, dry_run: bool) -> None:
             "as planned; "
             "fix the cause and re-run apply"
         )
-
-
-def register(group: click.Group) -> None:
-    group.add_command(apply)

@@ -27,7 +27,3 @@ def completion_cmd(shell: str) -> None:
     from kquotactl.cli.completion import source
 
     click.echo(source(shell), nl=False)
-
-
-def register(group: click.Group) -> None:
-    group.add_command(completion_cmd)

@@ -229,7 +229,3 @@ def _context_names(ctx: click.Context, incomplete: str) -> list[str]:
         return [n for n in sorted(_config(ctx).contexts) if n.startswith(incomplete)]
     except Exception:
         return []
-
-
-def register(group: click.Group) -> None:
-    group.add_command(config_group)

@@ -180,7 +180,3 @@ def _render(settings: list[RateSetting], fmt: str) -> None:
             where = "cluster default" if s.broker is None else f"broker {s.broker}"
             lst = f" listener {s.listener}" if s.listener else ""
             click.echo(f"{where}{lst}: max.connection.creation.rate={s.value} ({s.source})")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(connection_rate)

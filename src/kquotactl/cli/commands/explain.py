@@ -18,10 +18,6 @@ if TYPE_CHECKING:
     from kquotactl.core.precedence import QuotaIndex
 
 
-def register(group: click.Group) -> None:
-    group.add_command(explain)
-
-
 @click.command(cls=OnceCommand)
 @click.option(
     "--user",

@@ -57,7 +57,3 @@ def export(ctx: click.Context, state: AppState, out_path: str | None, units: boo
     from kquotactl.core.wording import counted
 
     click.echo(f"exported {counted(len(records), 'entity')}", err=True)
-
-
-def register(group: click.Group) -> None:
-    group.add_command(export)

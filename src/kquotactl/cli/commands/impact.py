@@ -18,10 +18,6 @@ if TYPE_CHECKING:
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
 
-def register(group: click.Group) -> None:
-    group.add_command(impact)
-
-
 @click.group(cls=OnceGroup)
 def impact() -> None:
     """Traffic impact replay: what a quota set would throttle on recorded traffic.

@@ -110,7 +110,3 @@ def plan(
     summary(plan_summary(the_plan) + (f" (plan saved to {out_path})" if out_path else ""), fmt)
     if the_plan.pending:
         ctx.exit(EXIT_PENDING)
-
-
-def register(group: click.Group) -> None:
-    group.add_command(plan)

@@ -15,10 +15,6 @@ import click
 from kquotactl.cli.kit import OnceCommand, manifest_quotas_option
 
 
-def register(group: click.Group) -> None:
-    group.add_command(top)
-
-
 @click.command(cls=OnceCommand)
 @click.option("--prometheus", "prometheus", metavar="URL", help="A Prometheus server scraping the brokers' exporters.")
 @click.option(

@@ -102,7 +102,3 @@ def validate(state: AppState, files: Sequence[str], strict: bool, super_users: s
     summary(line, fmt)
     if strict and warnings:
         raise QuotaError(f"{counted(len(warnings), 'lint warning')} and --strict")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(validate)

@@ -24,10 +24,6 @@ DEFAULT_SECONDS = 6.0
 DEFAULT_TOPIC = "kquotactl-verify"
 
 
-def register(group: click.Group) -> None:
-    group.add_command(verify)
-
-
 @click.command(cls=OnceCommand)
 @entity_options
 @click.option("--expect", metavar="K=V,...", help="The values every broker must report (default: what is set now).")

@@ -552,3 +552,26 @@ def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> N
     assert "misbehaved" not in p.stdout
     assert '{"version":2,"entity_path":"users/alice/clients/batch%20job"}' in p.stdout
     assert "ZooKeeper stopped and its data removed." in p.stdout
+
+
+def test_collector_paused_restores_the_collector_as_it_found_it() -> None:
+    """Bulk reads pause the cycle collector (kit.collector_paused); it is back on after, error or not, and a
+    collector the caller had turned off stays off."""
+    import gc
+
+    from kquotactl.cli.kit import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -21,6 +21,7 @@ from kquotactl.cli.kit import (
     CI_REPORTS,
     AppState,
     LazyGroup,
+    collector_paused,
     pass_state,
 )
 from kquotactl.cli.options import EPILOG_EXIT, KEYS_HELP, connection_options, entity_options, principal_options
@@ -172,7 +173,8 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
     from kquotactl.services.quotas import describe as describe_service
 
     backend = state.backend(ctx)
-    described = describe_service(backend, flt)
+    with collector_paused():  # every live quota: many objects, none in a cycle
+        described = describe_service(backend, flt)
     _warn_all(state, described.warnings)
     render_records(described.records, state.output_format(), sys.stdout, _dialect(backend), state.color)
     return None

@@ -7,9 +7,11 @@ connection options at module level, so ``kquotactl --help`` stays fast.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +100,21 @@ class _OnceParser:
                     raise click.UsageError(f"{names} given more than once: give it once (no guessing which one)")
                 seen.add(id(p))
         return opts, rest, order
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while a command reads a manifest and the live quotas in bulk: some ten
+    objects per entity, kept to the end and in no reference cycle, which the collector would otherwise walk again
+    at every collection (0.19 s of the 2.4 s CPU of an in-sync plan of 10,000 entities). It resumes when the block
+    ends, so what follows (an apply, a staged apply's hours of waiting) collects as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def terminal_columns() -> int:

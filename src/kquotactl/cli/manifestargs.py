@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from kquotactl.cli.errorwords import KEEP_HINT
-from kquotactl.cli.kit import AppState
+from kquotactl.cli.kit import AppState, collector_paused
 from kquotactl.core.errors import QuotaError, UsageError
 
 if TYPE_CHECKING:
@@ -119,7 +119,8 @@ def load(files: Sequence[str], rule_kw: dict[str, Any] | None = None, super_user
     from kquotactl.manifests.loader import load_manifests
 
     principals = given_rules(rule_kw, super_users) if rule_kw else None
-    return load_manifests(list(files), principals=principals)
+    with collector_paused():
+        return load_manifests(list(files), principals=principals)
 
 
 def live_backend(state: AppState, ctx: click.Context, live_from: Sequence[str]) -> QuotaBackend:
@@ -161,6 +162,20 @@ def make_plan(
 ) -> tuple[QuotaBackend, Plan, Manifest]:
     """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
     when it does not load; ``brokers``: the broker count cluster-wide budgets are divided by, else the live one)."""
+    with collector_paused():  # the manifest and the live quotas: many objects, all kept, none in a cycle
+        return _make_plan(state, ctx, files, prune, live_from, ci_fmt, brokers, rule_kw)
+
+
+def _make_plan(
+    state: AppState,
+    ctx: click.Context,
+    files: Sequence[str],
+    prune: bool,
+    live_from: Sequence[str],
+    ci_fmt: str | None,
+    brokers: int | None,
+    rule_kw: dict[str, Any] | None,
+) -> tuple[QuotaBackend, Plan, Manifest]:
     from kquotactl.core.manifest import ManifestError
     from kquotactl.core.wording import counted
     from kquotactl.services.plans import plan as plan_service

@@ -539,6 +539,7 @@ def test_describe_imports_only_what_it_uses(chroot, output: str) -> None:
     assert "kquotactl.config.contexts" not in names
     assert sorted(n for n in names if n.startswith("kquotactl.services.")) == ["kquotactl.services.quotas"]
     assert "kquotactl.backends.zookeeper.transactions" not in names  # a read loads no write path
+    assert "decimal" not in names  # only typed values are parsed through Decimal
     assert _command_modules(names) == []
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from kquotactl.core.errors import InvalidValue
 from kquotactl.core.javafmt import java_digit
 from kquotactl.core.throttlemath import java_long
+
+if TYPE_CHECKING:  # decimal loads with the first value typed or given as text: a describe reads none
+    from decimal import Decimal
 
 Number = int | float
 
@@ -201,6 +204,8 @@ def parse_value(key: QuotaKey, text: str) -> Number:
         why = "NaN and Infinity are not allowed" if low in ("nan", "infinity", "inf") else "not a number"
         raise InvalidValue(f"invalid value {shown!r} for {key.name}: {why} ({_describe(key)})")
     digits, unit = m.group(1), m.group(2)
+    from decimal import Decimal, InvalidOperation
+
     try:
         number = Decimal(digits)
     except InvalidOperation:  # pragma: no cover - the regex only admits valid decimals
@@ -224,6 +229,8 @@ def check_number(key: QuotaKey, value: object, shown: str | None = None) -> Numb
         raise InvalidValue(f"invalid value {value!r} for {key.name}: not a number ({_describe(key)})")
     if isinstance(value, str):
         return parse_value(key, value)
+    from decimal import Decimal
+
     if isinstance(value, int):
         return _check_decimal(key, Decimal(value), shown or str(value))
     if isinstance(value, float):

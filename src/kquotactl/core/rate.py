@@ -26,7 +26,7 @@ Pure: time is whatever the caller says it is.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from kquotactl.core.throttlemath import java_div, java_int, java_round, quota_throttle_ms
@@ -135,6 +135,17 @@ class ReplayStep:
     rejected: bool = False  # controller mutations, strict mode: refused, not recorded
 
 
+def in_time_order(events: Iterable[tuple[int, float]]) -> Iterator[tuple[int, float]]:
+    """The (time in ms, value) events as given; a ValueError at the first that goes back in time (a replay cannot
+    record into the past)."""
+    last: int | None = None
+    for t, v in events:
+        if last is not None and t < last:
+            raise ValueError(f"event at {t} ms goes back in time (previous event at {last} ms)")
+        last = t
+        yield t, v
+
+
 def replay(
     events: Iterable[tuple[int, float]],
     limit: float,
@@ -154,11 +165,7 @@ def replay(
     """
     rate = SampledRate(samples, window_ms, legacy=legacy, min_window_1ms=min_window_1ms)
     out = []
-    last = None
-    for t, v in events:
-        if last is not None and t < last:
-            raise ValueError(f"event at {t} ms goes back in time (previous event at {last} ms)")
-        last = t
+    for t, v in in_time_order(events):
         rate.record(v, t)
         measured = rate.measure(t)
         throttle = quota_throttle_ms(measured, limit, rate.window_size_ms(t), cap_ms)
@@ -226,11 +233,7 @@ def replay_token_bucket(
         raise ValueError(f"mutation mode {mode!r}: expected strict or permissive")
     bucket = TokenBucket(limit, samples, window_ms, epoch_ms)
     out = []
-    last = None
-    for t, v in events:
-        if last is not None and t < last:
-            raise ValueError(f"event at {t} ms goes back in time (previous event at {last} ms)")
-        last = t
+    for t, v in in_time_order(events):
         rejected = False
         throttle_long = 0
         if mode == "strict":

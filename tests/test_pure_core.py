@@ -375,3 +375,13 @@ def test_check_number_of_an_int_agrees_with_the_decimal_path_at_every_edge() -> 
             except InvalidValue as e:
                 got = ("error", str(e))
             assert got == want and type(got) is type(want), f"{key.name} {v} (seed {seed})"
+
+
+@pytest.mark.parametrize("which", ["replay", "replay_token_bucket"])
+def test_replays_refuse_events_that_go_back_in_time(which: str) -> None:
+    from kquotactl.core import rate
+
+    replay = getattr(rate, which)
+    assert len(replay([(0, 1.0), (5, 1.0), (5, 1.0)], 10.0)) == 3  # equal times are fine
+    with pytest.raises(ValueError, match="event at 4 ms goes back in time \\(previous event at 5 ms\\)"):
+        replay([(0, 1.0), (5, 1.0), (4, 1.0)], 10.0)

@@ -277,9 +277,7 @@ class QuotaWire:
         )
         log.debug("DescribeClientQuotas components=%s strict=%s", list(components), strict)
         resp = self._send(req, "DescribeClientQuotas", broker)
-        if resp.error_code:
-            err = Errors.for_code(resp.error_code)
-            raise QuotaError(f"{_error_name(err)}: {resp.error_message or err.description}")
+        _raise_for(resp)
         out = []
         for entry in resp.entries or []:
             entity = [(e.entity_type, e.entity_name) for e in entry.entity]
@@ -340,9 +338,7 @@ class QuotaWire:
         )
         resp = self._send(req, "DescribeConfigs", self._target(resource))
         [result] = resp.results
-        if result.error_code:
-            err = Errors.for_code(result.error_code)
-            raise QuotaError(f"DescribeConfigs: {_error_name(err)}: {result.error_message or err.description}")
+        _raise_for(result, "DescribeConfigs: ")
         return {c.name: (c.value, CONFIG_SOURCES.get(c.config_source, str(c.config_source))) for c in result.configs}
 
     def alter_broker_config(self, resource: str, name: str, value: str | None, validate_only: bool) -> None:
@@ -356,9 +352,7 @@ class QuotaWire:
         )
         resp = self._send(req, "IncrementalAlterConfigs", self._target(resource))
         [result] = resp.responses
-        if result.error_code:
-            err = Errors.for_code(result.error_code)
-            raise QuotaError(f"{_error_name(err)}: {result.error_message or err.description}")
+        _raise_for(result)
 
     def close(self) -> None:
         manager, net = getattr(self, "_manager", None), getattr(self, "_net", None)
@@ -370,6 +364,13 @@ class QuotaWire:
         except Exception:  # pragma: no cover - best effort on shutdown
             pass
         self._manager = self._net = None
+
+
+def _raise_for(answer: Any, prefix: str = "") -> None:
+    """A response (or one result of it) carrying an error code: the QuotaError naming Kafka's error and its message."""
+    if answer.error_code:
+        err = Errors.for_code(answer.error_code)
+        raise QuotaError(f"{prefix}{_error_name(err)}: {answer.error_message or err.description}")
 
 
 def _error_name(err: type) -> str:

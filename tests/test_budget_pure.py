@@ -164,3 +164,19 @@ def test_offline_cli_needs_the_broker_count_and_uses_it(tmp_path) -> None:
         "--zookeeper", "127.0.0.1:1", "alter", "--user", "a", "--cluster-wide", "--delete-config", "producer_byte_rate"
     )
     assert r.exit_code == 1 and "--cluster-wide needs the budgets to set" in r.stderr  # before connecting
+
+
+def test_a_plan_says_budgets_as_information_and_drift_as_a_warning() -> None:
+    """services.plans: each budget with its share is information (Planned.info, not among the notes printed as
+    warnings); a broker-count change stays a warning; the saved plan keeps both in its notes."""
+    from kquotactl.backends.manifest import ManifestBackend
+    from kquotactl.services.plans import plan
+
+    m = load_text(MANIFEST, "q.yaml")
+    live = load_text("quotas:\n- entity: {user: team-a}\n  config: {producer_byte_rate: 104857600}\n", "live.yaml")
+    with ManifestBackend(live) as backend:
+        planned = plan(backend, m, brokers=3, offline=True)
+    assert planned.info and all("cluster-wide = " in line for line in planned.info)
+    assert not set(planned.info) & set(planned.notes)
+    assert [n for n in planned.notes if "divided by 2 brokers" in n and "changed to 3" in n]
+    assert set(planned.info) <= set(planned.plan.notes)

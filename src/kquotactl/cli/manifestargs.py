@@ -200,6 +200,8 @@ def _make_plan(
         keep_hint=KEEP_HINT,
         brokers=brokers,
     )
+    for line in planned.info:
+        click.echo(line, err=True)  # information, as alter --cluster-wide says it
     for line in [*planned.warnings, *planned.notes]:
         state.warn(line)
     return planned.backend, planned.plan, planned.manifest

@@ -180,17 +180,24 @@ class Budgets:
     shares: dict[Entity, list[Share]]
 
     def notes(self, live: Sequence[QuotaRecord]) -> list[str]:
-        """For plans: each budget as both values, and a broker-count change read from the live per-broker values."""
+        """For plans: each budget as both values (:meth:`described`), each followed by a broker-count change read
+        from the live per-broker values, if any (:func:`drift_note`)."""
         live_by_entity = {r.entity: r.config for r in live}
         out = []
-        for entity, shares in self.shares.items():
-            path = entity_path_text(entity)
-            for share in shares:
-                out.append(f"{path}: {share.describe()}")
-                drift = drift_note(share, live_by_entity.get(entity, {}).get(share.key.name))
-                if drift:
-                    out.append(f"{path}: {drift}")
+        for entity, share, described in self._described():
+            out.append(described)
+            drift = drift_note(share, live_by_entity.get(entity, {}).get(share.key.name))
+            if drift:
+                out.append(f"{entity_path_text(entity)}: {drift}")
         return out
+
+    def described(self) -> list[str]:
+        """Each budget as both values, ``users/a: producer_byte_rate 200 MiB/s ... per broker × 3 brokers``: what a
+        plan says for information (the drift notes are the warnings)."""
+        return [described for _, _, described in self._described()]
+
+    def _described(self) -> list[tuple[Entity, Share, str]]:
+        return [(e, s, f"{entity_path_text(e)}: {s.describe()}") for e, shares in self.shares.items() for s in shares]
 
 
 def resolve_budgets(manifest: Manifest, brokers: int) -> Budgets:

@@ -25,13 +25,15 @@ APPLY_CHUNK = 5000
 @dataclass(frozen=True)
 class Planned:
     """A plan, the manifest it was made from, the backend's warnings and the plan's own notes that are not one of
-    them (the same reading of the live state is said once)."""
+    them (the same reading of the live state is said once), and ``info``: the plan's notes that only inform (each
+    cluster-wide budget with its per-broker share), which ``notes`` leaves out."""
 
     backend: QuotaBackend
     plan: Plan
     manifest: Manifest
     warnings: list[str]
     notes: list[str]
+    info: list[str] = field(default_factory=list)
 
 
 def plan(
@@ -62,14 +64,15 @@ def plan(
     live = backend.describe()
     warnings = backend_warnings(backend)
     budget_notes: list[str] = []
+    info: list[str] = []
     if manifest.budgets:
         budgets = resolve_budgets(manifest, brokers if brokers is not None else len(backend.broker_ids()))
         manifest = budgets.manifest
-        budget_notes = budgets.notes(live)
+        budget_notes, info = budgets.notes(live), budgets.described()
     the_plan = make_plan(manifest, live, prune=prune, keep_hint=keep_hint)
-    the_plan.notes[:0] = budget_notes
-    shown = set(warnings)
-    return Planned(backend, the_plan, manifest, warnings, [n for n in the_plan.notes if n not in shown])
+    the_plan.notes[:0] = budget_notes  # saved with the plan, information included
+    shown = {*warnings, *info}
+    return Planned(backend, the_plan, manifest, warnings, [n for n in the_plan.notes if n not in shown], info)
 
 
 @dataclass(frozen=True)

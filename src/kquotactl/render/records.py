@@ -10,6 +10,13 @@ from typing import IO, Any
 
 from kquotactl.core.entities import DEFAULT, EntityType, display_name
 from kquotactl.core.errors import EXIT_INTERRUPTED, PartialFailure, QuotaError
+from kquotactl.core.javafmt import (
+    client_quota_entity_hash,
+    double_to_string,
+    hashmap_order,
+    java_hashmap_order,
+    properties_order,
+)
 from kquotactl.core.keys import KEYS, human_and_raw, not_applied_reason
 from kquotactl.core.model import EntityResult, Outcome, QuotaRecord
 from kquotactl.core.wording import counted
@@ -36,15 +43,11 @@ def kafka_zk_line(record: QuotaRecord) -> str:
     """ZooKeeper-mode kafka-configs: ``Configs for user-principal 'u' are k=v,k2=v2`` (raw stored strings)."""
     raw = dict(record.raw) if record.raw is not None else {k: _plain(v) for k, v in record.config.items()}
     raw.update(record.unparsed)  # kafka-configs shows what is stored, parsable or not
-    from kquotactl.core.javafmt import properties_order  # Java's formatting: -o kafka only
-
     entries = ",".join(f"{k}={raw[k]}" for k in properties_order(raw))
     return f"Configs for {record.entity.words()} are {entries}"
 
 
 def _plain(v: int | float) -> str:
-    from kquotactl.core.javafmt import double_to_string
-
     return str(v) if isinstance(v, int) else double_to_string(v)
 
 
@@ -66,8 +69,6 @@ def kafka_bootstrap_line(record: QuotaRecord) -> str:
     From a describe response (``record.wire``) it is kafka-configs' line byte for byte: the broker's names and
     doubles, keys in the order of the ``HashMap<String, Double>(n)`` its client fills in response order.
     """
-    from kquotactl.core.javafmt import double_to_string, hashmap_order
-
     if record.wire is not None:
         values = dict(record.wire.values)
         keys = hashmap_order(k for k, _ in record.wire.values)
@@ -85,8 +86,6 @@ def kafka_bootstrap_order(records: Sequence[QuotaRecord]) -> list[QuotaRecord]:
     wired = [(r, r.wire) for r in records if r.wire is not None]
     if not records or len(wired) != len(records):
         return list(records)
-    from kquotactl.core.javafmt import client_quota_entity_hash, java_hashmap_order
-
     wired.sort(key=lambda rw: rw[1].index)
     entries = wired[0][1].entries
     return java_hashmap_order(((r, client_quota_entity_hash(w.entity)) for r, w in wired), entries)

@@ -6,6 +6,7 @@ Only click is imported at module level; the observe layer, requests and rich loa
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any
@@ -98,8 +99,6 @@ def top(
         return found if show_all else [r for r in found if r.throttled]
 
     if fmt == "json":
-        import json
-
         click.echo(json.dumps([r.to_json() for r in rows()], indent=2))
         return
     from rich.console import Console

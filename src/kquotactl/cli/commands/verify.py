@@ -7,6 +7,7 @@ Only click is imported at module level; the services, confluent-kafka and rich l
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -106,8 +107,6 @@ def verify(
             backend, target, rate=rate, seconds=seconds, topic=topic, connect_timeout=state.connection().connect_timeout
         )
     if fmt == "json":
-        import json
-
         click.echo(json.dumps(verify_json(conv, verdict), indent=2))
     else:
         _print_table(conv, verdict)

@@ -162,44 +162,33 @@ def make_plan(
 ) -> tuple[QuotaBackend, Plan, Manifest]:
     """The backend, the plan and the manifest (``ci_fmt``: a CI report format, which renders the manifest's problems
     when it does not load; ``brokers``: the broker count cluster-wide budgets are divided by, else the live one)."""
-    with collector_paused():  # the manifest and the live quotas: many objects, all kept, none in a cycle
-        return _make_plan(state, ctx, files, prune, live_from, ci_fmt, brokers, rule_kw)
-
-
-def _make_plan(
-    state: AppState,
-    ctx: click.Context,
-    files: Sequence[str],
-    prune: bool,
-    live_from: Sequence[str],
-    ci_fmt: str | None,
-    brokers: int | None,
-    rule_kw: dict[str, Any] | None,
-) -> tuple[QuotaBackend, Plan, Manifest]:
     from kquotactl.core.manifest import ManifestError
     from kquotactl.core.wording import counted
     from kquotactl.services.plans import plan as plan_service
 
-    try:
-        manifest = load(files, rule_kw)  # before connecting: a bad manifest never reaches the cluster
-    except ManifestError as e:
-        if ci_fmt is None:
-            raise
-        from kquotactl.render.ci import invalid_report
+    # The manifest and the live quotas (many objects, all kept, none in a cycle) read under one pause: resumed
+    # between the two, the collector would walk all of the manifest's objects once more.
+    with collector_paused():
+        try:
+            manifest = load(files, rule_kw)  # before connecting: a bad manifest never reaches the cluster
+        except ManifestError as e:
+            if ci_fmt is None:
+                raise
+            from kquotactl.render.ci import invalid_report
 
-        problems = counted(len(e.problems), "problem")
-        write_ci(invalid_report("plan", e.problems, problems), ci_fmt)
-        raise QuotaError(f"{problems} in the manifest; nothing was planned") from None
-    if prune and not manifest.prune:
-        raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
-    planned = plan_service(
-        lambda: live_backend(state, ctx, live_from),
-        manifest,
-        prune=prune,
-        offline=bool(live_from),
-        keep_hint=KEEP_HINT,
-        brokers=brokers,
-    )
+            problems = counted(len(e.problems), "problem")
+            write_ci(invalid_report("plan", e.problems, problems), ci_fmt)
+            raise QuotaError(f"{problems} in the manifest; nothing was planned") from None
+        if prune and not manifest.prune:
+            raise UsageError('--prune needs a prune scope in the manifest (prune: ["users/svc-*", ...])')
+        planned = plan_service(
+            lambda: live_backend(state, ctx, live_from),
+            manifest,
+            prune=prune,
+            offline=bool(live_from),
+            keep_hint=KEEP_HINT,
+            brokers=brokers,
+        )
     for line in planned.info:
         click.echo(line, err=True)  # information, as alter --cluster-wide says it
     for line in [*planned.warnings, *planned.notes]:

@@ -5,7 +5,7 @@ pass their click group. Only click is imported.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import click
 
@@ -30,6 +30,14 @@ def option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]:
     return table(group.params), sub
 
 
+def as_long_option(tok: str, known: Mapping[str, bool]) -> str:
+    """jopt's one-dash long option (``-add-config``, ``-entity-type=users``) as click's ``--add-config``; any
+    other token as given."""
+    if tok.startswith("-") and not tok.startswith("--") and len(tok) > 2 and "--" + tok[1:].split("=")[0] in known:
+        return "-" + tok
+    return tok
+
+
 def load_named_command(argv: Sequence[str], group: click.Group) -> None:
     """Load the subcommand ``argv`` names, so that its options are in :func:`option_table`: the first word that is
     neither an option nor the value of one of the group's (or its loaded subcommands') options. A subcommand's own
@@ -43,9 +51,8 @@ def load_named_command(argv: Sequence[str], group: click.Group) -> None:
         if tok == "--":
             return
         if tok.startswith("-"):
-            name = tok.split("=", 1)[0]
-            if name.startswith("-") and not name.startswith("--") and "-" + name in known:
-                name = "-" + name  # kafka-configs' one-dash long option
+            tok = as_long_option(tok, known)
+            name = tok.split("=", 1)[0] if tok.startswith("--") else tok
             i += 2 if known.get(name) and "=" not in tok else 1
             continue
         if tok in names:
@@ -78,8 +85,7 @@ def normalize_argv(argv: Sequence[str], group: click.Group) -> tuple[list[str], 
         if tok == "--":
             rest += args[i:]
             break
-        if tok.startswith("-") and not tok.startswith("--") and len(tok) > 2 and "--" + tok[1:].split("=")[0] in known:
-            tok = "-" + tok
+        tok = as_long_option(tok, known)
         name = tok.split("=", 1)[0] if tok.startswith("--") else tok
         if name in ("--alter", "--describe") and "=" not in tok:
             actions.append(name[2:])

@@ -197,7 +197,7 @@ class _Reader:
             if not isinstance(qnode, _Sequence):
                 self.problem(qnode, f"quotas must be a list of entries, not {_kind(qnode)}")
                 return
-            if getattr(qnode, "streamed", False):
+            if qnode.streamed:
                 return  # entries were read one by one while parsing
             for item in qnode.value:
                 self.entry(item)

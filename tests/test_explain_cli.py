@@ -315,6 +315,32 @@ def test_replay_controller_mutations_uses_the_token_bucket(tmp_path) -> None:
     assert r.exit_code == 1 and "Kafka 2.7" in r.stderr and r.stdout == ""
 
 
+def test_controller_mutations_are_measured_over_the_controller_window(tmp_path) -> None:
+    """Kafka sizes the mutation bucket from controller.quota.window.*, not quota.window.* (QuotaFactory)."""
+    events = tmp_path / "mutations.txt"
+    events.write_text("0 60\n500 0\n")
+    base = ("explain", "--replay", str(events), "--key", "controller_mutation_rate", "--limit", "5", "-o", "json")
+
+    def tokens(*extra: str) -> list[float]:
+        r = run_cli(*base, *extra)
+        assert r.exit_code == 0, r.stderr
+        return [json.loads(x)["tokens"] for x in r.stdout.splitlines()]
+
+    assert tokens("--window-num", "20") == tokens() == [-5.0, -2.5]  # a bucket of 11 x 1 s x 5
+    assert tokens("--controller-window-num", "20") == [40.0, 42.5]  # 20 x 1 s x 5 = 100
+    assert tokens("--controller-window-size", "2") == [50.0, 52.5]  # 11 x 2 s x 5 = 110
+    observed = ("explain", "--example", "--client-id", "x", "--observed", "controller_mutation_rate=20", "-o", "json")
+
+    def throttle(*extra: str) -> int:
+        r = run_cli(*observed, *extra)
+        assert r.exit_code == 0, r.stderr
+        [q] = [q for q in json.loads(r.stdout)["quotas"] if q["key"] == "controller_mutation_rate"]
+        return int(q["throttle_ms"])
+
+    assert throttle("--window-size", "2") == throttle() == 1000
+    assert throttle("--controller-window-size", "2") == 2000  # the deficit is counted in controller samples
+
+
 def test_observed_controller_mutations_follow_the_mode() -> None:
     base = ("explain", "--example", "--client-id", "x", "--observed", "controller_mutation_rate=20", "-o", "json")
     throttles = {}

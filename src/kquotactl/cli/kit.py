@@ -241,6 +241,32 @@ def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return stacked(opts, f)
 
 
+def controller_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' controller mutation window (``controller.quota.window.num`` x
+    ``controller.quota.window.size.seconds``): Kafka sizes the controller_mutation_rate bucket from these, not from
+    ``quota.window.*``."""
+    opts = [
+        click.option(
+            "--controller-window-num",
+            type=click.IntRange(min=1),
+            default=11,
+            show_default=True,
+            help="The brokers' controller.quota.window.num (controller_mutation_rate).",
+        ),
+        click.option(
+            "--controller-window-size-seconds",
+            "--controller-window-size",
+            "controller_window_size_seconds",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            metavar="SECONDS",
+            help="The brokers' controller.quota.window.size.seconds (controller_mutation_rate).",
+        ),
+    ]
+    return stacked(opts, f)
+
+
 def manifest_quotas_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``-f MANIFEST`` (repeatable, ``-`` = stdin) for the commands that resolve connections against a quota set
     (``explain``, ``top``): the quotas from manifests instead of the cluster; read by :func:`quota_index`."""

@@ -73,6 +73,16 @@ class ThrottleModel:
     window_size_seconds: float = DEFAULT_WINDOW_SIZE_SECONDS
     kafka_version: tuple[int, ...] | None = None  # None: the latest behaviour
     mutation_mode: str = "strict"  # controller_mutation_rate: strict or permissive
+    #: the brokers' controller.quota.window.num / .size.seconds: the controller_mutation_rate bucket's own window
+    mutation_window_num: int = DEFAULT_WINDOW_NUM
+    mutation_window_size_seconds: float = DEFAULT_WINDOW_SIZE_SECONDS
+
+    def window(self, key: str) -> tuple[int, float]:
+        """The window ``key`` is measured over: Kafka builds the controller mutation quota from its own
+        ``controller.quota.window.*`` settings, every other quota from ``quota.window.*``."""
+        if key == "controller_mutation_rate":
+            return self.mutation_window_num, self.mutation_window_size_seconds
+        return self.window_num, self.window_size_seconds
 
     def throttle_ms(self, key: str, limit: float | None) -> int:
         """The steady-state throttle for ``key``'s observed rate against ``limit`` (:mod:`kquotactl.core.throttle`)."""
@@ -80,8 +90,7 @@ class ThrottleModel:
             key,
             self.observed[key],
             limit,
-            self.window_num,
-            self.window_size_seconds,
+            *self.window(key),
             self.kafka_version,
             self.mutation_mode,
         )

@@ -76,9 +76,10 @@ def _line(console: Any, text: str, indent: int = 0) -> None:
     console.print(Padding(Text(text), (0, 0, 0, indent)))
 
 
-def throttle_words(ms: int, throttle: ThrottleModel) -> str:
-    """``5.5 s delay per 11 s window``: the steady-state throttle and the window it is measured over."""
-    window = throttle.window_num * throttle.window_size_seconds
+def throttle_words(ms: int, throttle: ThrottleModel, key: str = "producer_byte_rate") -> str:
+    """``5.5 s delay per 11 s window``: the steady-state throttle and the window ``key`` is measured over."""
+    num, size = throttle.window(key)
+    window = num * size
     if ms <= 0:
         return f"no delay ({window:g} s window)"
     delay = f"{ms} ms" if ms < 1000 else f"{ms / 1000:g} s"
@@ -198,7 +199,7 @@ def explain_table(
 def _throttle_cell(key: str, limit: float | None, throttle: ThrottleModel) -> str:
     if key not in throttle.observed:
         return ""
-    return throttle_words(throttle.throttle_ms(key, limit), throttle)
+    return throttle_words(throttle.throttle_ms(key, limit), throttle, key)
 
 
 def _colored(cell: str) -> str:

@@ -51,11 +51,14 @@ def replay(
     window_size_seconds: int = 1,
     kafka_version: tuple[int, ...] | None = None,
     mutation_mode: str = "strict",
+    mutation_window: tuple[int, int] = (11, 1),
 ) -> Replayed:
     """Replay recordings for one key: under ``limit`` (a number, or a quota value as typed: see
     :func:`limit_value`), or under what ``conn`` resolves to in ``quota_set`` (called only then: loading a live
     quota set reads the cluster). ``key`` defaults to connection_creation_rate for an ip-only connection, else
-    producer_byte_rate. A missing input raises :class:`MissingInput`."""
+    producer_byte_rate. ``mutation_window``: the brokers' ``controller.quota.window.num`` and ``.size.seconds``, the
+    window of controller_mutation_rate (``window_*`` is every other key's). A missing input raises
+    :class:`MissingInput`."""
     from kquotactl.core.keys import KeyScope, lookup_key
 
     if key is None:
@@ -87,6 +90,7 @@ def replay(
         window_size_seconds=window_size_seconds,
         kafka_version=kafka_version,
         mutation_mode=mutation_mode,
+        mutation_window=mutation_window,
     )
     return Replayed(key, limit, steps)
 
@@ -123,9 +127,10 @@ def replay_steps(
     window_size_seconds: int = 1,
     kafka_version: tuple[int, ...] | None = None,
     mutation_mode: str = "strict",
+    mutation_window: tuple[int, int] = (11, 1),
 ) -> list[ReplayStep]:
     """Recordings replayed through the broker's sampled Rate for ``key`` under ``limit`` (controller_mutation_rate:
-    its token bucket): each recording's throttle."""
+    its token bucket, over ``mutation_window``, the controller's own window): each recording's throttle."""
     if key == "controller_mutation_rate":
         from kquotactl.core.rate import replay_token_bucket
 
@@ -133,9 +138,8 @@ def replay_steps(
             raise UsageError(
                 "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
             )
-        return replay_token_bucket(
-            events, limit, samples=window_num, window_ms=window_size_seconds * 1000, mode=mutation_mode
-        )
+        num, size = mutation_window
+        return replay_token_bucket(events, limit, samples=num, window_ms=size * 1000, mode=mutation_mode)
     from kquotactl.core.keys import KEYS
     from kquotactl.core.rate import replay, sampled_stat_for
 

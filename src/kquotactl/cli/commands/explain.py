@@ -8,7 +8,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand, manifest_quotas_option, quota_index, quota_window_options
+from kquotactl.cli.kit import (
+    OnceCommand,
+    controller_window_options,
+    manifest_quotas_option,
+    quota_index,
+    quota_window_options,
+)
 from kquotactl.cli.options import principal_options
 
 if TYPE_CHECKING:
@@ -49,6 +55,7 @@ if TYPE_CHECKING:
     help="A rate the client sustains (e.g. producer_byte_rate=12MiB): shows the steady-state throttle. Repeatable.",
 )
 @quota_window_options
+@controller_window_options
 @click.option(
     "--kafka-version",
     metavar="X.Y[.Z]",
@@ -120,6 +127,8 @@ def explain(
     observed: tuple[str, ...],
     window_num: int,
     window_size_seconds: int,
+    controller_window_num: int,
+    controller_window_size_seconds: int,
     kafka_version: str | None,
     static_default: tuple[str, ...],
     with_chain: bool,
@@ -194,6 +203,8 @@ def explain(
         window_size_seconds,
         kafka_version=version,
         mutation_mode=mutation_mode,
+        mutation_window_num=controller_window_num,
+        mutation_window_size_seconds=controller_window_size_seconds,
     )
     conn = Connection.of(user, client_id, ip) if has_conn else None
     if "-" in files and connections is not None and getattr(connections, "name", "") == "<stdin>":
@@ -233,6 +244,7 @@ def explain(
             window_size_seconds,
             version,
             mutation_mode,
+            (controller_window_num, controller_window_size_seconds),
         )
         return
 
@@ -365,6 +377,7 @@ def _replay(
     window_size_seconds: int,
     version: tuple[int, ...] | None,
     mutation_mode: str,
+    mutation_window: tuple[int, int],
 ) -> None:
     from kquotactl.render.explain import json_lines, replay_json, replay_table
     from kquotactl.services.simulate import replay
@@ -380,6 +393,7 @@ def _replay(
         window_size_seconds=window_size_seconds,
         kafka_version=version,
         mutation_mode=mutation_mode,
+        mutation_window=mutation_window,
     )
     if fmt == "table":
         replay_table(done.steps, done.key, done.limit, sys.stdout, state.color)

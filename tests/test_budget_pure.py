@@ -66,7 +66,9 @@ def test_request_percentage_is_refused_and_controller_mutation_rate_is_not_divid
         per_broker(KEYS["request_percentage"], 50.0, 3)
     cmr = per_broker(KEYS["controller_mutation_rate"], 10.0, 3)
     assert (cmr.per_broker, cmr.remainder) == (10.0, 0)
-    assert "active controller" in cmr.describe()
+    # KRaft: the active controller alone; ZooKeeper mode: auto-creation is metered on the receiving broker
+    assert "enforced once in KRaft, on the active controller" in cmr.describe()
+    assert "auto-created through Metadata or FindCoordinator are metered by each broker" in cmr.describe()
     assert split_of(KEYS["connection_creation_rate"]) is Split.DIVIDED
     assert per_broker(KEYS["connection_creation_rate"], 10, 3).per_broker == 3
 

@@ -207,7 +207,8 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
     "--cluster-wide",
     is_flag=True,
     help="The values set are cluster-wide budgets: write each broker's share for the live broker count "
-    "(byte and connection rates are divided; controller_mutation_rate is enforced once, so written as given).",
+    "(byte and connection rates are divided; controller_mutation_rate is written as given: KRaft enforces it once, on "
+    "the active controller).",
 )
 @pass_state
 @click.pass_context

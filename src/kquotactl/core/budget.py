@@ -10,10 +10,14 @@ Kafka enforces client quotas where the work happens, and that differs per key (r
 - ``connection_creation_rate``: ``SocketServer``'s ``ConnectionQuotas`` counts per ip *per broker*: divided like
   the byte rates (INT: the same floor). A client connects to the brokers that lead its partitions, so the even
   split is an assumption.
-- ``controller_mutation_rate`` (KIP-599): metered where CreateTopics/CreatePartitions/DeleteTopics are handled:
-  on the active controller (KRaft: brokers forward these requests, ``ControllerApis`` records the mutations; ZooKeeper
-  mode: only the controller broker handles them). It is enforced in one place, so the configured value already is
-  the cluster-wide budget: not divided.
+- ``controller_mutation_rate`` (KIP-599): metered where topics are created, deleted or given partitions. In KRaft
+  that is the active controller alone: brokers forward CreateTopics/CreatePartitions/DeleteTopics, and the topics a
+  Metadata request auto-creates in an envelope with the client's principal; ``ControllerApis`` records them. So
+  the configured value is the cluster-wide budget: not divided. In ZooKeeper mode (2.8–3.9) only the explicit
+  requests go to the controller broker; a topic auto-created through Metadata or FindCoordinator is created by the
+  broker that received the request (``AutoTopicCreationManager.createTopicsInZk`` → ``ZkAdminManager``), on that
+  broker's own bucket, so auto-creation can reach N × the value (:data:`WHOLE_WHERE`). It is still not divided:
+  dividing would starve the explicit requests, which all land on one broker. (2.7 does not meter auto-creation.)
 - ``request_percentage``: a share of *one broker's* request-handler and network threads' time; there is no
   cluster-wide total to divide, so ``cluster:`` refuses it.
 - ``request_rate`` (KIP-124 draft, offline only): a per-broker rate like the byte rates, divided.
@@ -42,7 +46,7 @@ class Split(StrEnum):
     """How a cluster-wide value becomes the per-broker value of one key."""
 
     DIVIDED = "divided"  # every broker enforces its own share: total / brokers
-    WHOLE = "whole"  # enforced in one place (the active controller): the value is the cluster-wide value
+    WHOLE = "whole"  # enforced in one place in KRaft (the active controller): the value is the cluster-wide value
     REFUSED = "per-broker"  # per-broker by nature: no cluster-wide total exists (cluster: refuses it)
 
 
@@ -54,6 +58,14 @@ SPLITS: dict[str, Split] = {
     "controller_mutation_rate": Split.WHOLE,
     "request_percentage": Split.REFUSED,
 }
+
+
+#: Where a :attr:`Split.WHOLE` key is enforced, in both metadata modes (see the module docstring).
+WHOLE_WHERE = (
+    "enforced once in KRaft, on the active controller; in ZooKeeper mode only CreateTopics/CreatePartitions/"
+    "DeleteTopics are (on the controller broker), while topics auto-created through Metadata or FindCoordinator are "
+    "metered by each broker that receives the request"
+)
 
 
 def split_of(key: QuotaKey) -> Split:
@@ -92,8 +104,8 @@ class Share:
         total = human_and_raw(self.key, self.total)
         if self.split is Split.WHOLE:
             return (
-                f"{self.key.name} {total} cluster-wide = {human_and_raw(self.key, self.per_broker)} as configured: "
-                "enforced once, on the active controller (not divided)"
+                f"{self.key.name} {total} cluster-wide = {human_and_raw(self.key, self.per_broker)} as configured, "
+                f"not divided: {WHOLE_WHERE}"
             )
         text = (
             f"{self.key.name} {total} cluster-wide = {human_and_raw(self.key, self.per_broker)} per broker × "
@@ -128,7 +140,8 @@ def per_broker(key: QuotaKey, total: int | float, brokers: int) -> Share:
 
 def cluster_value(key: QuotaKey, per_broker_value: int | float, brokers: int) -> int | float:
     """What a per-broker value adds up to over ``brokers`` brokers (``explain``'s cluster-wide view): the limit
-    × brokers for keys every broker enforces, the value itself for keys enforced once; ``request_percentage`` has
+    × brokers for keys every broker enforces, the value itself for keys enforced once (KRaft; :data:`WHOLE_WHERE`);
+    ``request_percentage`` has
     no cluster-wide total (its per-broker value is returned)."""
     if split_of(key) is not Split.DIVIDED:
         return per_broker_value
@@ -245,7 +258,7 @@ def cluster_view_words(key: QuotaKey, limit: int | float, brokers: int) -> str:
         total = human_and_raw(key, cluster_value(key, limit, brokers))
         return f"{key.name}: {per} per broker × {counted(brokers, 'broker')} = {total} cluster-wide"
     if split is Split.WHOLE:
-        return f"{key.name}: {per} cluster-wide (enforced once, on the active controller)"
+        return f"{key.name}: {per} cluster-wide ({WHOLE_WHERE})"
     return f"{key.name}: {per} of each broker's thread time (per broker: no cluster-wide total)"
 
 
@@ -254,8 +267,8 @@ def spread_evenly(records: Sequence[QuotaRecord], brokers: int) -> list[QuotaRec
 
     Each broker sees ``usage / N`` against ``limit``; the broker's throttle ``(rate - limit) / limit × window`` is the
     same for ``usage`` against ``limit × N``, so a replay of cluster-wide traffic multiplies every limit a broker
-    meters itself by N (request_percentage too: request time is spread like the requests). A key enforced once, on
-    the active controller (controller_mutation_rate), keeps its value.
+    meters itself by N (request_percentage too: request time is spread like the requests). A key enforced once
+    (controller_mutation_rate, :data:`WHOLE_WHERE`), keeps its value.
     """
     out = []
     for r in records:

@@ -8,6 +8,9 @@ from typing import Any
 
 from fixtures_oracle import assert_no_mismatches, random_cases
 
+#: What each oracle version is: the full Kafka version the jars are.
+FULL_VERSION = {"2.8": (2, 8, 2), "3.9": (3, 9, 1), "4.1": (4, 1, 1)}
+
 
 def limit(rng: random.Random) -> float:
     """A quota as a broker may hold it: mostly positive (small, large, tiny), and 0 or negative (kafka-configs 2.8

@@ -108,7 +108,7 @@ def test_legend_and_title_sit_outside_every_axes(fig):
             assert not box.overlaps(extent), ax.get_gid()
         assert ax.get_legend() is None
     assert [t.get_text() for t in legends[0].get_texts()][:2] == [
-        "observed rate (average over the quota window)",
+        "measured rate (what the limit is compared with)",
         "limit",
     ]
 

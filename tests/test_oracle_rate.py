@@ -19,12 +19,9 @@ from kquotactl.core.keys import KEYS
 from kquotactl.core.rate import replay, sampled_stat_for
 from kquotactl.core.throttle import steady_state_throttle_ms
 from kquotactl.testing.oracle import cases_per_run
-from oracle_cases import assert_replays_match_kafka
+from oracle_cases import FULL_VERSION, assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit
-
-#: What each oracle version is: the full Kafka version the jars are.
-FULL_VERSION = {"2.8": (2, 8, 2), "3.9": (3, 9, 1), "4.1": (4, 1, 1)}
 
 
 def _value(rng: random.Random) -> float:

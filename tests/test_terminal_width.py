@@ -267,11 +267,11 @@ def test_a_bad_ts_names_its_row() -> None:
     import pyarrow as pa
 
     from kquotactl.core.errors import UsageError
-    from kquotactl.impact.readers import sample_column
+    from kquotactl.impact.readers import ms_column
 
     column = pa.chunked_array([["2024-01-01T00:00:00Z"] * 5, ["2024-01-01T00:00:01Z", "yesterday", "x"]])
     with pytest.raises(UsageError, match=r"row 7 \('yesterday'\)"):
-        sample_column(column, 1)
+        ms_column(column)
 
 
 @settings(max_examples=2000)

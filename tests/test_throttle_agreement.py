@@ -1,5 +1,6 @@
-"""Explain (core.explain) and the impact local engine give identical throttles for the same inputs: the same
-resolution (core.precedence) and the one formula (core.throttlemath.quota_throttle_ms), on random quota sets."""
+"""``explain --replay`` (services.simulate.replay: the limit the connection resolves to, Kafka's Rate) and the impact
+local engine give identical throttles for the same recordings, on random quota sets: the same resolution
+(core.precedence) and the one replay (core.rate.replay)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import random
 import pytest
 
 from kquotactl.core.entities import DEFAULT, Entity
-from kquotactl.core.explain import Connection, ThrottleModel, explain_json
+from kquotactl.core.errors import MissingInput
+from kquotactl.core.explain import Connection
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import local
-from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, USAGE, Window
+from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, UNRECORDED_WHEN_THROTTLED, USAGE, Window
+from kquotactl.services.simulate import replay
 
 SEEDS = range(40)
 USERS = ["alice", "bob", ""]
@@ -37,25 +40,40 @@ def test_the_impact_engine_and_explain_agree_on_every_throttle(seed: int) -> Non
     index = QuotaIndex(_random_quotas(rng))
     window = Window(rng.randint(1, 11), rng.randint(1, 3))
     user, client = rng.choice(USERS), rng.choice(CLIENTS)
-    units = {k: rng.randint(1, 200_000) for k in CLIENT_MODEL_KEYS}  # per sample, steady
-    samples = list(range(window.num + 3))  # long enough for a full window
+    samples = sorted(rng.sample(range(4 * window.num), rng.randint(1, 3 * window.num)))  # with gaps
+    units = {k: [rng.randint(1, 200_000) for _ in samples] for k in CLIENT_MODEL_KEYS}
+    step = window.size_s * 1000
     columns: dict[str, list] = {
         "sample": samples,
+        "ms": [s * step + rng.randint(0, step - 1) for s in samples],
         "user": [user] * len(samples),
         "client_id": [client] * len(samples),
         "ip": [""] * len(samples),
     }
     for k in CLIENT_MODEL_KEYS:
-        columns["u_" + USAGE[k].column] = [units[k]] * len(samples)
+        columns["u_" + USAGE[k].column] = units[k]
     for k in IP_MODEL_KEYS:
         columns["u_" + USAGE[k].column] = [0] * len(samples)
     engine = {s.key: s for s in local.run(columns, index, window).stats}
 
-    # the steady rate over a full window, as the engine measures it: N samples of units / (divisor × N × S)
-    observed = {k: window.num * units[k] / window.denominator(k) for k in CLIENT_MODEL_KEYS}
-    throttle = ThrottleModel(observed, window.num, window.size_s)
-    explained = {q["key"]: q for q in explain_json(index, Connection.of(user, client, None), throttle)["quotas"]}
+    conn = Connection.of(user, client, None)
     for k in CLIENT_MODEL_KEYS:
-        want = explained[k]["throttle_ms"] if explained[k]["limit"] is not None else 0
-        got = engine[k].max_throttle_ms if k in engine else 0
-        assert got == want, f"seed {seed}: {k} for ({user!r}, {client!r}): engine {got} ms, explain {want} ms"
+        events = [(t, u / USAGE[k].divisor) for t, u in zip(columns["ms"], units[k], strict=True)]
+        try:
+            steps = replay(
+                events,
+                conn=conn,
+                quota_set=lambda: index,
+                key=k,
+                unrecord_throttled=k in UNRECORDED_WHEN_THROTTLED,
+                window_num=window.num,
+                window_size_seconds=window.size_s,
+            ).steps
+        except MissingInput:  # unlimited (or an empty name the broker never limits): no quota-id row
+            assert k not in engine, f"seed {seed}: {k} is unlimited for explain, limited for impact"
+            continue
+        throttles = [max(s.throttle_ms, 0) for s in steps]
+        got = engine[k]
+        want = (sum(1 for t in throttles if t) * window.size_s, sum(throttles), max(throttles))
+        assert (got.seconds_throttled, got.total_throttle_ms, got.max_throttle_ms) == want, f"seed {seed}: {k}"
+        assert got.max_rate == max(s.rate for s in steps), f"seed {seed}: {k}"

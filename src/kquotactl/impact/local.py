@@ -23,9 +23,10 @@ from kquotactl.impact.model import (
     Timeline,
     Window,
     qid_parts,
+    replay_quota_id,
 )
 
-# sid -> {sample: units}
+# sid -> {ms: units}
 Series = dict[Sid, dict[int, int]]
 
 
@@ -54,13 +55,14 @@ def timelines(
 def _usage(
     columns: Mapping[str, Sequence[Any]], index: QuotaIndex
 ) -> tuple[Series, dict[Sid, float], dict[str, KeyTotals], int, int | None, int | None]:
-    """Sum units per (key, level, quota-id, sample), resolving each distinct pair/ip once."""
+    """Sum units per (key, level, quota-id, millisecond), resolving each distinct pair/ip once."""
     limits: dict[Sid, float] = {}
     series: Series = defaultdict(lambda: defaultdict(int))
     totals = {k: KeyTotals() for k in (*CLIENT_MODEL_KEYS, *IP_MODEL_KEYS)}
     pair_cache: dict[tuple[str, str], list[Sid | None]] = {}
     ip_cache: dict[str, Sid | None] = {}
     samples = columns["sample"]
+    times = columns["ms"]
     users, clients, ips = columns["user"], columns["client_id"], columns["ip"]
     client_cols = [(k, columns["u_" + USAGE[k].column]) for k in CLIENT_MODEL_KEYS]
     conn_key = IP_MODEL_KEYS[0]
@@ -88,7 +90,7 @@ def _usage(
                     t.rows_unlimited += 1
                     t.units_unlimited += u
                 else:
-                    series[sid][s] += u
+                    series[sid][times[i]] += u
         u = conns[i]
         if u:
             ip = ips[i]
@@ -102,7 +104,7 @@ def _usage(
                 t.rows_unlimited += 1
                 t.units_unlimited += u
             else:
-                series[sid][s] += u
+                series[sid][times[i]] += u
     return series, limits, totals, rows, first, last
 
 
@@ -134,52 +136,76 @@ def _evaluate(
     limits: Mapping[Sid, float],
     keep: bool = False,
 ) -> tuple[list[QidStats], Timeline, Rates]:
-    """The event sweep of :mod:`kquotactl.impact.model` per quota-id."""
-    n = window.span
+    """Each quota-id replayed through Kafka's Rate (:func:`~kquotactl.impact.model.replay_quota_id`), or, for
+    windowed input, the event sweep of :mod:`kquotactl.impact.model`."""
     stats: list[QidStats] = []
     tl: Timeline = {}
     rates: Rates = {}
     if last is None:  # no sample, no series
         return stats, tl, rates
-    for sid, by_sample in series.items():
+    for sid, by_ms in series.items():
         key = sid[0]
-        limit = limits[sid]
-        denom = window.denominator(key)
-        deltas: dict[int, int] = defaultdict(int)
-        for s, u in by_sample.items():
-            deltas[s] += u
-            deltas[s + n] -= u
-        points = sorted(deltas)
-        running = 0
-        seconds = total = max_ms = 0
-        max_rate = 0.0
-        throttled_units = 0
-        intervals = []
-        rated: list[tuple[int, int, float]] = []
-        for j, p in enumerate(points):
-            running += deltas[p]
-            if p > last:
-                break
-            end = min(points[j + 1] if j + 1 < len(points) else last + 1, last + 1)
-            length = end - p
-            rate = running / denom
-            max_rate = max(max_rate, rate)
-            if keep and length > 0:
-                rated.append((p, end, rate))
-            ms = window.throttle_ms(key, rate, limit)
-            if ms > 0:
-                seconds += length
-                total += ms * length
-                max_ms = max(max_ms, ms)
-                throttled_units += by_sample.get(p, 0)
-                if keep:
-                    intervals.append((p, end, ms))
+        if window.windowed:
+            by_sample: dict[int, int] = defaultdict(int)
+            for t, u in by_ms.items():
+                by_sample[t // window.sample_ms] += u
+            seconds, total, max_ms, max_rate, throttled_units, intervals, rated = _sweep(
+                by_sample, key, limits[sid], window, last, keep
+            )
+        else:
+            outcomes = replay_quota_id(list(by_ms), list(by_ms.values()), key, limits[sid], window)
+            throttled = [o for o in outcomes if o.throttle_ms > 0]
+            seconds = len(throttled)
+            total = sum(o.throttle_ms for o in throttled)
+            max_ms = max((o.throttle_ms for o in throttled), default=0)
+            max_rate = max((o.max_rate for o in outcomes), default=0.0)
+            throttled_units = sum(o.units_throttled for o in outcomes)
+            intervals = [(o.sample, o.sample + 1, o.throttle_ms) for o in throttled] if keep else []
+            rated = [(o.sample, o.sample + 1, o.max_rate) for o in outcomes] if keep else []
         totals[key].units_throttled += throttled_units
         stats.append(QidStats(key, sid[1], sid[2], sid[3], sid[4], seconds * window.size_s, max_rate, total, max_ms))
         if keep and intervals:
             tl[sid] = intervals
             rates[sid] = rated
     return stats, tl, rates
+
+
+def _sweep(
+    by_sample: Mapping[int, int], key: str, limit: float, window: Window, last: int, keep: bool
+) -> tuple[int, int, int, float, int, list[tuple[int, int, int]], list[tuple[int, int, float]]]:
+    """Windowed input: the window sum on every interval between events, its rate and throttle."""
+    n = window.span
+    denom = window.denominator(key)
+    deltas: dict[int, int] = defaultdict(int)
+    for s, u in by_sample.items():
+        deltas[s] += u
+        deltas[s + n] -= u
+    points = sorted(deltas)
+    running = 0
+    seconds = total = max_ms = 0
+    max_rate = 0.0
+    throttled_units = 0
+    intervals = []
+    rated: list[tuple[int, int, float]] = []
+    for j, p in enumerate(points):
+        running += deltas[p]
+        if p > last:
+            break
+        end = min(points[j + 1] if j + 1 < len(points) else last + 1, last + 1)
+        length = end - p
+        rate = running / denom
+        max_rate = max(max_rate, rate)
+        if keep and length > 0:
+            rated.append((p, end, rate))
+        ms = window.throttle_ms(key, rate, limit)
+        if ms > 0:
+            seconds += length
+            total += ms * length
+            max_ms = max(max_ms, ms)
+            throttled_units += by_sample.get(p, 0)
+            if keep:
+                intervals.append((p, end, ms))
+    return seconds, total, max_ms, max_rate, throttled_units, intervals, rated
 
 
 def topic_usage(

@@ -1,29 +1,30 @@
 """The traffic-impact model, as pure data and pure functions (no I/O): both engines implement exactly this.
 
 - Usage per quota key comes from one input column (:data:`USAGE`), converted per row to integer *units*
-  (``floor(value × scale + 0.5)``) so that sums are exact in every engine; a key's rate is
-  ``units / (divisor × N × S)``.
+  (``floor(value × scale + 0.5)``) so that sums are exact in every engine; a recording's value is
+  ``units / divisor``.
 - Each row resolves per key with :class:`kquotactl.core.precedence.QuotaIndex` (8 levels, quota-id sharing; ips by ip).
-- Time is cut into samples of ``S = quota.window.size.seconds``; for every sample ``t`` from the input's first
-  to its last, the rate is the sum over samples ``t−N+1 … t`` divided by ``N·S`` (``N = quota.window.num``).
-- A sample is throttled when rate > limit; throttle = ``Math.round((rate − limit)/limit × N·S·1000)`` ms,
-  capped at ``S·1000`` ms for request and connection keys (``KEYS[k].throttle_capped``), narrowed to int as
-  brokers do (:func:`kquotactl.core.throttlemath.quota_throttle_ms`: one formula for explain and impact); a sample
-  counts as throttled when that is > 0 (a throttle past 2^31 ms wraps negative on a broker, and throttles nothing).
+- Each quota-id's usage is replayed through Kafka's own ``Rate`` (:func:`kquotactl.core.rate.replay`, the function
+  ``explain --replay`` uses): one recording per millisecond with usage (a row's ``ts`` to the millisecond; rows of
+  one quota-id in the same millisecond are one recording), fresh-sensor padding, the sample ring of the Kafka
+  version (:attr:`Window.kafka_version`, default the latest) and the broker's throttle, capped for request and
+  connection keys; a throttled Fetch or connection is taken back out (:data:`UNRECORDED_WHEN_THROTTLED`).
+  :func:`replay_quota_id` is that replay; both engines call it per quota-id, so they and ``explain --replay``
+  agree bit for bit on the same events.
+- The report counts per sample of ``S = quota.window.size.seconds``: a sample is throttled when one of its
+  recordings is (throttle > 0: a throttle past 2^31 ms wraps negative on a broker, and throttles nothing); its
+  throttle is the largest of its recordings'.
 
 Input that is already a rate over the quota window (the brokers' sensors, ``impact run --from-prometheus``) is
-replayed with ``Window(windowed=True)``: a sample's usage counts in that sample only (``Window.span`` = 1), so its
-rate is ``units / (divisor × S)``, compared with the limit as it is; the throttle formula still uses ``N·S``.
-
-The window sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + N``), so both
-engines evaluate it on *events*: ``(s, +u)`` and ``(s + N, −u)``; the running sum of the deltas is the window
-sum on ``[p_i, p_(i+1))``, and that interval is clipped to the input's last sample. That is exact, and costs
-two rows per (key, quota-id, sample) instead of N.
+not replayed through ``Rate`` again: with ``Window(windowed=True)`` a sample's usage counts in that sample only
+(``Window.span`` = 1), its rate is ``units / (divisor × S)``, compared with the limit as it is, and the throttle
+formula uses ``N·S``. That sum only changes where usage enters (sample ``s``) or leaves it (sample ``s + span``), so
+both engines evaluate it on *events* ``(s, +u)`` and ``(s + span, −u)``, clipped to the input's last sample.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, Number
 from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing, entity_level
+from kquotactl.core.rate import replay, sampled_stat_for
 from kquotactl.core.sanitizer import sanitize
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 from kquotactl.core.throttlemath import quota_throttle_ms
@@ -65,6 +67,9 @@ MUTATIONS_COLUMN = "mutations"
 #: in tables rebuilt from the brokers' sensors, the broker a row was measured on: quotas are per broker, so each
 #: broker's rows are replayed on their own (engine.Runner) and the reports merged (merge_broker_reports)
 BROKER_COLUMN = "broker"
+#: keys whose throttled recording the broker takes back out: a throttled Fetch is answered empty
+#: (``KafkaApis``: ``unrecordQuotaSensor``), a throttled connection unrecorded (``ConnectionQuotas``)
+UNRECORDED_WHEN_THROTTLED = frozenset({"consumer_byte_rate", "connection_creation_rate"})
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class Window:
     #: the input's usage is already a rate over the quota window (the brokers' sensors, --from-prometheus): each
     #: sample's rate is compared with the limit as it is, not averaged over the window again
     windowed: bool = False
+    #: the brokers' Kafka version, for the sampled Rate (:func:`kquotactl.core.rate.sampled_stat_for`; None: latest)
+    kafka_version: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.num < 1 or self.size_s < 1:
@@ -87,6 +94,10 @@ class Window:
 
     @property
     def cap_ms(self) -> int:
+        return self.size_s * 1000
+
+    @property
+    def sample_ms(self) -> int:
         return self.size_s * 1000
 
     @property
@@ -102,6 +113,60 @@ class Window:
         """Throttle of one sample: :func:`~kquotactl.core.throttlemath.quota_throttle_ms` over ``N·S``, capped for
         request and connection keys; the Spark engine computes exactly these operations column-wise."""
         return quota_throttle_ms(rate, limit, self.window_ms, self.cap_ms if KEYS[key].throttle_capped else None)
+
+
+# -- the replay of one quota-id (both engines) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SampleOutcome:
+    """One sample of a quota-id's replay: its units, those of throttled recordings, its recordings' largest rate
+    and throttle (0: none throttled)."""
+
+    sample: int
+    units: int
+    units_throttled: int
+    max_rate: float
+    throttle_ms: int
+
+
+def replay_quota_id(
+    times_ms: Sequence[int], units: Sequence[int], key: str, limit: float, window: Window
+) -> list[SampleOutcome]:
+    """A quota-id's usage (``units`` at ``times_ms``, any order) replayed through Kafka's ``Rate`` as the broker
+    records it: one recording of ``units / divisor`` per millisecond, in time order; per sample with usage, what it
+    gave. The one replay of both engines (:func:`kquotactl.core.rate.replay`, as ``explain --replay``)."""
+    per_ms: dict[int, int] = {}
+    for t, u in zip(times_ms, units, strict=True):
+        per_ms[t] = per_ms.get(t, 0) + u
+    order = sorted(t for t, u in per_ms.items() if u)
+    divisor = USAGE[key].divisor
+    steps = replay(
+        [(t, per_ms[t] / divisor) for t in order],
+        limit,
+        samples=window.num,
+        window_ms=window.sample_ms,
+        cap_ms=window.cap_ms if KEYS[key].throttle_capped else None,
+        unrecord_throttled=key in UNRECORDED_WHEN_THROTTLED,
+        **sampled_stat_for(window.kafka_version),
+    )
+    out: list[SampleOutcome] = []
+    for t, step in zip(order, steps, strict=True):
+        sample = t // window.sample_ms
+        u = per_ms[t]
+        throttled = step.throttle_ms > 0
+        if out and out[-1].sample == sample:
+            last = out[-1]
+            out[-1] = SampleOutcome(
+                sample,
+                last.units + u,
+                last.units_throttled + (u if throttled else 0),
+                max(last.max_rate, step.rate),
+                max(last.throttle_ms, step.throttle_ms),
+            )
+        else:
+            out.append(SampleOutcome(sample, u, u if throttled else 0, step.rate, max(step.throttle_ms, 0)))
+    return out
 
 
 # -- the quota table (what Spark broadcasts) -----------------------------------------------------

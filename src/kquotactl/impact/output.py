@@ -386,7 +386,7 @@ def figure(
         if i // ncols == nrows - 1 or i + ncols >= len(rows):
             thr.set_xlabel("seconds since the first sample")
     handles = [
-        Line2D([], [], color="0.3", linewidth=1.8, label="observed rate (average over the quota window)"),
+        Line2D([], [], color="0.3", linewidth=1.8, label="measured rate (what the limit is compared with)"),
         Line2D([], [], color="black", linestyle="--", linewidth=1.2, label="limit"),
         Patch(color="0.3", alpha=0.45, label="throttle (delay per second)"),
     ]

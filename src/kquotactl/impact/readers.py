@@ -57,14 +57,17 @@ def read_table(path: str | Path) -> Any:
 
 
 def normalize(table: Any, window: Window) -> dict[str, list[Any]]:
-    """Column lists: ``sample`` (int), the three names (str) and ``u_<column>`` integer units per row."""
+    """Column lists: ``ms`` (the row's time in whole ms), ``sample`` (``ms // (S·1000)``), the three names (str) and
+    ``u_<column>`` integer units per row."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if "ts" not in table.column_names:
         raise UsageError("traffic has no 'ts' column (epoch seconds or a timestamp)")
     n = table.num_rows
-    out: dict[str, list[Any]] = {"sample": sample_column(table.column("ts"), window.size_s).to_pylist()}
+    ms = ms_column(table.column("ts")).to_pylist()
+    step = window.sample_ms
+    out: dict[str, list[Any]] = {"ms": ms, "sample": [None if t is None else t // step for t in ms]}
     for name in ID_COLUMNS:
         if name in table.column_names:
             col = pc.fill_null(pc.cast(table.column(name), pa.string()), "")
@@ -108,8 +111,9 @@ def _first_bad_row(column: Any, target: Any) -> int | None:
     return lo
 
 
-def sample_column(ts: Any, size_s: int) -> Any:
-    """``floor(seconds / S)`` for numeric epochs; whole microseconds // (S·10⁶) for timestamps."""
+def ms_column(ts: Any) -> Any:
+    """The time in whole milliseconds (the broker's clock): ``floor(microseconds / 1000)``, epoch seconds read to
+    the nearest microsecond first (a double has no exact 0.001); the Spark engine computes the same."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -124,9 +128,10 @@ def sample_column(ts: Any, size_s: int) -> Any:
         t = ts.type
     if pa.types.is_timestamp(t):
         micros = pc.cast(pc.cast(ts, pa.timestamp("us", tz=t.tz)), pa.int64())
-        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), float(size_s) * 1e6)).cast(pa.int64())
+        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1000.0)).cast(pa.int64())
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return pc.floor(pc.divide(pc.cast(ts, pa.float64()), float(size_s))).cast(pa.int64())
+        micros = pc.floor(pc.add(pc.multiply(pc.cast(ts, pa.float64()), 1e6), 0.5))  # 0.001 s is 1000 µs, not 999.9…
+        return pc.floor(pc.divide(micros, 1000.0)).cast(pa.int64())
     raise UsageError(f"'ts' has type {t}; expected epoch seconds or a timestamp")
 
 

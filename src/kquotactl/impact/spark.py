@@ -1,18 +1,19 @@
-"""The Spark engine: the model of :mod:`kquotactl.impact.model` with the PySpark DataFrame API only.
+"""The Spark engine: the model of :mod:`kquotactl.impact.model` on PySpark DataFrames.
 
-No Python UDFs and no RDDs, so the same plan runs in ``local[*]``, on a cluster through ``spark-submit``
-(only the driver needs kquotactl), or through Spark Connect:
+The resolution runs in the DataFrame API only; the replay through Kafka's ``Rate`` is the one pure function
+both engines share (:func:`kquotactl.impact.model.replay_quota_id`), run per quota-id with ``applyInPandas``, so
+the executors need kquotactl too (``make impact-zip``, ``spark-submit --py-files``):
 
-1. read and normalise the traffic (integer units per row, sample = floor(ts / S));
+1. read and normalise the traffic (integer units per row, ``ms`` = the row's time in whole milliseconds,
+   sample = floor(ms / S·1000));
 2. resolve every row per key with broadcast hash joins against the small quota table — one join per kind of
    name the precedence levels look up (pair, user, client-id, ip) — and ``coalesce`` in level order; default
    entities are literals;
 3. ``inline`` the row into one row per key with usage; the quota-id travels as numbers — the key's index, the
-   level and 64-bit ``xxhash64`` hashes of the names — so the shuffle, the hash aggregations and the window sort
-   work on fixed-width rows (about 13% faster at 10M rows than carrying the name strings);
-4. hash-partition by quota-id once, sum per (quota-id, sample), turn each sample into two events, (s, +u) and
-   (s + N, −u), and take the running sum over a window partitioned by quota-id and ordered by time; ``lead``
-   gives each interval's end;
+   level and 64-bit ``xxhash64`` hashes of the names — so the shuffle and the grouping work on fixed-width rows;
+4. sum per (quota-id, millisecond) and replay each quota-id's recordings in one group (windowed input, the
+   brokers' sensors: the window sum as events (s, +u) and (s + span, −u) with a running sum over a window
+   partitioned by quota-id instead);
 5. aggregate throttle seconds, rates and milliseconds per quota-id and collect only that (small) report;
 6. put the names back: one more pass over the traffic finds the names whose hashes the report holds (a
    broadcast semi-join). Two names sharing a hash would merge two quota-ids; that is detected there and
@@ -112,6 +113,10 @@ def session(master: str | None = "local[*]", conf: dict[str, str] | None = None)
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master and master.startswith("local"):  # the replay's Python workers: this interpreter, with kquotactl
+        import sys
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("kquotactl-impact")
     if master:
         builder = builder.master(master)
@@ -267,12 +272,13 @@ def normalize(df: Any, window: Window) -> Any:
     if isinstance(ts_type, T.TimestampType | T.TimestampNTZType):
         if isinstance(ts_type, T.TimestampNTZType):
             ts = ts.cast(T.TimestampType())
-        sample = F.floor(F.unix_micros(ts).cast("double") / F.lit(float(window.size_s) * 1e6))
+        ms = F.floor(F.unix_micros(ts).cast("double") / F.lit(1000.0))
     elif isinstance(ts_type, T.NumericType):
-        sample = F.floor(ts.cast("double") / F.lit(float(window.size_s)))
+        micros = F.floor(ts.cast("double") * F.lit(1e6) + F.lit(0.5))  # as readers.ms_column
+        ms = F.floor(micros / F.lit(1000.0))
     else:
         raise UsageError(f"'ts' has type {ts_type.simpleString()}; expected epoch seconds or a timestamp")
-    cols = [sample.cast("long").alias("sample")]
+    cols = [ms.cast("long").alias("ms")]
     for name in ("user", "client_id", "ip"):
         cols.append(
             F.coalesce(F.col(name).cast("string"), F.lit("")).alias(name)
@@ -285,7 +291,9 @@ def normalize(df: Any, window: Window) -> Any:
             cols.append(F.coalesce(x.cast("long"), F.lit(0).cast("long")).alias("u_" + usage.column))
         else:
             cols.append(F.lit(0).cast("long").alias("u_" + usage.column))
-    return df.select(*cols).where(F.col("sample").isNotNull())
+    step = window.sample_ms  # floor(ms / S·1000) in integers, as the local engine
+    sample = F.expr(f"(ms - pmod(ms, {step})) div {step}").alias("sample")
+    return df.select(*cols).select(sample, "*").where(F.col("ms").isNotNull())
 
 
 # -- resolution ----------------------------------------------------------------------------------
@@ -347,7 +355,7 @@ def _constants(rows: Sequence[QuotaRow]) -> dict[tuple[int, str], float]:
 
 def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
     """One row per (input row, key with usage): k (index in ``MODEL_KEYS``), level (0 = unlimited), limit, the
-    quota-id's name hashes qu/qc/qip (null where the quota-id has no such part), sample, u."""
+    quota-id's name hashes qu/qc/qip (null where the quota-id has no such part), sample, ms, u."""
     from pyspark.sql import functions as F
 
     spark = traffic.sparkSession
@@ -391,7 +399,7 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
             qu = qc = F.lit(None)
             qip = F.when(level > 0, F.col("h_ip"))
         structs.append(_entry(index, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
-    return df.select("sample", F.inline(F.array(*structs))).where(F.col("u") > 0)
+    return df.select("sample", "ms", F.inline(F.array(*structs))).where(F.col("u") > 0)
 
 
 def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
@@ -446,8 +454,77 @@ def _entry(index: int, level: Any, limit: Any, qu: Any, qc: Any, qip: Any, ucol:
 QID = ["k", "level", "qu", "qc", "qip"]
 
 
+#: what :func:`sweep` and :func:`replay` give per (quota-id, interval [p, p + len)): the usage added there, the input
+#: rows, the rate, the throttle, and the units of throttled recordings
+SWEPT = (
+    "k byte, level int, qu long, qc long, qip long, limit double, p long, added long, n long, rate double, "
+    "ms long, len long, thr_units long"
+)
+
+
+def replay(usage: Any, window: Window) -> Any:
+    """Per (quota-id, sample with usage): what :func:`kquotactl.impact.model.replay_quota_id` gives, run on each
+    quota-id's rows (``applyInPandas``: the one replay both engines share, so executors need kquotactl: the
+    ``--py-files`` zip); unlimited rows are only counted."""
+    from pyspark.sql import functions as F
+
+    per_ms = usage.groupBy(*QID, "limit", "ms").agg(F.sum("u").alias("u"), F.count(F.lit(1)).alias("n"))
+    step = window.sample_ms
+    unlimited = per_ms.where(F.col("level") == 0).select(
+        *QID,
+        "limit",
+        F.expr(f"(ms - pmod(ms, {step})) div {step}").alias("p"),
+        F.col("u").alias("added"),
+        "n",
+        F.lit(0.0).alias("rate"),
+        F.lit(0).cast("long").alias("ms"),
+        F.lit(1).cast("long").alias("len"),
+        F.lit(0).cast("long").alias("thr_units"),
+    )
+    limited = per_ms.where(F.col("level") > 0).groupBy(*QID).applyInPandas(_replay_group(window), SWEPT)
+    return limited.unionByName(unlimited)
+
+
+def _replay_group(window: Window) -> Callable[[Any], Any]:
+    """The pandas function of :func:`replay` (a closure over the window, pickled to the executors)."""
+
+    def go(pdf: Any) -> Any:
+        import pandas as pd  # type: ignore[import-untyped]
+
+        from kquotactl.impact.model import replay_quota_id
+
+        # each column's first value on its own (a row of mixed types would pass the 64-bit hashes through doubles);
+        # a part the quota-id lacks is null throughout (pandas: NaN)
+        first = {c: pdf[c].iloc[0] for c in (*QID, "limit")}
+        ident = {c: None if pd.isna(v) else int(v) for c, v in first.items() if c != "limit"}
+        outcomes = replay_quota_id(
+            pdf["ms"].tolist(), pdf["u"].tolist(), MODEL_KEYS[int(first["k"])], float(first["limit"]), window
+        )
+        rows: dict[int, int] = {}
+        for t, n in zip(pdf["ms"].tolist(), pdf["n"].tolist(), strict=True):
+            sample = t // window.sample_ms
+            rows[sample] = rows.get(sample, 0) + n
+        size = len(outcomes)
+        return pd.DataFrame(
+            {
+                **{c: pd.Series([v] * size, dtype="object") for c, v in ident.items()},
+                "limit": [float(first["limit"])] * size,
+                "p": [o.sample for o in outcomes],
+                "added": [o.units for o in outcomes],
+                "n": [rows[o.sample] for o in outcomes],
+                "rate": [o.max_rate for o in outcomes],
+                "ms": [o.throttle_ms for o in outcomes],
+                "len": [1] * size,
+                "thr_units": [o.units_throttled for o in outcomes],
+            }
+        )
+
+    return go
+
+
 def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> Any:
-    """Per event: the window sum on [p, end), its rate and throttle (``end`` clipped to the last sample + 1).
+    """Windowed input: per event, the window sum on [p, end), its rate and throttle (``end`` clipped to the last
+    sample + 1).
 
     ``one_shuffle``: hash-partition the usage rows by quota-id once; the per-sample aggregation, the window
     and the per-quota-id aggregation then all run inside those partitions (their required clustering is a
@@ -506,7 +583,17 @@ def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> An
     narrowed = low32 - F.when(low32 >= F.lit(2**31), F.lit(2**32).cast("long")).otherwise(F.lit(0).cast("long"))
     ms = F.when((F.col("level") > 0) & (rate > F.col("limit")), narrowed).otherwise(F.lit(0).cast("long"))
     length = F.least(F.coalesce(F.col("nxt"), stop), stop) - F.col("p")
-    return ev.select(*QID, "limit", "p", "added", "n", rate.alias("rate"), ms.alias("ms"), length.alias("len"))
+    return ev.select(
+        *QID,
+        "limit",
+        "p",
+        "added",
+        "n",
+        rate.alias("rate"),
+        ms.alias("ms"),
+        length.alias("len"),
+        F.when(ms > 0, F.col("added")).otherwise(F.lit(0).cast("long")).alias("thr_units"),
+    )
 
 
 def aggregate(swept: Any, window: Window) -> Any:
@@ -520,7 +607,7 @@ def aggregate(swept: Any, window: Window) -> Any:
         F.max(F.when(thr, F.col("ms")).otherwise(0)).alias("max_throttle_ms"),
         F.sum("n").alias("rows"),
         F.sum("added").alias("units"),
-        F.sum(F.when(thr, F.col("added")).otherwise(0)).alias("units_throttled"),
+        F.sum("thr_units").alias("units_throttled"),
     )
 
 
@@ -542,7 +629,8 @@ def run(
     nrows, first, last = bounds(traffic)
     if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
-    swept = sweep(resolved_usage(traffic, rows), window, int(last))
+    usage = resolved_usage(traffic, rows)
+    swept = sweep(usage, window, int(last)) if window.windowed else replay(usage, window)
     if timeline_top:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
     table = aggregate(swept, window).toArrow().to_pylist()

@@ -213,3 +213,29 @@ def test_compare_table_gives_limits_their_units(cli, data, tmp_path):
         pattern = rf"[\d.,]+ {unit[key]} \(.+\)" if key in unit else r"[\d.,]+ (B|KiB|MiB|GiB)/s \(.+\)"
         for side in (before, after):
             assert side == "unlimited" or re.fullmatch(pattern, side), (key, side)
+
+
+def test_kafka_version_picks_the_brokers_sampled_rate(cli, tmp_path):
+    """1000 B at 0.75, 1.5 and 2.75 s against 100 B/s with 2 samples of 1 s. A 3.8+ broker keeps a ring of 3
+    samples, purged by their last recording: the one started at 0.75 s (last written at 1.5 s) still counts,
+    3000 B over 2 s = 1500 B/s -> 28000 ms. A 3.7 broker keeps 2 and purges by the sample's start: only the new
+    sample is left, padded to 1 s -> 1000 B/s -> 9000 ms."""
+    traffic = tmp_path / "t.jsonl"
+    traffic.write_text(
+        "".join(json.dumps({"ts": t, "user": "u", "produce_bytes": 1000}) + "\n" for t in (0.75, 1.5, 2.75))
+    )
+    manifest = tmp_path / "q.yaml"
+    manifest.write_text("quotas:\n  - entity: {user: u}\n    config: {producer_byte_rate: 100}\n")
+    base = ("-o", "json", "impact", "run", str(traffic), "-f", str(manifest), "--engine", "local", "--window-num", "2")
+    throttles = {}
+    for version in (None, "3.7", "3.8"):
+        r = cli(*base, *(("--kafka-version", version) if version else ()))
+        assert r.exit_code == 0, r.stderr
+        out = json.loads(r.stdout)
+        [row] = out["quota_ids"]
+        throttles[version] = (row["seconds_throttled"], row["total_throttle_ms"])
+        assert out["summary"]["window"].get("kafka_version") == version
+    # the first two recordings: 9000 and 18250 ms on both
+    assert throttles == {None: (3, 9000 + 18250 + 28000), "3.8": (3, 55250), "3.7": (3, 9000 + 18250 + 9000)}
+    r = cli(*base, "--kafka-version", "three")
+    assert r.exit_code != 0 and "--kafka-version 'three'" in r.stderr

@@ -267,6 +267,16 @@ def controller_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return stacked(opts, f)
 
 
+def parse_kafka_version(text: str) -> tuple[int, ...]:
+    """``--kafka-version X.Y[.Z]``."""
+    from kquotactl.core.errors import UsageError
+
+    parts = text.strip().split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise UsageError(f"--kafka-version {text!r}: expected X.Y or X.Y.Z, e.g. 2.8 or 3.7.1")
+    return tuple(int(p) for p in parts)
+
+
 def manifest_quotas_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``-f MANIFEST`` (repeatable, ``-`` = stdin) for the commands that resolve connections against a quota set
     (``explain``, ``top``): the quotas from manifests instead of the cluster; read by :func:`quota_index`."""

@@ -12,6 +12,7 @@ from kquotactl.cli.kit import (
     OnceCommand,
     controller_window_options,
     manifest_quotas_option,
+    parse_kafka_version,
     quota_index,
     quota_window_options,
 )
@@ -186,7 +187,7 @@ def explain(
         mapping = map_for_user(principal, principal_type, rule_args, None if offline else lambda: state.backend(ctx))
         user = mapping.user
         echo_mapping(mapping, fmt)
-    version = _parse_version(kafka_version) if kafka_version else None
+    version = parse_kafka_version(kafka_version) if kafka_version else None
     statics = _parse_statics(static_default, version)
     has_conn = user is not None or client_id is not None or ip is not None
     if connections is not None and has_conn:
@@ -300,15 +301,6 @@ def explain(
 
         for c in conns:
             dump_yaml([explain_json(index, c, throttle, with_chain)], out)
-
-
-def _parse_version(text: str) -> tuple[int, ...]:
-    from kquotactl.core.errors import UsageError
-
-    parts = text.strip().split(".")
-    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-        raise UsageError(f"--kafka-version {text!r}: expected X.Y or X.Y.Z, e.g. 2.8 or 3.7.1")
-    return tuple(int(p) for p in parts)
 
 
 def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> dict[str, int]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import OnceGroup, quota_window_options
+from kquotactl.cli.kit import OnceGroup, parse_kafka_version, quota_window_options
 
 if TYPE_CHECKING:
     from kquotactl.core.precedence import QuotaIndex
@@ -105,6 +105,12 @@ def _status(console: Any) -> Any:
 @click.option("--conf", "confs", multiple=True, metavar="K=V", help="Spark configuration, repeatable.")
 @quota_window_options
 @click.option(
+    "--kafka-version",
+    metavar="X.Y[.Z]",
+    help="The brokers' version, for the sampled Rate the traffic is replayed through (the 3.8 ring of N + 1 "
+    "samples, the 1 ms window floor from 3.3). Default: the latest behaviour.",
+)
+@click.option(
     "--top", type=click.IntRange(1, 1000), default=10, show_default=True, help="Quota-ids in the table and the picture."
 )
 @click.option(
@@ -160,6 +166,7 @@ def run(
     confs: tuple[str, ...],
     window_num: int,
     window_size_seconds: int,
+    kafka_version: str | None,
     top: int,
     model: str,
     total_threshold: str | None,
@@ -212,7 +219,8 @@ def run(
 
         check_dir(out_dir, "--out")  # before the replay, not after minutes of it
     conf = parse_conf(confs)
-    window = Window(window_num, window_size_seconds, windowed=prometheus is not None)  # sensors: window rates
+    version = parse_kafka_version(kafka_version) if kafka_version else None
+    window = Window(window_num, window_size_seconds, windowed=prometheus is not None, kafka_version=version)
     if len(compare_with) > 1 and "live" in compare_with:
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):

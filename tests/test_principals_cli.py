@@ -45,8 +45,9 @@ def test_explain_maps_the_principal_with_the_given_rules():
         (["--principal", "CN=a", "--ssl-principal-mapping-rules", "RULE:^O=(.*)$/$1/"], "no ssl.principal"),
         (["--principal", "CN=a", "--user", "b", "--ssl-principal-mapping-rules", "DEFAULT"], "drop --user"),
         (["--principal-type", "ssl", "--user", "b"], "goes with --principal"),
-        (["--principal", "EMAILADDRESS=a@b,CN=x", "--principal-type", "ssl", "--ssl-principal-mapping-rules",
+        (["--principal", "T=a,CN=x", "--principal-type", "ssl", "--ssl-principal-mapping-rules",
           "DEFAULT"], "as the broker logs it"),
+        (["--principal", "CN=a<b", "--ssl-principal-mapping-rules", "DEFAULT"], "X500Principal refuses it"),
     ],
 )  # fmt: skip
 def test_principal_errors_are_one_line_naming_the_problem(args, needle):
@@ -86,7 +87,7 @@ def test_manifest_principal_entries_need_rules_and_map_with_them(tmp_path):
         ('{principal: "CN=a,OU=payments,O=x", user: a}', "give user or principal, not both"),
         ("{principal: {ssl: CN=a, kerberos: a@R}}", "one of them"),
         ("{principal: {x509: CN=a}}", "x509"),
-        ('{principal: "CN=,OU=payments,O=x"}', "empty"),
+        ('{principal: "CN=a<b,OU=payments,O=x"}', "X500Principal refuses it"),
     ],
 )
 def test_manifest_principal_mistakes_have_line_numbers(entity, needle):

@@ -10,9 +10,10 @@ through :mod:`kquotactl.core.javaregex`, which refuses what it cannot reproduce 
 
 Two things the rules alone do not say. Kerberos ``DEFAULT`` maps ``svc@REALM`` to ``svc`` only when ``REALM`` is
 the *broker's* default realm (from its ``krb5.conf``, which no Kafka config exposes): it must be given, and
-without it a rule list that reaches ``DEFAULT`` is refused rather than guessed. And a DN typed in another
-spelling than the broker's (``cn=svc-a, ou=payments``) is first rewritten by :func:`rfc2253` the way
-``X500Principal`` would print it, for the spellings where that is certain; others are refused.
+without it a rule list that reaches ``DEFAULT`` is refused rather than guessed. And a DN is first rewritten by
+:func:`rfc2253` the way ``X500Principal.getName()`` prints it, which is what ``DefaultKafkaPrincipalBuilder`` hands
+the mapper: a DN as the broker prints it (escapes included) stays as it is, another spelling
+(``cn=svc-a, ou=payments``) becomes the broker's, one X500Principal refuses is refused (:class:`InvalidDn`).
 """
 
 from __future__ import annotations
@@ -361,9 +362,32 @@ class KerberosRules:
 
 # -- which kind, and the DN as the broker prints it ---------------------------------------------------------------
 
-#: The attribute keywords ``X500Principal.getName()`` (RFC 2253) prints by name; any other is printed as an OID
-#: with a hex-encoded value, which kquotactl does not reproduce.
-RFC2253_KEYWORDS = frozenset({"CN", "C", "L", "ST", "O", "OU", "STREET", "DC", "UID"})
+#: The attribute keywords ``X500Principal.getName()`` (RFC 2253) prints by name, and the OIDs it reads as them.
+RFC2253_KEYWORDS: dict[str, str] = {
+    "CN": "2.5.4.3",
+    "C": "2.5.4.6",
+    "L": "2.5.4.7",
+    "ST": "2.5.4.8",
+    "O": "2.5.4.10",
+    "OU": "2.5.4.11",
+    "STREET": "2.5.4.9",
+    "DC": "0.9.2342.19200300.100.1.25",
+    "UID": "0.9.2342.19200300.100.1.1",
+}
+_BY_OID = {oid: name for name, oid in RFC2253_KEYWORDS.items()}
+#: Keywords X500Principal reads but prints as an OID with the value's DER in hex (an IA5String: the DER is certain).
+_EMAIL_OID = "1.2.840.113549.1.9.1"
+#: DER string types RFC 2253 prints as text (UTF8String, PrintableString, IA5String) and a type it prints in hex.
+_DER_TEXT = frozenset({0x0C, 0x13, 0x16})
+_DER_OCTETS = 0x04
+_SPECIALS = ',=+<>#;"\\'
+_HEX = "0123456789abcdefABCDEF"
+
+
+class InvalidDn(PrincipalError):
+    """``X500Principal`` refuses this DN: no certificate the broker maps has it."""
+
+
 _DN_START = re.compile(
     r"\s*(CN|OU|O|C|L|ST|STREET|DC|UID|EMAILADDRESS|E|SERIALNUMBER|T|[0-9]+(\.[0-9]+)+)\s*=", re.IGNORECASE
 )
@@ -395,61 +419,277 @@ def principal_type(text: str, given: PrincipalType | None = None) -> PrincipalTy
     )
 
 
-def _split_unescaped(text: str, seps: str) -> list[str]:
-    parts, cur, i = [], [], 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text):
-            cur.append(text[i : i + 2])
-            i += 2
-            continue
-        if c in seps:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    parts.append("".join(cur))
-    return parts
-
-
 def rfc2253(dn: str) -> str:
-    """The DN as ``X500Principal.getName()`` prints it, which is what the broker's rules see: spaces around ``,``
-    and ``=`` dropped, attribute keywords upper-cased. Refused (:class:`PrincipalError`) when that is not certain:
-    quoted or hex values, ``#`` values, multi-valued RDNs (``+``), ``;`` separators, keywords RFC 2253 does not
-    print by name (``EMAILADDRESS``, OIDs), a backslash before anything but a special character, non-ASCII."""
+    """The DN the broker's rules see: as given when it is one ``X500Principal.getName()`` prints
+    (:func:`printed_by_x500`: the broker's own log line), else as ``new X500Principal(dn).getName()`` prints it:
+    spaces around ``,`` ``+`` ``=`` dropped, keywords upper-cased (their OIDs named), ``;`` read as ``,``, quotes
+    and ``\\HH`` escapes resolved, values re-escaped (``,=+<>#;"\\``; a leading or trailing space or CR as
+    ``\\ ``), multi-valued RDNs kept in order, ``#`` hex values printed as text for string types, EMAILADDRESS
+    printed as its OID and DER. A DN X500Principal refuses raises :class:`InvalidDn`; what kquotactl cannot
+    reproduce for certain (non-ASCII, other keywords and OIDs, other DER types) :class:`UnsupportedPrincipal`."""
     if not dn.isascii():
         raise UnsupportedPrincipal(f"DN {dn!r}: only ASCII DNs are supported")
-    if '"' in dn or ";" in dn:
-        raise UnsupportedPrincipal(f"DN {dn!r}: quotes and ';' are not supported; give the DN as the broker logs it")
-    out = []
-    for rdn in _split_unescaped(dn, ","):
-        if len(_split_unescaped(rdn, "+")) > 1:
-            raise UnsupportedPrincipal(f"DN {dn!r}: multi-valued RDNs ('+') are not supported")
-        key, sep, value = rdn.partition("=")
-        key = key.strip(" ")
-        if not sep or key.upper() not in RFC2253_KEYWORDS:
-            raise UnsupportedPrincipal(
-                f"DN {dn!r}: attribute {key!r} is not one RFC 2253 prints by name "
-                f"({', '.join(sorted(RFC2253_KEYWORDS))}); give the DN as the broker logs it"
-            )
-        value = value.lstrip(" ")
-        while value.endswith(" ") and not value.endswith("\\ "):
-            value = value[:-1]
-        if not value or "#" in value or value.startswith("\\ ") or value.endswith("\\ "):
-            raise UnsupportedPrincipal(f"DN {dn!r}: the value of {key} is empty or has a form that is not supported")
-        i = 0
-        while i < len(value):
-            if value[i] == "\\":
-                if i + 1 >= len(value) or value[i + 1] not in ',+"\\<>;=':
-                    raise UnsupportedPrincipal(f'DN {dn!r}: only \\ before , + " \\ < > ; = is supported')
-                i += 2
-            elif value[i] in "=<>":
-                raise UnsupportedPrincipal(f"DN {dn!r}: an unescaped {value[i]!r} in a value is not supported")
-            else:
+    if printed_by_x500(dn):
+        return dn
+    return ",".join("+".join(_DnParser(ava, dn).ava() for ava in _split_rdn(rdn, dn)) for rdn in _split_dn(dn))
+
+
+_OID = re.compile(r"[0-9]+(\.[0-9]+)+")
+_HEX_VALUE = re.compile(r"#((?:[0-9a-f]{2})+)")
+
+
+def printed_by_x500(dn: str) -> bool:
+    """Whether ``dn`` is exactly what ``X500Principal.getName()`` prints for some certificate subject: then it is
+    what the broker's mapper sees, as it is. (X500Principal's own parser misreads some of its output, a ``\\\\``
+    before a later ``,`` for one, so such a DN must not go through it again.)"""
+    out: list[str] = []
+    i, n = 0, len(dn)
+    while True:
+        eq = dn.find("=", i)
+        if eq < 0:
+            return False
+        key = dn[i:eq]
+        named = key in RFC2253_KEYWORDS
+        if not named and not _OID.fullmatch(key):
+            return False
+        i = eq + 1
+        if not named or dn.startswith("#", i):
+            m = _HEX_VALUE.match(dn, i)
+            if m is None or (named and bytes.fromhex(m.group(1))[0] in _DER_TEXT):
+                return False  # X500Principal prints a string type as text
+            value = m.group(0)
+            i = m.end()
+        else:
+            chars = []
+            while i < n and dn[i] not in ",+":
+                if dn[i] == "\\":
+                    if i + 1 >= n:
+                        return False
+                    i += 1
+                chars.append(dn[i])
                 i += 1
-        out.append(f"{key.upper()}={value}")
-    return ",".join(out)
+            value = _rfc2253_value("".join(chars))
+        out.append(f"{key}={value}")
+        if i == n:
+            return "".join(out) == dn
+        out.append(dn[i])
+        i += 1
+
+
+def _count_quotes(text: str, start: int, end: int) -> int:
+    """``X500Name.countQuotes``: the ``"`` not right after a backslash."""
+    return sum(1 for i in range(start, end) if text[i] == '"' and (i == start or text[i - 1] != "\\"))
+
+
+def _escaped(end: int, offset: int, text: str) -> bool:
+    """``X500Name.escaped``: whether the separator at ``end`` is escaped. After two backslashes it counts every
+    backslash from ``offset`` (the search's start), not only the adjacent ones, as Kafka's JDKs do."""
+    if end >= 1 and text[end - 1] == "\\" and (end == 1 or text[end - 2] != "\\"):
+        return True
+    if end > 1 and text[end - 1] == "\\" and text[end - 2] == "\\":
+        return text[offset:end].count("\\") % 2 == 1
+    return False
+
+
+def _split_dn(dn: str) -> list[str]:
+    """``X500Name.parseDN``'s RDN strings: split at ``,`` and ``;`` unless (by its reckoning) escaped or quoted."""
+    rdns: list[str] = []
+    start = offset = quotes = 0
+    while True:
+        ends = [e for e in (dn.find(",", offset), dn.find(";", offset)) if e >= 0]
+        if not ends:
+            break
+        end = min(ends)
+        quotes += _count_quotes(dn, offset, end)
+        if quotes != 1 and not _escaped(end, offset, dn):
+            rdns.append(dn[start:end])
+            start, quotes = end + 1, 0
+        offset = end + 1
+    rdns.append(dn[start:])
+    return rdns
+
+
+def _split_rdn(rdn: str, dn: str) -> list[str]:
+    """``RDN(String)``'s AVA strings: split at ``+`` unless right after a backslash or quoted; none may be empty."""
+    avas: list[str] = []
+    start = offset = quotes = 0
+    while (plus := rdn.find("+", offset)) >= 0:
+        quotes += _count_quotes(rdn, offset, plus)
+        if plus > 0 and rdn[plus - 1] != "\\" and quotes != 1:
+            avas.append(rdn[start:plus])
+            start, quotes = plus + 1, 0
+        offset = plus + 1
+    avas.append(rdn[start:])
+    if any(not a for a in avas):
+        raise InvalidDn(f"DN {dn!r}: X500Principal refuses it (an empty attribute)")
+    return avas
+
+
+class _DnParser:
+    """``AVA``'s string parser (the default format) over one attribute string of :func:`_split_rdn`: it stops at the
+    value's end and ignores whatever follows, as ``AVA`` does."""
+
+    def __init__(self, text: str, dn: str) -> None:
+        self.dn = text
+        self.whole = dn
+        self.i = 0
+
+    def invalid(self) -> InvalidDn:
+        return InvalidDn(f"DN {self.whole!r}: X500Principal refuses it (improperly specified input name)")
+
+    def unsupported(self, why: str) -> UnsupportedPrincipal:
+        return UnsupportedPrincipal(f"DN {self.whole!r}: {why}; give the DN as the broker logs it")
+
+    def peek(self) -> str:
+        return self.dn[self.i] if self.i < len(self.dn) else ""
+
+    def ava(self) -> str:
+        end = self.dn.find("=")
+        if end < 0:
+            raise self.invalid()
+        keyword = _java_trim(self.dn[:end])
+        self.i = end + 1
+        upper = keyword.upper()
+        oid = upper[4:] if upper.startswith("OID.") else upper
+        if upper in RFC2253_KEYWORDS:
+            name = upper
+        elif oid in _BY_OID:
+            name = _BY_OID[oid]
+        elif upper in ("EMAILADDRESS", _EMAIL_OID) or oid == _EMAIL_OID:
+            name = _EMAIL_OID
+        elif not keyword:
+            raise self.invalid()
+        else:
+            raise self.unsupported(
+                f"attribute {keyword!r} is printed as an OID and hex; kquotactl reads "
+                f"{', '.join(sorted(RFC2253_KEYWORDS))} and EMAILADDRESS"
+            )
+        while self.peek() in (" ", "\n"):
+            self.i += 1
+        if self.peek() == "":  # nothing after '=': DerValue(""), a PrintableString
+            tag, text, der = 0x13, "", b"\x13\x00"
+        elif self.peek() == "#":
+            tag, text, der = self.hex_value()
+        else:
+            text = self.quoted() if self.peek() == '"' else self.unquoted()
+            tag, der = 0x16, b""
+            if name == _EMAIL_OID:
+                if not text:
+                    raise self.unsupported("an empty EMAILADDRESS value")
+                raw = text.encode("ascii")
+                if len(raw) > 127:
+                    raise self.unsupported("an EMAILADDRESS longer than 127 characters")
+                der = bytes([0x16, len(raw)]) + raw
+        if name == _EMAIL_OID or tag not in _DER_TEXT:
+            return f"{name}=#{der.hex()}"
+        return f"{name}={_rfc2253_value(text)}"
+
+    def hex_value(self) -> tuple[int, str, bytes]:
+        self.i += 1
+        start = self.i
+        while self.peek() and self.peek() in _HEX:
+            self.i += 1
+        digits = self.dn[start : self.i]
+        if self.peek() not in ("", ",", ";", "+") or not digits or len(digits) % 2:
+            raise self.invalid()
+        der = bytes.fromhex(digits)
+        if len(der) < 2 or der[1] != len(der) - 2:
+            if len(der) >= 2 and der[1] & 0x80:
+                raise self.unsupported("a DER value with a long-form length")
+            raise self.invalid()
+        tag = der[0]
+        if tag in _DER_TEXT:
+            try:
+                text = der[2:].decode("ascii")
+            except UnicodeDecodeError:
+                raise self.unsupported("a non-ASCII DER string") from None
+            return tag, text, der
+        if tag != _DER_OCTETS:
+            raise self.unsupported(f"a DER value of type 0x{tag:02x}")
+        return tag, "", der
+
+    def escape(self, quoted: bool) -> tuple[str, bool]:
+        """After a backslash: the character it stands for, and whether it came from hex pairs."""
+        c = self.peek()
+        if (c and c in _SPECIALS) or (c == " " and not quoted):
+            self.i += 1
+            return c, False
+        pair = self.dn[self.i : self.i + 2]
+        if len(pair) == 2 and all(h in _HEX for h in pair):
+            self.i += 2
+            byte = int(pair, 16)
+            if byte >= 0x80:
+                raise self.unsupported("a \\HH escape of a non-ASCII byte")
+            return chr(byte), True
+        if c == "" or c in _HEX or c == " " or (c < " " and c != "\n"):
+            raise self.invalid()
+        raise self.unsupported(f"a backslash before {c!r}")
+
+    def quoted(self) -> str:
+        self.i += 1
+        out: list[str] = []
+        while True:
+            c = self.peek()
+            if c == "":
+                raise self.invalid()
+            self.i += 1
+            if c == '"':
+                break
+            if c == "\\":
+                text, from_hex = self.escape(quoted=True)
+                if from_hex and (" " in self.dn or "\t" in self.dn):
+                    raise self.unsupported("a \\HH escape in a quoted value with blanks")
+                out.append(text)
+            elif c < " " or c == "\x7f":
+                raise self.unsupported("a control character in a quoted value")
+            else:
+                out.append(c)
+        while self.peek() in (" ", "\n"):
+            self.i += 1
+        if self.peek():
+            raise self.invalid()
+        return "".join(out).strip(" ")
+
+    def unquoted(self) -> str:
+        """Plain spaces wait until a character follows them (trailing ones are dropped); ``\\HH`` characters wait
+        for the next character, and are put after the waiting spaces then, or kept alone at the end (X500Name's
+        order: ``a \\41`` reads ``aA``, ``a \\41b`` reads ``a Ab``)."""
+        out: list[str] = []
+        spaces = 0
+        hexed = ""
+        while True:
+            c = self.peek()
+            if c in ("", ",", ";", "+"):
+                break
+            self.i += 1
+            if c in '"<>':
+                raise self.invalid()
+            text, from_hex = self.escape(quoted=False) if c == "\\" else (c, False)
+            if from_hex:
+                hexed += text
+                continue
+            if hexed:
+                out.append(" " * spaces + hexed)
+                spaces, hexed = 0, ""
+            if c == " ":
+                spaces += 1
+            else:
+                out.append(" " * spaces + text)
+                spaces = 0
+        return "".join(out) + hexed
+
+
+def _rfc2253_value(text: str) -> str:
+    """``AVA.toRFC2253String`` of a text value: specials escaped, NUL as ``\\00``, a leading or trailing space or
+    CR escaped."""
+    chars = ["\\00" if c == "\0" else ("\\" + c if c in _SPECIALS else c) for c in text]
+    lead = 0
+    while lead < len(text) and text[lead] in " \r":
+        lead += 1
+    trail = len(text) - 1
+    while trail >= 0 and text[trail] in " \r":
+        trail -= 1
+    return "".join("\\" + ch if (i < lead or i > trail) else ch for i, ch in enumerate(chars))
 
 
 @dataclass(frozen=True)

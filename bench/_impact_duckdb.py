@@ -1,6 +1,8 @@
 """The impact model in DuckDB SQL: the single-node baseline ``bench/impact.py`` measures the engines against.
 
-Same model as :mod:`kquotactl.impact.model` (integer units, the event sweep with a RANGE window); the distinct
+The window-sum model :mod:`kquotactl.impact.model` had before it replayed each quota-id through Kafka's ``Rate``
+(integer units, the event sweep with a RANGE window; today the model of windowed input only): a speed baseline of
+the same work in SQL, not the same statistics. The distinct
 (user, client-id) pairs and ips are resolved with :class:`kquotactl.core.precedence.QuotaIndex` (a few thousand probes)
 and joined back, everything else is one SQL statement.
 """

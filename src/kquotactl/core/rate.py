@@ -105,7 +105,10 @@ class SampledRate:
     def window_size_ms(self, now: int) -> int:
         """The time the retained samples cover, padded to ``samples − 1`` windows (``Rate.windowSize``)."""
         self._purge(now)
-        oldest = min(s.start_ms for s in self._ring) if self._ring else now
+        return self._window(now)
+
+    def _window(self, now: int) -> int:
+        oldest = min([s.start_ms for s in self._ring]) if self._ring else now
         elapsed = now - oldest
         full = elapsed // self.window_ms
         if full < self.samples - 1:
@@ -121,8 +124,16 @@ class SampledRate:
 
     def measure(self, now: int) -> float:
         """Units per second, as ``Rate.measure`` with ``TimeUnit.SECONDS`` (a 0 ms window divides by zero)."""
-        total = self.total(now)
-        return java_div(total, self.window_size_ms(now) / 1000.0)
+        return self.measure_and_window(now)[0]
+
+    def measure_and_window(self, now: int) -> tuple[float, int]:
+        """:meth:`measure` and :meth:`window_size_ms` at ``now`` with one purge (the second finds nothing to purge)."""
+        self._purge(now)
+        total = 0.0
+        for s in self._ring:  # WindowedSum.combine: plain left-to-right double sums, in ring order
+            total += s.value
+        window = self._window(now)
+        return java_div(total, window / 1000.0), window
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +178,8 @@ def replay(
     out = []
     for t, v in in_time_order(events):
         rate.record(v, t)
-        measured = rate.measure(t)
-        throttle = quota_throttle_ms(measured, limit, rate.window_size_ms(t), cap_ms)
-        w = rate.window_size_ms(t)
+        measured, w = rate.measure_and_window(t)
+        throttle = quota_throttle_ms(measured, limit, w, cap_ms)
         if unrecord_throttled and throttle > 0:
             rate.record(-v, t)
         out.append(ReplayStep(t, v, measured, w, throttle))

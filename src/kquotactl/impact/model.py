@@ -151,21 +151,23 @@ def replay_quota_id(
         **sampled_stat_for(window.kafka_version),
     )
     out: list[SampleOutcome] = []
+    current = None
+    units_in = throttled_in = throttle = 0
+    rate = 0.0
     for t, step in zip(order, steps, strict=True):
         sample = t // window.sample_ms
+        if sample != current:
+            if current is not None:
+                out.append(SampleOutcome(current, units_in, throttled_in, rate, throttle))
+            current, units_in, throttled_in, throttle, rate = sample, 0, 0, 0, step.rate
         u = per_ms[t]
-        throttled = step.throttle_ms > 0
-        if out and out[-1].sample == sample:
-            last = out[-1]
-            out[-1] = SampleOutcome(
-                sample,
-                last.units + u,
-                last.units_throttled + (u if throttled else 0),
-                max(last.max_rate, step.rate),
-                max(last.throttle_ms, step.throttle_ms),
-            )
-        else:
-            out.append(SampleOutcome(sample, u, u if throttled else 0, step.rate, max(step.throttle_ms, 0)))
+        units_in += u
+        if step.throttle_ms > 0:
+            throttled_in += u
+            throttle = max(throttle, step.throttle_ms)
+        rate = max(rate, step.rate)
+    if current is not None:
+        out.append(SampleOutcome(current, units_in, throttled_in, rate, throttle))
     return out
 
 

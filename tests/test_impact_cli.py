@@ -239,3 +239,19 @@ def test_kafka_version_picks_the_brokers_sampled_rate(cli, tmp_path):
     assert throttles == {None: (3, 9000 + 18250 + 28000), "3.8": (3, 55250), "3.7": (3, 9000 + 18250 + 9000)}
     r = cli(*base, "--kafka-version", "three")
     assert r.exit_code != 0 and "--kafka-version 'three'" in r.stderr
+
+
+def test_an_infinite_rate_is_written_as_java_spells_it(cli, tmp_path):
+    """Before 3.3 a window of one sample is 0 ms long at a sample's first recording: the broker's rate is infinite
+    (and its throttle 0: Math.round of NaN). JSON has no Infinity: the report says "Infinity", as explain does."""
+    traffic = tmp_path / "t.jsonl"
+    traffic.write_text(json.dumps({"ts": 0.5, "user": "u", "produce_bytes": 1000}) + "\n")
+    manifest = tmp_path / "q.yaml"
+    manifest.write_text("quotas:\n  - entity: {user: u}\n    config: {producer_byte_rate: 100}\n")
+    args = ("-o", "json", "impact", "run", str(traffic), "-f", str(manifest), "--engine", "local", "--window-num", "1")
+    r = cli(*args, "--kafka-version", "3.2")
+    assert r.exit_code == 0, r.stderr
+    [row] = json.loads(r.stdout)["quota_ids"]
+    assert (row["max_rate"], row["max_throttle_ms"]) == ("Infinity", 0)
+    r = cli(*args)  # 3.3+: the window is at least 1 ms
+    assert json.loads(r.stdout)["quota_ids"][0]["max_rate"] == 1_000_000.0

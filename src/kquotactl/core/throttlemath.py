@@ -64,3 +64,10 @@ def quota_throttle_ms(value: float, bound: float, window_ms: int | float, cap_ms
     if cap_ms is not None:
         ms = min(ms, cap_ms)
     return java_int(ms)
+
+
+def json_double(x: float) -> float | str:
+    """A double for JSON: a number, or Java's spelling as a string when not finite (JSON has no Infinity/NaN)."""
+    if math.isfinite(x):
+        return x
+    return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")

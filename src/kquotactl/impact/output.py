@@ -38,6 +38,13 @@ def row_label(row: Mapping[str, Any]) -> str:
 
 
 def dump_json(report: Mapping[str, Any], out: IO[str]) -> None:
+    """The report as JSON; a rate a 0 ms window makes infinite (``--kafka-version`` before 3.3 with one sample) is
+    Java's spelling as a string, as ``explain --replay`` writes it."""
+    from kquotactl.core.throttlemath import json_double
+
+    rows = report.get("quota_ids")
+    if isinstance(rows, list):  # a report (a summary alone has the count there)
+        report = {**report, "quota_ids": [{**r, "max_rate": json_double(r["max_rate"])} for r in rows]}
     json.dump(report, out, indent=2, sort_keys=False)
     out.write("\n")
 

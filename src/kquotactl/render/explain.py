@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from kquotactl.core.explain import (
 )
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
+from kquotactl.core.throttlemath import json_double
 from kquotactl.core.wording import counted
 
 if TYPE_CHECKING:  # rich loads with the first table
@@ -298,13 +298,6 @@ def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[st
     console.print(table)
 
 
-def _json_double(x: float) -> float | str:
-    """A double for JSON: a number, or Java's spelling as a string when not finite (JSON has no Infinity/NaN)."""
-    if math.isfinite(x):
-        return x
-    return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
-
-
 def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
     """One recording: ``rate`` and ``window_ms`` for the sampled Rate, ``tokens`` (and, strict mode, ``rejected``)
     for the token bucket. A rate a zero-length window or a zero limit makes infinite or NaN is a string."""
@@ -312,14 +305,14 @@ def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
         return {
             "time_ms": step.time_ms,
             "value": step.value,
-            "tokens": _json_double(step.rate),
+            "tokens": json_double(step.rate),
             "throttle_ms": step.throttle_ms,
             "rejected": step.rejected,
         }
     return {
         "time_ms": step.time_ms,
         "value": step.value,
-        "rate": _json_double(step.rate),
+        "rate": json_double(step.rate),
         "window_ms": step.window_ms,
         "throttle_ms": step.throttle_ms,
     }

@@ -669,21 +669,18 @@ def run(
         top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
         if top:
             by_hash = {hashed[sid]: sid for sid in ((s.key, s.level, s.qid_user, s.qid_client, s.qid_ip) for s in top)}
-            # (one quota-id's columns and-ed) or-ed over the quota-ids, left to right
-            cond = reduce(
-                operator.or_,
-                (
-                    reduce(
-                        operator.and_,
-                        (
-                            F.col(col).isNull() if v is None else (F.col(col) == v)
-                            for col, v in zip(QID, h, strict=True)
-                        ),
-                    )
-                    for h in by_hash
-                ),
+            # the top quota-ids as a small broadcast table, semi-joined null-safely (an or-ed filter of --top 1000
+            # quota-ids overflows the planner's stack)
+            wanted = swept.sparkSession.createDataFrame(
+                list(by_hash), "k byte, level int, qu long, qc long, qip long"
+            ).alias("w")
+            on = reduce(operator.and_, (F.col(f"s.{c}").eqNullSafe(F.col(f"w.{c}")) for c in QID))
+            picked = (
+                swept.alias("s")
+                .join(F.broadcast(wanted), on, "left_semi")
+                .where(F.col("len") > 0)
+                .select(*QID, "p", "len", "ms", "rate")
             )
-            picked = swept.where(cond & (F.col("len") > 0)).select(*QID, "p", "len", "ms", "rate")
             for r in picked.toArrow().to_pylist():
                 sid = by_hash[tuple(r[c] for c in QID)]
                 end = r["p"] + r["len"]

@@ -23,8 +23,8 @@ def impact() -> None:
     """Traffic impact replay: what a quota set would throttle on recorded traffic.
 
     The traffic is Parquet, CSV or JSON lines (ts, user, client_id, ip, produce_bytes, fetch_bytes, requests,
-    request_time_ms, connections); every row resolves per quota key like a broker does, usage is summed per
-    quota-id and second, and each second's rate over the quota window is compared with the limit.
+    request_time_ms, connections); every row resolves per quota key like a broker does, and each quota-id's usage
+    is recorded, millisecond by millisecond, through Kafka's own sampled Rate and throttled as the broker would.
     kquotactl impact run --help lists the outputs (man kquotactl-impact-run).
 
     \b

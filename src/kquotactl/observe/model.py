@@ -9,8 +9,9 @@ resolved for the quota-id's own names exactly as the broker's ``quotaLimit`` doe
 by throttle (largest first). No I/O here.
 
 The sensor tags are the broker's: the user is *sanitized* (``alice%40corp``, :func:`kquotactl.core.sanitizer.
-sanitize`) and the client-id raw, JMX-quoted (``"a,b"``) when an ObjectName cannot hold it bare; both are decoded
-back to the names a quota entity uses.
+sanitize`), the client-id and the ip (``InetAddress.getHostAddress``) raw; JmxReporter JMX-quotes any tag value an
+ObjectName cannot hold bare (``"a,b"``, an IPv6 ``"0:0:0:0:0:0:0:1"``). All are decoded back to the names a quota
+entity uses (tests/test_oracle_exporter.py holds this to Kafka's naming and the real exporter).
 """
 
 from __future__ import annotations
@@ -216,7 +217,7 @@ def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], Qu
     not per quota-id, or a metric that is neither the quota type's usage nor its throttle."""
     if s.ip:
         qtype, (usage_metric, key) = IP_TYPE, IP_USAGE
-        qid = QuotaIdKey(ip=s.ip)
+        qid = QuotaIdKey(ip=jmx_unquote(s.ip))  # an IPv6 address has ':': JmxReporter quotes it
     elif s.quota_type in USAGE:
         qtype, (usage_metric, key) = s.quota_type, USAGE[s.quota_type]
         qid = QuotaIdKey(user=_user(s.user), client_id=jmx_unquote(s.client_id))
@@ -363,6 +364,7 @@ def traffic_columns(samples: Iterable[Sample], step: float, sample_s: int) -> di
         if target is None or not math.isfinite(s.value) or s.value <= 0:
             continue
         column, factor = target
+        ip = jmx_unquote(s.ip)
         if s.ip:
             user, client = "", ""
         else:
@@ -375,7 +377,7 @@ def traffic_columns(samples: Iterable[Sample], step: float, sample_s: int) -> di
         while k * sample_s < end:
             overlap = min(end, (k + 1) * sample_s) - max(begin, k * sample_s)
             if overlap > 0:
-                row = rows.setdefault((k, s.broker, user, client, s.ip), {})
+                row = rows.setdefault((k, s.broker, user, client, ip), {})
                 row[column] = row.get(column, 0.0) + s.value * overlap * factor
             k += 1
     out: dict[str, list[Any]] = {c: [] for c in ("ts", BROKER_COLUMN, "user", "client_id", "ip", *TRAFFIC_COLUMNS)}

@@ -233,9 +233,9 @@ def _observed(make_server, with_prometheus: bool = True) -> Iterator[ObservedKaf
 
 @pytest.fixture(scope="module")
 def observed_kraft() -> Iterator[ObservedKafka]:
-    """Kafka 4.x KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
+    """Kafka 4.4 KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
     second by Debian's /usr/bin/prometheus (a failure when it is not installed: scripts/bootstrap.sh installs it)."""
-    yield from _observed(lambda jvm: KRaftKafkaServer(jvm_opts=jvm))
+    yield from _observed(lambda jvm: KRaftKafkaServer(jvm_opts=jvm, jars_name="kafka-4.4"))
 
 
 @pytest.fixture(scope="module")

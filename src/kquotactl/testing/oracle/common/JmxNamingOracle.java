@@ -8,9 +8,9 @@ import org.apache.kafka.common.metrics.Measurable;
 import org.apache.kafka.common.metrics.MetricConfig;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.MetricsReporter;
-import org.apache.kafka.common.utils.Sanitizer;
 import org.apache.kafka.common.utils.Time;
 
+import java.lang.reflect.Method;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -29,7 +29,18 @@ import java.util.Map;
  * "ip", "listener", "value"}]} -> {"mbeans": [ObjectName], "ips": [host address]}; {"op": "clear"} -> {}.
  */
 public final class JmxNamingOracle {
+    /** Kafka's {@code Sanitizer}: {@code org.apache.kafka.common.utils}, in {@code .internals} from 4.4. */
+    private static Class<?> sanitizer() throws ClassNotFoundException {
+        try {
+            return Class.forName("org.apache.kafka.common.utils.internals.Sanitizer");
+        } catch (ClassNotFoundException e) {
+            return Class.forName("org.apache.kafka.common.utils.Sanitizer");
+        }
+    }
+
     public static void main(String[] args) throws Exception {
+        Method sanitize = sanitizer().getMethod("sanitize", String.class);
+        Method jmxSanitize = sanitizer().getMethod("jmxSanitize", String.class);
         List<MetricsReporter> reporters = Collections.singletonList(new JmxReporter());
         Metrics metrics = new Metrics(new MetricConfig(), reporters, Time.SYSTEM, new KafkaMetricsContext("kafka.server"));
         List<MetricName> registered = new ArrayList<>();
@@ -50,7 +61,7 @@ public final class JmxNamingOracle {
                         String group = m.get("group").asText();
                         switch (m.get("kind").asText()) {
                             case "client":  // ClientQuotaManager's quotaMetricTags: user, then client-id
-                                tags.put("user", Sanitizer.sanitize(m.get("user").asText()));
+                                tags.put("user", (String) sanitize.invoke(null, m.get("user").asText()));
                                 tags.put("client-id", m.get("client_id").asText());
                                 break;
                             case "ip":  // ConnectionQuotas: the address the connection came from
@@ -71,7 +82,8 @@ public final class JmxNamingOracle {
                         StringBuilder mbean = new StringBuilder("kafka.server:type=").append(group);
                         for (Map.Entry<String, String> t : tags.entrySet()) {  // as JmxReporter names it
                             if (!t.getKey().isEmpty() && !t.getValue().isEmpty()) {
-                                mbean.append(',').append(t.getKey()).append('=').append(Sanitizer.jmxSanitize(t.getValue()));
+                                mbean.append(',').append(t.getKey()).append('=')
+                                    .append((String) jmxSanitize.invoke(null, t.getValue()));
                             }
                         }
                         mbeans.add(mbean.toString());

@@ -263,3 +263,10 @@ def test_a_stage_is_not_blamed_for_a_throttle_time_that_is_history() -> None:
     moved = top_rows([*usage, _throttle("Produce", 3000.0), *fetch, _throttle("Fetch", 3500.0)], high)
     [worse] = stage_regressions(before, moved)  # a new fetch throttle, where none is predicted at 5000
     assert worse.startswith("user alice@corp: consumer_byte_rate throttled 3500 ms on broker b")
+
+
+def test_the_traffic_table_holds_an_ipv6_address_unquoted() -> None:
+    from kquotactl.observe.model import traffic_columns
+
+    cols = traffic_columns([Sample("connection_accept_rate", "b", 2.0, ip='"0:0:0:0:0:0:0:1"', ts=10.0)], 1.0, 1)
+    assert cols["ip"] == ["0:0:0:0:0:0:0:1"] and cols["ts"] == [9.0]

@@ -236,3 +236,37 @@ def test_top_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server):
     _check_throttled([row for row in rows if row["quota_id"].get("client-id") != ODD])
     [mutation] = [u for u in got[("", "mutator")]["quotas"] if u["key"] == "controller_mutation_rate"]
     assert mutation["throttle_ms"] > 0 and "note" not in mutation  # a ZooKeeper-mode broker throttles it itself
+
+
+def test_a_throttled_ip_connection_shows_on_its_listener(observed_kraft, tmp_path):
+    """KIP-612: over its connection_creation_rate, an ip's new connection is throttled and taken back out of the ip's
+    rate; only the listener's ip-connection-accept-throttle-time records it, and top shows it there."""
+    import socket
+
+    bs = observed_kraft.bootstrap
+    r = run_cli("--bootstrap-server", bs, "alter", "--ip", "127.0.0.1", "--add-config", "connection_creation_rate=2")
+    assert r.exit_code == 0, r.stderr
+    time.sleep(1)
+    host, port = bs.rsplit(":", 1)
+    conns = [socket.create_connection((host, int(port)), timeout=5) for _ in range(30)]
+    time.sleep(1)
+    try:
+        # the limits from a manifest: top's own admin connection would be throttled too
+        limits = tmp_path / "ip.yaml"
+        limits.write_text("quotas:\n- entity: {ip: 127.0.0.1}\n  config: {connection_creation_rate: 2}\n")
+        r = run_cli("top", "--scrape", observed_kraft.exporter, "-f", str(limits), "-o", "json")
+        assert r.exit_code == 0, r.stderr
+        got = _quota_ids(json.loads(r.stdout))
+        [use] = got[("listener", "PLAINTEXT")]["quotas"]
+        assert use["throttle_ms"] > 0 and use["throttle"] == "recent" and use["limit"] is None, use
+        assert ("127.0.0.1",) not in got  # the ip's own row: its rate never shows the throttled connections
+    finally:
+        for c in conns:
+            c.close()
+        deadline = time.monotonic() + 30
+        cfg = "connection_creation_rate=500"
+        restore = ("--bootstrap-server", bs, "alter", "--ip", "127.0.0.1", "--add-config", cfg)
+        while time.monotonic() < deadline:  # once the ip's rate is back under 2/s, the admin connection gets in
+            if run_cli(*restore).exit_code == 0:
+                break
+            time.sleep(2)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kquotactl.testing.kafka import KRaftCluster, KRaftKafkaServer, ZkKafkaServer
+from kquotactl.testing.versions import SUITES, jars_of
 
 
 def _wipe(backend) -> None:
@@ -152,7 +153,8 @@ def zkmode(zk_kafka: ZkModeKafka) -> Iterator[ZkModeKafka]:
 @pytest.fixture(scope="session")
 def old_kafka(zk_server) -> Iterator[ZkKafkaServer]:
     """Kafka 2.5 (ZooKeeper mode): no DescribeClientQuotas/AlterClientQuotas (they came with 2.6)."""
-    server = ZkKafkaServer(zookeeper=f"{zk_server.connect}/kafka25", jars_name="kafka-2.5", supports_quota_api=False)
+    legacy = jars_of(SUITES["pre-kip546-broker"][0])
+    server = ZkKafkaServer(zookeeper=f"{zk_server.connect}/kafka25", jars_name=legacy, supports_quota_api=False)
     server.start()
     yield server
     server.close()

@@ -51,13 +51,17 @@ def test_one_minute_rate_drops_only_while_broker_and_topic_are_both_over():
 
 
 def test_implicit_share_is_recomputed_when_a_topic_appears():
-    # total 100 B/s, no explicit thresholds: a alone has all 100 B/s; b appears at t=3 s and a's share falls to 50.
-    # a sends 450 B at t=0 and at t=5 s; b 100 B at t=3 s. At t=5 s (after the first tick) the broker is at
-    # (450+100)/5 = 110 > 100 and a at 90: above its share of 50, so dropped (it would not be under 100).
-    created = {"a": 0, "b": 3_000_000}
-    cells = [("a", 0, 0, 1, 450, 1), ("b", 0, 0, 2, 100, 1), ("a", 1, 1, 2, 450, 1)]
-    rows = {r["topic"]: r for r in replay_one_minute(cells, created, TopicConfig(100.0, {}))["topics"]}
-    assert (rows["a"]["bytes_dropped"], rows["a"]["seconds_dropping"], rows["a"]["threshold"]) == (450, 5.0, 50.0)
+    # total 100 B/s, c explicit at 10 B/s: the implicit topics share 90 B/s. a sends 80 B/s (400 B a tick), c 50 B/s
+    # until 10 s; b appears at t=12 s, and from then a's share is 45. After tick 2 (t=10 s) the broker is at
+    # 130 + alpha·(80 − 130) ≈ 126 > 100 and a at 80: a is under 90 before b exists, over 45 after.
+    created = {"a": 0, "c": 0, "b": 12_000_000}
+    cells = [("a", 0, 0, 1, 400, 1), ("c", 0, 0, 0, 250, 1), ("a", 1, 1, 1, 400, 1), ("c", 1, 1, 0, 250, 1)]
+    cells += [("a", 2, 2, 1, 400, 1), ("b", 2, 0, 2, 10, 1), ("a", 2, 2, 2, 400, 1)]
+    rows = {r["topic"]: r for r in replay_one_minute(cells, created, TopicConfig(100.0, {"c": 10.0}))["topics"]}
+    # only a's requests from 12 s to the next tick (15 s) are dropped; c (50 > 10) from the first tick on
+    assert (rows["a"]["bytes_dropped"], rows["a"]["seconds_dropping"], rows["a"]["threshold"]) == (400, 3.0, 45.0)
+    assert (rows["c"]["bytes_dropped"], rows["c"]["seconds_dropping"]) == (250, 5.0)
+    assert rows["b"]["bytes_dropped"] == 0
 
 
 def test_quota_window_variant_drops_only_while_broker_and_topic_are_both_over():
@@ -116,3 +120,14 @@ def test_cli_reports_drops_next_to_client_quotas(cli, tmp_path):
     bad = cli(*_args(tmp_path)[:-1], "topic-1=2MiB")
     assert bad.exit_code == 1
     assert "(topic-1=2 MiB/s) sum to 2 MiB/s, 1 MiB/s above total.bytes.in.per.sec.threshold 1 MiB/s" in bad.stderr
+
+
+def test_topic_rate_without_the_model_is_refused(cli, tmp_path):
+    from kquotactl.impact import generate
+
+    generate.write(generate.generate(100, users=2, clients=2, rate=10), tmp_path / "t.parquet")
+    generate.write_manifest(generate.quotas(2, 2), tmp_path / "q.yaml")
+    r = cli(
+        "impact", "run", str(tmp_path / "t.parquet"), "-f", str(tmp_path / "q.yaml"), "--topic-rate", "quota-window"
+    )
+    assert r.exit_code == 1 and r.stderr.strip().endswith("--topic-rate needs --model topic-threshold"), r.stderr

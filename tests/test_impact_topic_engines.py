@@ -52,4 +52,22 @@ def test_both_engines_give_identical_topic_drops_on_random_traffic(spark, tmp_pa
         got = topic_threshold(on_spark, index, cfg)
         assert got == want, f"seed {seed} ({rate}): spark {got} != local {want}"
         dropped += want["bytes_dropped"]
+        assert want["client_quota_throttled_bytes"] > 0, f"seed {seed}: u1's quota throttled nothing"
     assert dropped > 0, f"seed {seed}: nothing dropped, the comparison is empty"
+
+
+def test_cli_runs_the_model_on_spark_as_on_the_local_engine(spark, cli, tmp_path):
+    import json
+
+    from kquotactl.impact import generate
+
+    generate.write(generate.generate(3000, users=10, clients=20, rate=1000), tmp_path / "t.parquet")
+    generate.write_manifest(generate.quotas(10, 20), tmp_path / "q.yaml")
+    args = ["-o", "json", "impact", "run", str(tmp_path / "t.parquet"), "-f", str(tmp_path / "q.yaml")]
+    args += ["--model", "topic-threshold", "--total-threshold", "1MiB", "--topic-threshold", "topic-1=256KiB"]
+    out = {}
+    for engine in ("local", "spark"):
+        r = cli(*args, "--engine", engine)
+        assert r.exit_code == 0, r.stderr
+        out[engine] = json.loads(r.stdout)["topic_threshold"]
+    assert out["spark"] == out["local"] and out["local"]["bytes_dropped"] > 0

@@ -226,6 +226,8 @@ def run(
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
+    if model != "topic-threshold" and ctx.get_parameter_source("topic_rate") is click.core.ParameterSource.COMMANDLINE:
+        raise UsageError("--topic-rate needs --model topic-threshold")
     topic_cfg = _topic_config(model, total_threshold, topic_thresholds, topic_rate)
     if per_broker and input_format != "kafka-request-log":
         raise UsageError("--per-broker replays broker request logs: add --input-format kafka-request-log")

@@ -478,8 +478,10 @@ def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = Fa
     from rich.table import Table
 
     console = _console(out, color)
+    rate = {"one-minute-rate": "Meter one-minute rates", "quota-window": "quota-window rates"}.get(t["topic_rate"], "")
     console.print(
-        f"Topic thresholds (total {t['total_threshold']:,.0f} B/s): {t['bytes_dropped']:,} of {t['bytes_in']:,} "
+        f"Topic thresholds (total {t['total_threshold']:,.0f} B/s, {rate}): "
+        f"{t['bytes_dropped']:,} of {t['bytes_in']:,} "
         f"produce bytes dropped ({t['share_dropped']:.1%}); client quotas would throttle "
         f"{t['client_quota_throttled_bytes']:,} bytes."
     )
@@ -493,7 +495,7 @@ def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = Fa
             "yes" if r["explicit"] else "share",
             f"{r['bytes_in']:,}",
             f"{r['bytes_dropped']:,}",
-            f"{r['seconds_dropping']:,}",
+            f"{r['seconds_dropping']:,.1f}",
             f"{r['client_quota_throttled_bytes']:,}",
         )
     console.print(table)

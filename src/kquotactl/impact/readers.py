@@ -71,8 +71,9 @@ def normalize(table: Any, window: Window) -> dict[str, list[Any]]:
             out[name] = col.to_pylist()
         else:
             out[name] = [""] * n
-    if "topic" in table.column_names:  # only the optional topic-threshold model uses it
+    if "topic" in table.column_names:  # only the optional topic-threshold model uses it (and its µs clock)
         out["topic"] = pc.fill_null(pc.cast(table.column("topic"), pa.string()), "").to_pylist()
+        out["t_us"] = micros_column(table.column("ts")).to_pylist()
     for usage in {u.column: u for u in USAGE.values()}.values():
         if usage.column in table.column_names:
             x = pc.cast(table.column(usage.column), pa.float64())
@@ -113,6 +114,29 @@ def sample_column(ts: Any, size_s: int) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    ts = _timestamps(ts)
+    if pa.types.is_timestamp(ts.type):
+        micros = pc.cast(pc.cast(ts, pa.timestamp("us", tz=ts.type.tz)), pa.int64())
+        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), float(size_s) * 1e6)).cast(pa.int64())
+    return pc.floor(pc.divide(pc.cast(ts, pa.float64()), float(size_s))).cast(pa.int64())
+
+
+def micros_column(ts: Any) -> Any:
+    """Whole microseconds: those of timestamps; ``floor(seconds × 10⁶)`` of numeric epochs."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ts = _timestamps(ts)
+    if pa.types.is_timestamp(ts.type):
+        return pc.cast(pc.cast(ts, pa.timestamp("us", tz=ts.type.tz)), pa.int64())
+    return pc.floor(pc.multiply(pc.cast(ts, pa.float64()), 1e6)).cast(pa.int64())
+
+
+def _timestamps(ts: Any) -> Any:
+    """``ts`` as timestamps (strings parsed) or numbers; anything else is refused."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     t = ts.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         try:
@@ -122,11 +146,8 @@ def sample_column(ts: Any, size_s: int) -> Any:
             where = f"row {row + 1} ({ts[row].as_py()!r})" if row is not None else str(e).splitlines()[0]
             raise UsageError(f"'ts' is neither epoch seconds nor an ISO timestamp: {where}") from None
         t = ts.type
-    if pa.types.is_timestamp(t):
-        micros = pc.cast(pc.cast(ts, pa.timestamp("us", tz=t.tz)), pa.int64())
-        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), float(size_s) * 1e6)).cast(pa.int64())
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return pc.floor(pc.divide(pc.cast(ts, pa.float64()), float(size_s))).cast(pa.int64())
+    if pa.types.is_timestamp(t) or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return ts
     raise UsageError(f"'ts' has type {t}; expected epoch seconds or a timestamp")
 
 

@@ -62,6 +62,7 @@ from kquotactl.impact.requestlog import (
 )
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LINE as RL_LINE
+from kquotactl.impact.topic import TICK_US, Cell, implicit_creations
 
 # Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
 # follows whichever resolver this package has, so both engines always agree.
@@ -273,6 +274,13 @@ def normalize(df: Any, window: Window) -> Any:
     else:
         raise UsageError(f"'ts' has type {ts_type.simpleString()}; expected epoch seconds or a timestamp")
     cols = [sample.cast("long").alias("sample")]
+    if "topic" in df.columns:  # only the optional topic-threshold model uses it (and its µs clock)
+        micros = (
+            F.unix_micros(ts)
+            if isinstance(ts_type, T.TimestampType | T.TimestampNTZType)
+            else F.floor(F.col("ts").cast("double") * F.lit(1e6))
+        )
+        cols += [F.coalesce(F.col("topic").cast("string"), F.lit("")).alias("topic"), micros.cast("long").alias("t_us")]
     for name in ("user", "client_id", "ip"):
         cols.append(
             F.coalesce(F.col(name).cast("string"), F.lit("")).alias(name)
@@ -345,9 +353,10 @@ def _constants(rows: Sequence[QuotaRow]) -> dict[tuple[int, str], float]:
     return out
 
 
-def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
+def resolved_usage(traffic: Any, rows: Sequence[QuotaRow], carry: Sequence[str] = ()) -> Any:
     """One row per (input row, key with usage): k (index in ``MODEL_KEYS``), level (0 = unlimited), limit, the
-    quota-id's name hashes qu/qc/qip (null where the quota-id has no such part), sample, u."""
+    quota-id's name hashes qu/qc/qip (null where the quota-id has no such part), sample, u; and the ``carry``
+    columns of the input row."""
     from pyspark.sql import functions as F
 
     spark = traffic.sparkSession
@@ -391,7 +400,7 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
             qu = qc = F.lit(None)
             qip = F.when(level > 0, F.col("h_ip"))
         structs.append(_entry(index, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
-    return df.select("sample", F.inline(F.array(*structs))).where(F.col("u") > 0)
+    return df.select("sample", *carry, F.inline(F.array(*structs))).where(F.col("u") > 0)
 
 
 def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
@@ -655,3 +664,89 @@ def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int],
             )
         names[ident] = r["name"]
     return names
+
+
+# -- the topic-threshold model (kquotactl.impact.topic): cells here, the sequential replay on the driver -----------
+
+
+def _produce(traffic: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    u = F.col("u_" + USAGE["producer_byte_rate"].column)
+    return traffic.where((u > 0) & F.col("t_us").isNotNull()).select("sample", "topic", "t_us", u.alias("u"))
+
+
+def topic_samples(traffic: Any) -> dict[tuple[int, str], int]:
+    """Produce bytes per (sample, topic), as ``local.topic_usage`` counts them."""
+    from pyspark.sql import functions as F
+
+    rows = _produce(traffic).groupBy("sample", "topic").agg(F.sum("u").alias("u")).toArrow().to_pylist()
+    return {(r["sample"], r["topic"]): r["u"] for r in rows}
+
+
+def topic_cells(traffic: Any, explicit: Iterable[str]) -> tuple[list[Cell], dict[str, int]]:
+    """Produce bytes per :data:`~kquotactl.impact.topic.Cell` and each topic's first produce (µs), as
+    ``local.topic_cells`` finds them: the per-row arithmetic in Spark, only the cells collected."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    explicit = sorted(explicit)
+    prod = _produce(traffic)
+    firsts = prod.groupBy("topic").agg(F.min("t_us").alias("c")).toArrow().to_pylist()
+    created = {r["topic"]: r["c"] for r in firsts}
+    if not created:
+        return [], {}
+    start = min(created.values())
+    creations = implicit_creations(created, explicit)
+    spark = traffic.sparkSession
+    ctab = spark.createDataFrame(
+        pa.table({"topic": pa.array(list(created), pa.string()), "c": pa.array(list(created.values()), pa.int64())})
+    )
+    # [creations[i-1], creations[i]): i implicit topics exist
+    itab = spark.createDataFrame(
+        pa.table(
+            {
+                "lo": pa.array(creations, pa.int64()),
+                "hi": pa.array([*creations[1:], None], pa.int64()),
+                "i": pa.array(range(1, len(creations) + 1), pa.int64()),
+            }
+        )
+    )
+    per_t = (
+        prod.join(F.broadcast(ctab), "topic")
+        .groupBy("topic", "c", "t_us")
+        .agg(F.sum("u").alias("b"), F.count(F.lit(1)).alias("n"))
+    )
+    inside = (F.col("t_us") >= F.col("lo")) & (F.col("hi").isNull() | (F.col("t_us") < F.col("hi")))
+    is_explicit = F.col("topic").isin(explicit) if explicit else F.lit(False)
+    cells = (
+        per_t.join(F.broadcast(itab), inside, "left")
+        .select(
+            "topic",
+            F.expr(f"(t_us - {start}L) div {TICK_US}L").alias("kb"),  # both >= 0: div truncates = floors
+            F.expr(f"(t_us - c) div {TICK_US}L").alias("kt"),
+            F.when(is_explicit, F.lit(0).cast("long")).otherwise(F.coalesce(F.col("i"), F.lit(0))).alias("m"),
+            "b",
+            "n",
+        )
+        .groupBy("topic", "kb", "kt", "m")
+        .agg(F.sum("b").alias("b"), F.sum("n").alias("n"))
+    )
+    return [(r["topic"], r["kb"], r["kt"], r["m"], r["b"], r["n"]) for r in cells.toArrow().to_pylist()], created
+
+
+def topic_client_throttled(traffic: Any, rows: Sequence[QuotaRow], window: Window, last: int | None) -> dict[str, int]:
+    """Per topic, the produce bytes in a throttled sample of their ``producer_byte_rate`` quota-id (what
+    ``local.topic_usage`` counts from the local timeline)."""
+    from pyspark.sql import functions as F
+
+    if last is None:
+        return {}
+    key = MODEL_KEYS.index("producer_byte_rate")
+    usage = resolved_usage(traffic, rows, carry=("topic",)).where((F.col("k") == key) & (F.col("level") > 0))
+    swept = sweep(usage, window, last).where((F.col("ms") > 0) & (F.col("len") > 0))
+    throttled = swept.select(
+        "level", "qu", "qc", F.explode(F.sequence(F.col("p"), F.col("p") + F.col("len") - 1)).alias("sample")
+    )
+    got = usage.join(throttled, ["level", "qu", "qc", "sample"]).groupBy("topic").agg(F.sum("u").alias("u"))
+    return {r["topic"]: r["u"] for r in got.toArrow().to_pylist()}

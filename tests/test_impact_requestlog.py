@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -114,7 +115,9 @@ def test_the_generator_writes_lines_the_parser_reads_back() -> None:
         line = generate.request_log_line(1_795_600_800.5, 0, "u", "c", "10.0.0.1", (10, 20), 1.5, version)
         assert parse_line(line) == Request(1_795_600_800.5, "u", "c", "10.0.0.1", 30, 0, 1, 1.5, 0)
         follower = generate.request_log_line(1_795_600_800.5, 1, "u", "c", "10.0.0.1", (10,), 1.5, version, 3)
-        assert parse_line(follower).fetch_bytes == 0
+        assert parse_line(follower).fetch_bytes == 0  # type: ignore[union-attr]
+        acks0 = generate.request_log_line(1_795_600_800.5, 0, "u", "c", "10.0.0.1", (10,), 1.5, version, acks=0)
+        assert parse_line(acks0) == Request(1_795_600_800.5, "u", "c", "10.0.0.1", 10, 0, 1, 0.0, 0)
 
 
 def test_names_and_the_line_pattern() -> None:
@@ -375,3 +378,22 @@ def test_spark_reads_real_lines_and_every_rotation_format_as_the_local_reader(sp
     assert stats.first_malformed is not None and stats.first_malformed.startswith(f"{first}:")
     columns = readers.normalize(table, window)
     assert sorted(tuple(r) for r in df.collect()) == sorted(zip(*(columns[c] for c in df.columns), strict=True))
+
+
+def test_connections_from_a_request_log_are_shown_as_a_lower_bound(tmp_path: Path) -> None:
+    """On SASL listeners the pre-authentication ApiVersions never reaches the log (the 3.9/4.4 fixtures: no
+    ApiVersions line from a SASL_PLAINTEXT client), so the report and the table say the counts are a lower bound."""
+    assert not [x for x in _fixture("3.9") + _fixture("4.4") if "SASL_PLAINTEXT" in x and '"requestApiKey":18,' in x]
+    logs = _compressed_logs(tmp_path / "logs")
+    quotas = tmp_path / "q.yaml"
+    quotas.write_text("quotas:\n- entity: {ip: 127.0.0.1}\n  config: {connection_creation_rate: 1}\n")
+    base = [sys.executable, "-m", "kquotactl"]
+    args = ["impact", "run", "--input-format", "kafka-request-log", str(logs), "-f", str(quotas)]
+    p = subprocess.run([*base, "-o", "json", *args], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    log = json.loads(p.stdout)["summary"]["request_log"]
+    assert log["connections"] == "lower bound" and "SASL" in log["connections_note"]
+    wide = {**os.environ, "COLUMNS": "200"}
+    table = subprocess.run([*base, "-o", "table", *args], capture_output=True, text=True, env=wide)
+    assert table.returncode == 0, table.stderr
+    assert "≥ " in table.stdout and "connections from a request log are a lower bound" in table.stdout

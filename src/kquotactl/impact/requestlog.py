@@ -255,6 +255,13 @@ def is_blank(line: str) -> bool:
     return _BLANK.match(line) is not None
 
 
+# What connection counts taken from a request log are: said wherever they are shown (report, table, docs).
+CONNECTIONS_NOTE = (
+    "connections from a request log are a lower bound: on SASL listeners the ApiVersions a client sends before "
+    "authenticating (librdkafka's only one) is never logged, so such connections are not counted"
+)
+
+
 @dataclass
 class LogStats:
     """What reading a request log found: lines read (blank ones excluded), requests kept, malformed lines."""
@@ -271,6 +278,8 @@ class LogStats:
             "requests": self.requests,
             "malformed_lines": self.malformed,
             "first_malformed": self.first_malformed,
+            "connections": "lower bound",
+            "connections_note": CONNECTIONS_NOTE,
         }
 
     @classmethod

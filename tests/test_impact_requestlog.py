@@ -249,7 +249,7 @@ def _fixture(version: str) -> list[str]:
     return (DATA / f"kafka-{version}-request.log").read_text().splitlines()
 
 
-# Each line of the real brokers' logs (tests/data/request-log, collected from KRaft 3.9.1 and 4.4.0 brokers with
+# Each line of the real brokers' logs (tests/data/request-log, collected from KRaft 3.9.1, 4.1.1 and 4.4.0 brokers with
 # confluent-kafka 2.16 clients on a PLAINTEXT and a SASL_PLAINTEXT listener): (listener, api, client-id) -> the
 # parsed (user, produce bytes, fetch bytes, request time is exempt, connections).
 REAL = {
@@ -269,7 +269,7 @@ REAL = {
 }
 
 
-@pytest.mark.parametrize("version", ["3.9", "4.4"])
+@pytest.mark.parametrize("version", ["3.9", "4.1", "4.4"])
 def test_real_brokers_lines_parse_as_their_quotas_record_them(version: str) -> None:
     seen = set()
     for line in _fixture(version):
@@ -286,9 +286,8 @@ def test_real_brokers_lines_parse_as_their_quotas_record_them(version: str) -> N
         if key[1] == "SHARE_FETCH":  # what 4.4 logs: the acquired records, without their size
             assert '"records":""' in line and '"acquiredRecords":[{' in line
         seen.add(key)
-    assert {k for k in REAL if "SHARE" not in k[1]} <= seen and (version == "3.9") == all(
-        "SHARE" not in k[1] for k in seen
-    )
+    assert {k for k in REAL if "SHARE" not in k[1]} <= seen
+    assert any("SHARE" in k[1] for k in seen) == (version == "4.4")  # share groups: on by default in 4.4, off in 4.1
 
 
 # -- compressed rotations: every format, both engines ---------------------------------------------------------------
@@ -329,7 +328,7 @@ def _compressed_logs(d: Path) -> Path:
     """A logs/ directory: one rotation per format (each with every real line and one malformed line, its own), and
     the live file."""
     d.mkdir()
-    real = _fixture("3.9") + _fixture("4.4")
+    real = _fixture("3.9") + _fixture("4.1") + _fixture("4.4")
     for i, fmt in enumerate(FORMATS):
         name = f"kafka-request.log.2026-11-28-{10 + i}"
         data = "\n".join([*real, MALFORMED[i % len(MALFORMED)], ""]).encode()
@@ -341,7 +340,7 @@ def _compressed_logs(d: Path) -> Path:
 def test_local_reader_reads_every_rotation_format_alike(tmp_path: Path) -> None:
     logs = _compressed_logs(tmp_path / "logs")
     table, stats = readers.read_request_log([str(logs)])
-    n = len(_fixture("3.9") + _fixture("4.4"))
+    n = len(_fixture("3.9") + _fixture("4.1") + _fixture("4.4"))
     assert (stats.requests, stats.malformed) == (n * len(FORMATS) + len(GOOD), len(FORMATS))
     plain, _ = readers.read_request_log([str(logs / "kafka-request.log")])
     per_format = [readers.read_request_log([str(f)])[0] for f in sorted(logs.glob("*.20*"))]
@@ -383,7 +382,8 @@ def test_spark_reads_real_lines_and_every_rotation_format_as_the_local_reader(sp
 def test_connections_from_a_request_log_are_shown_as_a_lower_bound(tmp_path: Path) -> None:
     """On SASL listeners the pre-authentication ApiVersions never reaches the log (the 3.9/4.4 fixtures: no
     ApiVersions line from a SASL_PLAINTEXT client), so the report and the table say the counts are a lower bound."""
-    assert not [x for x in _fixture("3.9") + _fixture("4.4") if "SASL_PLAINTEXT" in x and '"requestApiKey":18,' in x]
+    real = _fixture("3.9") + _fixture("4.1") + _fixture("4.4")
+    assert not [x for x in real if "SASL_PLAINTEXT" in x and '"requestApiKey":18,' in x]
     logs = _compressed_logs(tmp_path / "logs")
     quotas = tmp_path / "q.yaml"
     quotas.write_text("quotas:\n- entity: {ip: 127.0.0.1}\n  config: {connection_creation_rate: 1}\n")

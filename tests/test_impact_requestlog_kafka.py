@@ -1,6 +1,8 @@
-"""Real brokers (KRaft 4.1; ZooKeeper-mode 3.9) with ``kafka.request.logger`` at DEBUG, a real producer over a produce
-quota set by kquotactl and a real consumer (confluent-kafka); ``impact run --input-format kafka-request-log`` on the
-broker's log finds the quota-id and the bytes, on both engines (the same report).
+"""Real brokers (KRaft 4.1 and 4.4; ZooKeeper-mode 3.9) with ``kafka.request.logger`` at DEBUG, a real producer over a
+produce quota set by kquotactl and a real consumer (confluent-kafka); ``impact run --input-format kafka-request-log``
+on the broker's log finds the quota-id and the bytes, on both engines (the same report). On 4.4 a custom principal
+builder makes every principal a ``ServiceAccount``: the broker applies the user quota to the principal's name, and
+impact finds the same quota-id.
 
 Tolerance: the log gives record-batch sizes, which include the batch and record framing (61 bytes a batch, a few
 bytes a record) on top of the payload, so produced and fetched bytes are asserted within [payload, payload × 1.15].
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -178,3 +181,64 @@ def test_request_log_of_a_zookeeper_mode_39_broker(spark, zk_server, tmp_path: P
     broker = ZkRequestLogBroker(zookeeper=f"{zk_server.connect}/rl-{uuid.uuid4().hex[:8]}", workdir=tmp_path / "b")
     broker.workdir.mkdir()
     _replay_broker_log(spark, tmp_path, broker, "ANONYMOUS", dict)
+
+
+# A principal builder of another type than User (as custom builders have): Kafka's default builder's principal,
+# retyped. Extending DefaultKafkaPrincipalBuilder keeps its KafkaPrincipalSerde, which KRaft forwarding needs.
+SERVICE_ACCOUNT_BUILDER = """package kq;
+import org.apache.kafka.common.security.auth.AuthenticationContext;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder;
+public class ServiceAccountPrincipalBuilder extends DefaultKafkaPrincipalBuilder {
+    public ServiceAccountPrincipalBuilder() { super(null, null); }
+    @Override public KafkaPrincipal build(AuthenticationContext context) {
+        return new KafkaPrincipal("ServiceAccount", super.build(context).getName());
+    }
+}
+"""
+
+
+@dataclass
+class ServiceAccountBroker(RequestLogBroker):
+    """A 4.4 request-log broker whose principals are ``ServiceAccount:<name>`` (classes compiled into ``classes``)."""
+
+    classes: Path | None = None
+
+    def java(self, main: str, *args: str, jvm: list[str] | None = None) -> list[str]:
+        cmd = super().java(main, *args, jvm=jvm)
+        i = cmd.index("-cp") + 1
+        cmd[i] = f"{self.classes}:{cmd[i]}"
+        return cmd
+
+
+def test_request_log_of_a_kraft_44_broker_with_a_custom_principal_type(spark, tmp_path: Path) -> None:
+    from kquotactl.testing.servers import classpath, fetch_jars
+
+    src = tmp_path / "src" / "kq" / "ServiceAccountPrincipalBuilder.java"
+    src.parent.mkdir(parents=True)
+    src.write_text(SERVICE_ACCOUNT_BUILDER)
+    classes = tmp_path / "classes"
+    cp = classpath(fetch_jars("kafka-4.4"))
+    subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(classes), str(src)], check=True, capture_output=True)
+    broker = ServiceAccountBroker(
+        jars_name="kafka-4.4",
+        workdir=tmp_path / "broker",
+        classes=classes,
+        extra_props={"principal.builder.class": "kq.ServiceAccountPrincipalBuilder"},
+    )
+    broker.workdir.mkdir()  # type: ignore[union-attr]
+
+    def sasl() -> dict[str, str]:
+        return {
+            "bootstrap.servers": broker.sasl_bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": broker.scram_user,
+            "sasl.password": broker.scram_password,
+        }
+
+    # The quota is set for user admin; the broker throttles ServiceAccount:admin by it, and impact finds it.
+    _replay_broker_log(spark, tmp_path, broker, broker.scram_user, sasl)
+    lines = (tmp_path / "logs" / "kafka-request.log").read_text().splitlines()
+    principals = {json.loads(x.split("Completed request:", 1)[1].rsplit(" (", 1)[0])["principal"] for x in lines}
+    assert f"ServiceAccount:{broker.scram_user}" in principals and not any(p.startswith("User:") for p in principals)

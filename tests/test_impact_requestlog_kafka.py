@@ -242,3 +242,70 @@ def test_request_log_of_a_kraft_44_broker_with_a_custom_principal_type(spark, tm
     lines = (tmp_path / "logs" / "kafka-request.log").read_text().splitlines()
     principals = {json.loads(x.split("Completed request:", 1)[1].rsplit(" (", 1)[0])["principal"] for x in lines}
     assert f"ServiceAccount:{broker.scram_user}" in principals and not any(p.startswith("User:") for p in principals)
+
+
+def _request_time(exporter: str, client_id: str) -> float:
+    """The broker's request-time sensor (% of a thread over the quota window) of a client-id, from the exporter."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{exporter}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    found = re.findall(rf'kafka_quota_request_time\{{[^}}]*client_id="{client_id}"[^}}]*\}} ([0-9.eE+-]+)', text)
+    assert found, f"no request-time sensor for {client_id}"
+    return float(found[0])
+
+
+def test_acks_0_produce_time_is_exempt_on_a_44_broker_and_in_impact(tmp_path: Path) -> None:
+    """KafkaApis.handleProduceRequest records no request time for acks=0 (sendNoOpResponseExemptThrottle): the 4.4
+    broker's request-time sensor of an acks=0 producer stays near 0 while an acks=1 producer's grows, and impact
+    gives the acks=0 Produce lines no request time although the log shows their handler time."""
+    from confluent_kafka import Producer
+
+    from kquotactl.impact import readers
+    from kquotactl.testing.observe import jmx_agent_opts
+    from kquotactl.testing.servers import free_port
+
+    port = free_port()
+    broker = RequestLogBroker(jars_name="kafka-4.4", workdir=tmp_path / "broker", jvm_opts=jmx_agent_opts(port))
+    broker.workdir.mkdir()  # type: ignore[union-attr]
+    try:
+        broker.start()
+        for client in ("rl-acks0", "rl-acks1"):  # a request quota makes the broker keep the client's sensors
+            r = run_cli("--bootstrap-server", broker.bootstrap, "alter", "--client-id", client, "--add-config",
+                        "request_percentage=10000")  # fmt: skip
+            assert r.exit_code == 0, r.stderr
+        time.sleep(2)
+        started = time.monotonic()
+        for client, acks in (("rl-acks0", "0"), ("rl-acks1", "1")):
+            p = Producer({"bootstrap.servers": broker.bootstrap, "client.id": client, "acks": acks, "linger.ms": 0})
+            p.produce("warm-up", b"x")
+            p.flush(30)
+            for _ in range(300):  # one request each: linger 0, flushed one by one
+                p.produce("rl-acks", b"x" * 1000)
+                p.flush(30)
+        seen = {client: _request_time(f"127.0.0.1:{port}", client) for client in ("rl-acks0", "rl-acks1")}
+        elapsed = time.monotonic() - started
+        broker.stop()
+        log = Path(shutil.copy(tmp_path / "broker" / "kafka-request.log", tmp_path / "kafka-request.log"))
+    finally:
+        broker.close()
+    table, _ = readers.read_request_log([str(log)])
+    rows = table.to_pylist()
+    produce0 = [r for r in rows if r["client_id"] == "rl-acks0" and r["produce_bytes"]]
+    produce1 = [r for r in rows if r["client_id"] == "rl-acks1" and r["produce_bytes"]]
+    logged0 = 0.0
+    for line in log.read_text().splitlines():
+        doc = json.loads(line.split("Completed request:", 1)[1].rsplit(" (", 1)[0])
+        if doc["requestHeader"]["clientId"] == "rl-acks0" and doc["requestHeader"]["requestApiKey"] == 0:
+            logged0 += doc["localTimeMs"]
+    print(f"\nbroker request-time %: {seen} after {elapsed:.1f} s; acks=0 Produce time logged: {logged0:.1f} ms")
+    assert len(produce0) >= 300 and len(produce1) >= 300
+    assert all(r["request_time_ms"] == 0 for r in produce0) and logged0 > 0
+    assert sum(r["request_time_ms"] for r in produce1) > 0
+    # The sensor is a rate in % of a thread over at most the 11 s window (the default quota.window.*): all the time
+    # it holds is at most rate / 100 × 11 s. All the traffic fell inside one window; the acks=0 producer's sensor holds
+    # less than its Produce handler time alone (so the broker did not count it), the acks=1 one's more.
+    assert elapsed < 10, f"traffic took {elapsed:.1f} s: longer than one quota window"
+    held = {client: rate / 100 * 11_000 for client, rate in seen.items()}
+    assert held["rl-acks0"] < logged0 and seen["rl-acks1"] > seen["rl-acks0"]

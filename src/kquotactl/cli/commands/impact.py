@@ -75,7 +75,8 @@ def _status(console: Any) -> Any:
     default="table",
     show_default=True,
     help="table: Parquet/CSV/JSON lines traffic; kafka-request-log: broker request logs (kafka.request.logger at "
-    "DEBUG: files, directories, rotated and .gz files), parsed on the chosen engine.",
+    "DEBUG: files, directories, rotated files, compressed .gz/.zip/.bz2/.deflate/.xz/.zst), parsed on the chosen "
+    "engine; connections counted from them are a lower bound (SASL listeners do not log the first ApiVersions).",
 )
 @click.option(
     "-f",

@@ -29,6 +29,7 @@ from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.engine import Runner
 from kquotactl.impact.model import Window
 from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
+from kquotactl.testing.versions import NEWEST, jars_of
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -218,10 +219,10 @@ def test_request_log_of_a_kraft_44_broker_with_a_custom_principal_type(spark, tm
     src.parent.mkdir(parents=True)
     src.write_text(SERVICE_ACCOUNT_BUILDER)
     classes = tmp_path / "classes"
-    cp = classpath(fetch_jars("kafka-4.4"))
+    cp = classpath(fetch_jars(jars_of(NEWEST)))
     subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(classes), str(src)], check=True, capture_output=True)
     broker = ServiceAccountBroker(
-        jars_name="kafka-4.4",
+        jars_name=jars_of(NEWEST),
         workdir=tmp_path / "broker",
         classes=classes,
         extra_props={"principal.builder.class": "kq.ServiceAccountPrincipalBuilder"},
@@ -267,7 +268,7 @@ def test_acks_0_produce_time_is_exempt_on_a_44_broker_and_in_impact(tmp_path: Pa
     from kquotactl.testing.servers import free_port
 
     port = free_port()
-    broker = RequestLogBroker(jars_name="kafka-4.4", workdir=tmp_path / "broker", jvm_opts=jmx_agent_opts(port))
+    broker = RequestLogBroker(jars_name=jars_of(NEWEST), workdir=tmp_path / "broker", jvm_opts=jmx_agent_opts(port))
     broker.workdir.mkdir()  # type: ignore[union-attr]
     try:
         broker.start()

@@ -1,4 +1,4 @@
-"""Real brokers (KRaft 4.1 and 4.4; ZooKeeper-mode 3.9) with ``kafka.request.logger`` at DEBUG, a real producer over a
+"""Real brokers (KRaft, the newest; ZooKeeper-mode 3.9) with ``kafka.request.logger`` at DEBUG, a real producer over a
 produce quota set by kquotactl and a real consumer (confluent-kafka); ``impact run --input-format kafka-request-log``
 on the broker's log finds the quota-id and the bytes, on both engines (the same report). On 4.4 a custom principal
 builder makes every principal a ``ServiceAccount``: the broker applies the user quota to the principal's name, and

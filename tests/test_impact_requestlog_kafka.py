@@ -162,7 +162,7 @@ def _replay_broker_log(
     assert sum(applied) > 0  # the quota kquotactl set was in force on the broker
 
 
-def test_request_log_of_a_kraft_41_broker(spark, tmp_path: Path) -> None:
+def test_request_log_of_a_kraft_broker_of_the_newest_release(spark, tmp_path: Path) -> None:
     broker = RequestLogBroker(workdir=tmp_path / "broker")
     broker.workdir.mkdir()
 

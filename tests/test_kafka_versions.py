@@ -20,7 +20,7 @@ def test_the_newest_release_the_harness_runs_is_the_newest_behaviour_known() -> 
     [
         ((2, 6), set(), {"mutation_quota", "min_window_1ms", "sample_ring"}),
         ((3, 3, 0), {"mutation_quota", "no_static_defaults", "min_window_1ms"}, {"sample_ring"}),
-        ((4, 1, 1), {"sample_ring"}, {"quota_types_cleared", "mutation_throttle_narrowed_first"}),
+        ((4, 1, 1), {"sample_ring", "share_fetch_quota"}, {"quota_types_cleared", "mutation_throttle_narrowed_first"}),
         ((4, 2, 0), {"quota_types_cleared", "mutation_throttle_narrowed_first", "share_fetch_quota"}, set()),
     ],
 )

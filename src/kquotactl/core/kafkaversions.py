@@ -37,7 +37,12 @@ CHANGES: tuple[Change, ...] = (
         "a quota type's enabled bit is cleared when its last quota is removed (KAFKA-19282): the quota-id and the "
         "sensors created follow the quotas that exist now, not every quota the broker has seen",
     ),
-    Change((4, 2), "share_fetch_quota", "share groups are production-ready: ShareFetch is recorded on the fetch quota"),
+    Change(
+        (4, 1),
+        "share_fetch_quota",
+        "ShareFetch is recorded on the fetch quota (KafkaApis of 4.1.1 to 4.4.0; share groups are production-ready "
+        "from 4.2)",
+    ),
 )
 
 

@@ -12,9 +12,28 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kquotactl.testing.oracle import VERSIONS, JavaOracle, cases_per_run, fresh_seed, mismatches
+from kquotactl.testing import oracle
+from kquotactl.testing.oracle import JavaOracle, cases_per_run, fresh_seed, mismatches
+from kquotactl.testing.versions import NEWEST, ORACLE_LINES, SUITES, sampled
 
-ORACLE_VERSIONS = sorted(VERSIONS)
+#: Every differential suite parametrized by version runs on these: full on 2.8, 3.9 and the newest, a sample on
+#: the 4.x lines between (kquotactl.testing.versions.SUITES).
+ORACLE_VERSIONS = list(ORACLE_LINES)
+#: The newest release, for tests that run on one version only.
+NEWEST_VERSION = NEWEST
+#: The ConfigCommand differentials: --zookeeper on 2.8, --bootstrap-server on the newest.
+CONFIG_COMMAND_VERSIONS = list(SUITES["config-command"])
+
+
+@pytest.fixture(autouse=True)
+def _sampled_oracle_line(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test parametrized with a ``version`` on a sampled line draws a tenth of the cases (cases_per_run)."""
+    callspec = getattr(request.node, "callspec", None)
+    line = callspec.params.get("version") if callspec is not None else None
+    oracle.set_sampled_line(line if isinstance(line, str) and line in ORACLE_LINES and sampled(line) else None)
+    yield
+    oracle.set_sampled_line(None)
+
 
 T = TypeVar("T")
 
@@ -31,8 +50,8 @@ def kafka_oracle() -> Iterator[Callable[[str, str], JavaOracle]]:
         return started[key]
 
     yield get
-    for oracle in started.values():
-        oracle.close()
+    for running in started.values():
+        running.close()
 
 
 @pytest.fixture

@@ -19,12 +19,13 @@ from kquotactl.core.keys import KEYS
 from kquotactl.core.rate import replay, sampled_stat_for
 from kquotactl.core.throttle import steady_state_throttle_ms
 from kquotactl.testing.oracle import cases_per_run
+from kquotactl.testing.versions import RELEASES
 from oracle_cases import assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit
 
 #: What each oracle version is: the full Kafka version the jars are.
-FULL_VERSION = {"2.8": (2, 8, 2), "3.9": (3, 9, 1), "4.1": (4, 1, 1)}
+FULL_VERSION = {line: RELEASES[line].version for line in ORACLE_VERSIONS}
 
 
 def _value(rng: random.Random) -> float:

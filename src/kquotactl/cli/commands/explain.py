@@ -52,9 +52,9 @@ if TYPE_CHECKING:
 @click.option(
     "--kafka-version",
     metavar="X.Y[.Z]",
-    help="Broker version to emulate: static defaults on <= 2.8; the sampled Rate of --replay and --observed "
-    "(1 ms window floor from 3.3, the 3.8 SampledStat); controller_mutation_rate from 2.7. "
-    "Default: the latest behaviour.",
+    help="Broker version to emulate, up to 4.4: static defaults on <= 2.8; the sampled Rate of --replay and "
+    "--observed (1 ms window floor from 3.3, the 3.8 SampledStat); controller_mutation_rate from 2.7, its throttle "
+    "narrowed first from 4.2. Default: the newest behaviour (4.4).",
 )
 @click.option(
     "--static-default",
@@ -296,7 +296,16 @@ def _parse_version(text: str) -> tuple[int, ...]:
     parts = text.strip().split(".")
     if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
         raise UsageError(f"--kafka-version {text!r}: expected X.Y or X.Y.Z, e.g. 2.8 or 3.7.1")
-    return tuple(int(p) for p in parts)
+    version = tuple(int(p) for p in parts)
+    from kquotactl.core.kafkaversions import NEWEST_KNOWN, newer_than_known
+
+    if newer_than_known(version):
+        newest = ".".join(map(str, NEWEST_KNOWN[:2]))
+        raise UsageError(
+            f"--kafka-version {text!r}: kquotactl knows Kafka's quota behaviour up to {newest}; "
+            "leave the option out to simulate the newest it knows"
+        )
+    return version
 
 
 def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> dict[str, int]:
@@ -306,7 +315,9 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
 
     if not items:
         return {}
-    if version is None or version[:2] > (2, 8):
+    from kquotactl.core.kafkaversions import behaviour
+
+    if behaviour(version).has("no_static_defaults"):
         raise UsageError(
             "--static-default: static quota.producer.default / quota.consumer.default were removed in Kafka 3.0; "
             "add --kafka-version 2.8 (or older) to emulate a broker that has them"

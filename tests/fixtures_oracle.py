@@ -27,10 +27,12 @@ CONFIG_COMMAND_VERSIONS = list(SUITES["config-command"])
 
 @pytest.fixture(autouse=True)
 def _sampled_oracle_line(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test parametrized with a ``version`` on a sampled line draws a tenth of the cases (cases_per_run)."""
+    """A test parametrized with a Kafka line (its ``version``, or a version-parametrized fixture's) that is a sampled
+    one draws a tenth of the cases (cases_per_run)."""
     callspec = getattr(request.node, "callspec", None)
-    line = callspec.params.get("version") if callspec is not None else None
-    oracle.set_sampled_line(line if isinstance(line, str) and line in ORACLE_LINES and sampled(line) else None)
+    params = callspec.params.values() if callspec is not None else ()
+    lines = [p for p in params if isinstance(p, str) and p in ORACLE_LINES]  # a `version` or a fixture's param
+    oracle.set_sampled_line(lines[0] if lines and sampled(lines[0]) else None)
     yield
     oracle.set_sampled_line(None)
 

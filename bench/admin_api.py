@@ -97,7 +97,7 @@ def run(label: str, bootstrap: str) -> None:
 
 def main() -> None:
     with KRaftKafkaServer() as kraft:
-        run("KRaft broker, Kafka 4.1 (combined broker+controller)", kraft.bootstrap)
+        run("KRaft broker, Kafka 4.4 (combined broker+controller)", kraft.bootstrap)
     if os.environ.get("BENCH_ZK_BROKER") == "1":
         from kquotactl.testing.servers import ZooKeeperServer
 

@@ -1,5 +1,5 @@
-"""``kquotactl describe`` vs Kafka's own ``kafka-configs.sh --describe`` (``kafka.admin.ConfigCommand`` run
-from the same Maven jars with the same JVM flags as the broker's tools would use) against the same KRaft
+"""``kquotactl describe`` vs Kafka's own ``kafka-configs.sh --describe`` (``ConfigCommand``, Java in kafka-tools
+from 4.2, run from the same Maven jars with the same JVM flags as the broker's tools would use) against the same KRaft
 broker holding BENCH_ENTITIES (default 200) user quotas: median wall time per call, and the ratio.
 Both print kafka-configs' bootstrap-mode lines for ``--entity-type users``, in the same order (Java's HashMap order)."""
 
@@ -19,6 +19,7 @@ from kquotactl.core.entities import Entity
 from kquotactl.core.model import EntityChange
 from kquotactl.testing.kafka import KRaftKafkaServer
 from kquotactl.testing.servers import classpath
+from kquotactl.testing.versions import NEWEST, RELEASES
 
 ROOT = Path(__file__).resolve().parent.parent
 N = int(os.environ.get("BENCH_ENTITIES", "200"))
@@ -35,14 +36,14 @@ def main() -> None:
         log4j = kraft.workdir / "tools-log4j2.yaml"
         log4j.write_text("Configuration:\n  Loggers:\n    Root:\n      level: ERROR\n")
         theirs = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath(kraft.jars)]
-        theirs += ["kafka.admin.ConfigCommand", "--bootstrap-server", kraft.bootstrap]
+        theirs += [RELEASES[NEWEST].config_command, "--bootstrap-server", kraft.bootstrap]
         theirs += ["--describe", "--entity-type", "users"]
         a = subprocess.run(ours, capture_output=True, text=True, env=env, check=True).stdout
         k = subprocess.run(theirs, capture_output=True, text=True, check=True).stdout
         # kafka-configs also lists users' SCRAM credentials (the broker has one SCRAM user): not quotas.
         quota_lines = [x for x in k.splitlines() if not x.startswith("SCRAM credential configs")]
         same = a.splitlines() == quota_lines
-        print(f"{N} user quotas on a KRaft broker (Kafka 4.1); quota lines identical, in kafka-configs' order: {same}")
+        print(f"{N} user quotas on a KRaft broker (Kafka 4.4); quota lines identical, in kafka-configs' order: {same}")
         if not same:
             print("  only kquotactl:", sorted(set(a.splitlines()) - set(quota_lines))[:3])
             print("  only kafka-configs:", sorted(set(quota_lines) - set(a.splitlines()))[:3])

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kquotactl.testing.kafka import KRaftCluster, KRaftKafkaServer, ZkKafkaServer
+from kquotactl.testing.versions import SUITES, jars_of
 
 
 def _wipe(backend) -> None:
@@ -152,7 +153,8 @@ def zkmode(zk_kafka: ZkModeKafka) -> Iterator[ZkModeKafka]:
 @pytest.fixture(scope="session")
 def old_kafka(zk_server) -> Iterator[ZkKafkaServer]:
     """Kafka 2.5 (ZooKeeper mode): no DescribeClientQuotas/AlterClientQuotas (they came with 2.6)."""
-    server = ZkKafkaServer(zookeeper=f"{zk_server.connect}/kafka25", jars_name="kafka-2.5", supports_quota_api=False)
+    legacy = jars_of(SUITES["pre-kip546-broker"][0])
+    server = ZkKafkaServer(zookeeper=f"{zk_server.connect}/kafka25", jars_name=legacy, supports_quota_api=False)
     server.start()
     yield server
     server.close()
@@ -233,7 +235,7 @@ def _observed(make_server, with_prometheus: bool = True) -> Iterator[ObservedKaf
 
 @pytest.fixture(scope="module")
 def observed_kraft() -> Iterator[ObservedKafka]:
-    """Kafka 4.x KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
+    """Kafka 4.4 KRaft started with ``-javaagent:jmx_prometheus_javaagent=PORT:<shipped rules>``, scraped every
     second by Debian's /usr/bin/prometheus (a failure when it is not installed: scripts/bootstrap.sh installs it)."""
     yield from _observed(lambda jvm: KRaftKafkaServer(jvm_opts=jvm))
 

@@ -12,9 +12,30 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kquotactl.testing.oracle import VERSIONS, JavaOracle, cases_per_run, fresh_seed, mismatches
+from kquotactl.testing import oracle
+from kquotactl.testing.oracle import JavaOracle, cases_per_run, fresh_seed, mismatches
+from kquotactl.testing.versions import NEWEST, ORACLE_LINES, SUITES, sampled
 
-ORACLE_VERSIONS = sorted(VERSIONS)
+#: Every differential suite parametrized by version runs on these: full on 2.8, 3.9 and the newest, a sample on
+#: the 4.x lines between (kquotactl.testing.versions.SUITES).
+ORACLE_VERSIONS = list(ORACLE_LINES)
+#: The newest release, for tests that run on one version only.
+NEWEST_VERSION = NEWEST
+#: The ConfigCommand differentials: --zookeeper on 2.8, --bootstrap-server on the newest.
+CONFIG_COMMAND_VERSIONS = list(SUITES["config-command"])
+
+
+@pytest.fixture(autouse=True)
+def _sampled_oracle_line(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test parametrized with a Kafka line (its ``version``, or a version-parametrized fixture's) that is a sampled
+    one draws a tenth of the cases (cases_per_run)."""
+    callspec = getattr(request.node, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    lines = [p for p in params if isinstance(p, str) and p in ORACLE_LINES]  # a `version` or a fixture's param
+    oracle.set_sampled_line(lines[0] if lines and sampled(lines[0]) else None)
+    yield
+    oracle.set_sampled_line(None)
+
 
 T = TypeVar("T")
 
@@ -31,8 +52,8 @@ def kafka_oracle() -> Iterator[Callable[[str, str], JavaOracle]]:
         return started[key]
 
     yield get
-    for oracle in started.values():
-        oracle.close()
+    for running in started.values():
+        running.close()
 
 
 @pytest.fixture

@@ -6,10 +6,11 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from fixtures_oracle import assert_no_mismatches, random_cases
+from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, random_cases
+from kquotactl.testing.versions import RELEASES
 
 #: What each oracle version is: the full Kafka version the jars are.
-FULL_VERSION = {"2.8": (2, 8, 2), "3.9": (3, 9, 1), "4.1": (4, 1, 1)}
+FULL_VERSION = {line: RELEASES[line].version for line in ORACLE_VERSIONS}
 
 
 def limit(rng: random.Random) -> float:

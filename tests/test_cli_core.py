@@ -543,8 +543,9 @@ def test_describe_imports_only_what_it_uses(chroot, output: str) -> None:
     assert _command_modules(names) == []
 
 
-def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> None:
-    """`make demo` (the README's main job): its own ZooKeeper, real commands, exit 0 only if each step behaved."""
+def test_the_demo_runs_every_step_as_advertised_against_its_own_kafka_and_zookeeper() -> None:
+    """`make demo` (the README's main job): its own Kafka 4.4 KRaft broker and ZooKeeper, real commands, exit 0 only
+    if each step behaved, and Kafka's own kafka-configs reads what kquotactl wrote."""
     import subprocess
     import sys
 
@@ -553,6 +554,9 @@ def test_the_demo_runs_every_step_as_advertised_against_its_own_zookeeper() -> N
     assert "misbehaved" not in p.stdout
     assert '{"version":2,"entity_path":"users/alice/clients/batch%20job"}' in p.stdout
     assert "ZooKeeper stopped and its data removed." in p.stdout
+    assert "Kafka 4.4.0 stopped and its data removed." in p.stdout
+    assert "Quota configs for user-principal 'alice' are " in p.stdout  # kafka-configs 4.4 on the KRaft broker
+    assert "kquotactl: error: --user is empty" in p.stdout
 
 
 def test_collector_paused_restores_the_collector_as_it_found_it() -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from conftest import run_cli, write_manifest, zk_cli
+from fixtures_oracle import NEWEST_VERSION
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
 from kquotactl.core.entities import DEFAULT, Entity
@@ -306,7 +307,7 @@ def test_java_hashmap_order_matches_java(kafka_oracle, oracle_seed) -> None:
     entities = [_entity_case(rng) for _ in range(n // 4)]
     requests = [{"initial": len(s), "strings": s} for s in strings]
     requests += [{"initial": len(e), "entities": [list(p) for p in e]} for e in entities]
-    answers = kafka_oracle("4.1", "HashMapOrderOracle").ask_many(requests)
+    answers = kafka_oracle(NEWEST_VERSION, "HashMapOrderOracle").ask_many(requests)
     ours = [
         java_hashmap_layout(((i, java_string_hash(k)) for i, k in enumerate(s)), len(s), _by(s, java_string_compare))
         for s in strings
@@ -392,7 +393,7 @@ def test_describe_o_kafka_is_byte_identical_to_kafka_configs(request, broker, ka
             time.sleep(0.05)
     forms = _describe_forms(rng, wanted)
     head = ["--bootstrap-server", server.bootstrap, "--describe"]
-    kafka = kafka_oracle("4.1", "ConfigCommandOracle").ask_many([{"args": [*head, *f]} for f in forms])
+    kafka = kafka_oracle(NEWEST_VERSION, "ConfigCommandOracle").ask_many([{"args": [*head, *f]} for f in forms])
     ours = [run_cli("-o", "kafka", *head, *f) for f in forms]
     replay = f"KQUOTACTL_ORACLE_SEED={oracle_seed}"
     for form, k, o in zip(forms, kafka, ours, strict=True):

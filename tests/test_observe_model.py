@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cli
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.observe.model import Sample, jmx_unquote, top_rows
+from kquotactl.observe.model import Sample, jmx_unquote, stage_regressions, top_rows
 from kquotactl.observe.prometheus import broker_of, metrics_url, scrape
 
 INDEX = QuotaIndex(
@@ -67,8 +67,8 @@ def test_rows_join_each_quota_id_with_its_limit_and_level() -> None:
     )
     assert use.to_json()["entity_path"] == "users/alice%40corp"
     assert use.to_json()["brokers"] == {
-        "b1:7071": {"usage": 1500.0, "throttle_ms": 400.0},
-        "b2:7071": {"usage": 900.0, "throttle_ms": 0.0},  # NaN: no throttle in the window
+        "b1:7071": {"usage": 1500.0, "throttle_ms": 400.0, "throttle": "now"},  # usage over the limit: now
+        "b2:7071": {"usage": 900.0, "throttle_ms": 0.0, "throttle": None},  # NaN: no throttle in the window
     }
     assert [(u.key, u.limit, u.resolution.level) for u in xy.uses] == [
         ("request_percentage", 25, 8),  # the throttled one first
@@ -205,3 +205,68 @@ def test_watch_refreshes_a_live_table_until_interrupted(exporter: str, chroot) -
     assert text.count("throttled quota-ids") >= 3  # the first draw and two refreshes
     assert 'client-id a "b"' in text and "2500 B/s" in text and "2000 B/s" in text
     assert "7 clients/a%20%22b%22" in text
+
+
+def test_a_throttle_time_alone_is_not_a_throttle_now() -> None:
+    """throttle-time averages over a minute: a produce throttle with its usage well under the limit is history;
+    a fetch's throttled bytes are un-recorded, so its usage cannot tell (recent)."""
+
+    def row(samples: list[Sample]) -> dict:
+        [r] = top_rows(samples, INDEX)
+        return r.to_json()
+
+    past = row([Sample("byte_rate", "b", 500.0, "Produce", user="alice%40corp"), _throttle("Produce", 4000.0)])
+    assert (past["throttled"], past["throttle"], past["throttle_ms"]) == (False, "past", 0.0)
+    assert past["quotas"][0]["brokers"]["b"] == {"usage": 500.0, "throttle_ms": 4000.0, "throttle": "past"}
+    now = row([Sample("byte_rate", "b", 950.0, "Produce", user="alice%40corp"), _throttle("Produce", 4000.0)])
+    assert (now["throttled"], now["throttle"], now["throttle_ms"]) == (True, "now", 4000.0)
+    ranged = Sample("byte_rate", "b", 500.0, "Produce", user="alice%40corp", peak=1200.0)  # --lookback: the peak
+    assert row([ranged, _throttle("Produce", 4000.0)])["throttle"] == "now"
+    fetch = row([Sample("byte_rate", "b", 0.0, "Fetch", user="alice%40corp"), _throttle("Fetch", 300.0)])
+    assert (fetch["throttled"], fetch["throttle"]) == (True, "recent")
+
+
+def _throttle(qtype: str, ms: float, broker: str = "b") -> Sample:
+    return Sample("throttle_time", broker, ms, qtype, user="alice%40corp")
+
+
+def test_ip_rows_read_quoted_addresses_and_name_ip_levels() -> None:
+    index = QuotaIndex(
+        {Entity(ip="::1"): {"connection_creation_rate": 9}, Entity(ip=DEFAULT): {"connection_creation_rate": 5}}
+    )
+    samples = [
+        Sample("connection_accept_rate", "b", 3.0, ip='"0:0:0:0:0:0:0:1"'),  # JmxReporter quotes an IPv6 address
+        Sample("connection_accept_rate", "b", 2.0, ip="10.0.0.2"),
+        Sample("ip_connection_accept_throttle_time", "b", 250.0, listener="PLAINTEXT"),
+    ]
+    rows = {r.quota_id.words(): r for r in top_rows(samples, index)}
+    assert list(rows) == ["ip connections on listener PLAINTEXT", "ip 0:0:0:0:0:0:0:1", "ip 10.0.0.2"]
+    one, two = rows["ip 0:0:0:0:0:0:0:1"].uses[0].to_json(), rows["ip 10.0.0.2"].uses[0].to_json()
+    assert (one["limit"], one["level"], one["level_pattern"]) == (9, 1, "ips/<ip>")
+    assert (two["limit"], two["level"], two["level_pattern"]) == (5, 2, "ips/<default>")
+    listener = rows["ip connections on listener PLAINTEXT"]
+    assert listener.throttled and listener.to_json()["quota_id"] == {"listener": "PLAINTEXT"}
+    [use] = listener.to_json()["quotas"]
+    assert (use["key"], use["throttle_ms"], use["throttle"]) == ("connection_creation_rate", 250.0, "recent")
+    assert use["applies"].startswith("the ip's own limit") and "back out" in use["note"]
+
+
+def test_a_stage_is_not_blamed_for_a_throttle_time_that_is_history() -> None:
+    """A stage that raises a limit: the throttle-time average still holds the throttle from before it."""
+    low = QuotaIndex({Entity(user="alice@corp"): {"producer_byte_rate": 1000, "consumer_byte_rate": 1000}})
+    high = QuotaIndex({Entity(user="alice@corp"): {"producer_byte_rate": 5000, "consumer_byte_rate": 5000}})
+    usage = [Sample("byte_rate", "b", 1000.0, "Produce", user="alice%40corp")]
+    fetch = [Sample("byte_rate", "b", 0.0, "Fetch", user="alice%40corp")]
+    before = top_rows([*usage, _throttle("Produce", 3000.0), *fetch, _throttle("Fetch", 3000.0)], low)
+    after = top_rows([*usage, _throttle("Produce", 3000.0), *fetch, _throttle("Fetch", 3000.0)], high)
+    assert stage_regressions(before, after) == []  # both averages are the old throttle
+    moved = top_rows([*usage, _throttle("Produce", 3000.0), *fetch, _throttle("Fetch", 3500.0)], high)
+    [worse] = stage_regressions(before, moved)  # a new fetch throttle, where none is predicted at 5000
+    assert worse.startswith("user alice@corp: consumer_byte_rate throttled 3500 ms on broker b")
+
+
+def test_the_traffic_table_holds_an_ipv6_address_unquoted() -> None:
+    from kquotactl.observe.model import traffic_columns
+
+    cols = traffic_columns([Sample("connection_accept_rate", "b", 2.0, ip='"0:0:0:0:0:0:0:1"', ts=10.0)], 1.0, 1)
+    assert cols["ip"] == ["0:0:0:0:0:0:0:1"] and cols["ts"] == [9.0]

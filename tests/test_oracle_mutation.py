@@ -19,6 +19,7 @@ from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches
 from kquotactl.core.rate import mutation_window_load, replay_token_bucket
 from kquotactl.core.throttle import steady_state_throttle_ms
 from kquotactl.testing.oracle import cases_per_run
+from kquotactl.testing.versions import RELEASES
 from oracle_cases import assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit
@@ -47,7 +48,7 @@ def _case(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _ours(case: dict[str, Any]) -> list[tuple[str, int, bool]]:
+def _ours(case: dict[str, Any], version: tuple[int, ...]) -> list[tuple[str, int, bool]]:
     steps = replay_token_bucket(
         case["events"],
         case["limit"],
@@ -55,13 +56,15 @@ def _ours(case: dict[str, Any]) -> list[tuple[str, int, bool]]:
         window_ms=case["window_s"] * 1000,
         mode=case["mode"],
         epoch_ms=case["base"],
+        kafka_version=version,
     )
     return [(_canon(s.rate), s.throttle_ms, s.rejected) for s in steps]
 
 
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_token_bucket_replay_matches_kafka(kafka_oracle, oracle_seed, version):
-    assert_replays_match_kafka(kafka_oracle, oracle_seed, version, _case, _ours)
+    release = RELEASES[version].version
+    assert_replays_match_kafka(kafka_oracle, oracle_seed, version, _case, lambda case: _ours(case, release))
 
 
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
@@ -85,6 +88,7 @@ def test_observed_mutation_figure_matches_kafka(kafka_oracle, oracle_seed, versi
         for observed, limit, n, s, mode in cases
     ]
     kafka = kafka_oracle(version, "ThrottleOracle").ask_many(requests)
-    ours = [steady_state_throttle_ms("controller_mutation_rate", o, lim, n, s, None, m) for o, lim, n, s, m in cases]
+    release = RELEASES[version].version
+    ours = [steady_state_throttle_ms("controller_mutation_rate", o, lim, n, s, release, m) for o, lim, n, s, m in cases]
     theirs = [a["steps"][-1][1] if "steps" in a else a for a in kafka]
     assert_no_mismatches(cases, ours, theirs, oracle_seed, version)

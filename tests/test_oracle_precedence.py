@@ -1,7 +1,8 @@
 """Differential: kquotactl's resolver (:class:`QuotaIndex`) against the broker's own quota managers.
 
 The Java driver (``testing/oracle/v*/PrecedenceOracle.java``) builds a broker's real ``QuotaManagers`` and
-``ConnectionQuotas`` from a ``KafkaConfig`` (2.8.2, 3.9.1, 4.1.1), installs a random quota set exactly as that
+``ConnectionQuotas`` from a ``KafkaConfig`` (the oracle lines of ``kquotactl.testing.versions``), installs a random
+quota set exactly as that
 broker is fed (ZooKeeper: the config handlers with the znode's sanitized names and stored strings, every manager
 told of every entity; KRaft: ``ClientQuotaMetadataManager`` with replayed ``ClientQuotaRecord``\\ s, only the
 manager of each key told), and answers, for random connections, each of the four client keys' limit
@@ -20,11 +21,13 @@ from typing import Any
 
 import pytest
 
-from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, replay_hint
+from fixtures_oracle import NEWEST_VERSION, ORACLE_VERSIONS, assert_no_mismatches, replay_hint
 from kquotactl.core.entities import DEFAULT, Entity, Name
+from kquotactl.core.kafkaversions import behaviour
 from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, format_value
 from kquotactl.core.precedence import STATIC_CONFIGS, QuotaIndex, quota_id
 from kquotactl.testing.oracle import SOURCES, _sources, cases_per_run
+from kquotactl.testing.versions import RELEASES
 
 KAFKA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 UNLIMITED = float(LONG_MAX)  # ClientQuotaManager.quota(...) when nothing applies
@@ -56,7 +59,8 @@ STATIC_VALUES = (1, 5000, LONG_MAX)  # quota.*.default: LONG, atLeast(1)
 
 
 def _modes(version: str) -> tuple[str, ...]:
-    return {"2.8": ("zk",), "3.9": ("zk", "kraft"), "4.1": ("kraft",)}[version]
+    release = RELEASES[version]
+    return ("zk",) * release.zookeeper + ("kraft",) * release.kraft
 
 
 def _value(rng: random.Random, key: str) -> Number:
@@ -184,6 +188,30 @@ def test_precedence_matches_the_brokers_quota_managers(kafka_oracle, oracle_seed
     assert_no_mismatches(cases, ours, kafka, oracle_seed, version, limit=2, show=_differences)
 
 
+@pytest.mark.parametrize("version", [v for v in ORACLE_VERSIONS if RELEASES[v].kraft])
+def test_a_brokers_quota_ids_after_the_last_quota_is_removed(kafka_oracle, oracle_seed, version):
+    """KAFKA-19282 (4.2): a quota type's enabled bit is cleared when its last quota goes, so a broker whose quotas
+    were all removed uses the quota-ids of a fresh broker, which is what kquotactl resolves. Before it, the bits
+    stay set: kquotactl's answer is a freshly started broker's (docs/core.md, known limits)."""
+    rng = random.Random(oracle_seed)
+    cases = []
+    while len(cases) < max(5, cases_per_run(3000) // CONNECTIONS_PER_SET // 4):
+        case = _quota_set(rng, version)
+        if case["mode"] == "kraft" and case["quotas"] and not case["static"]:
+            cases.append(case)
+    kafka = kafka_oracle(version, "PrecedenceOracle").ask_many([{**_request(c), "after_remove": True} for c in cases])
+    fresh = [_ours({**c, "quotas": {}}) for c in cases]
+    cleared = behaviour(RELEASES[version].version).has("quota_types_cleared")
+    if cleared:
+        assert not any(a["bits_left"] for a in kafka), f"{replay_hint(oracle_seed, version)}: a type stayed enabled"
+        mine = [{"connections": a["connections"], "ips": a["ips"]} for a in kafka]
+        assert_no_mismatches(cases, fresh, mine, oracle_seed, version, limit=2)
+    else:
+        with_client_quotas = [any(e.ip is None for e in c["quotas"]) for c in cases]
+        left = [a["bits_left"] for a in kafka]
+        assert left == with_client_quotas, f"{replay_hint(oracle_seed, version)}: bits left {left}"
+
+
 def test_a_known_answer_so_the_comparison_can_fail(kafka_oracle):
     """users/<default>/clients/<default> found first by an empty user gives client tags: clients/c applies."""
     case = {
@@ -196,7 +224,7 @@ def test_a_known_answer_so_the_comparison_can_fail(kafka_oracle):
         "connections": [("", "c")],
         "ips": [],
     }
-    (answer,) = kafka_oracle("4.1", "PrecedenceOracle").ask_many([_request(case)])
+    (answer,) = kafka_oracle(NEWEST_VERSION, "PrecedenceOracle").ask_many([_request(case)])
     assert answer["connections"][0][0] == {"key": "producer_byte_rate", "limit": 20.0, "user": "", "client-id": "c"}
     assert _ours(case) == answer
 
@@ -210,9 +238,9 @@ def test_each_version_compiles_the_driver_with_only_the_shared_code_its_api_has(
     assert sorted(compiled("3.9")) == sorted(
         [*shared, "v3_9/PrecedenceOracle.java", "zk/PrecedenceOracleZk.java", "kraft/PrecedenceOracleKraft.java"]
     )
-    assert sorted(compiled("4.1")) == sorted(
-        [*shared, "v4_1/PrecedenceOracle.java", "kraft/PrecedenceOracleKraft.java"]
-    )
-    assert [p.name for p in _sources("4.1", "SanitizerOracle")] == ["OracleLoop.java", "SanitizerOracle.java"]
+    for line in ("4.2", "4.3", "4.4"):
+        v4 = ["v4/PrecedenceOracle.java", "kraft/PrecedenceOracleKraft.java"]
+        assert sorted(compiled(line)) == sorted([*shared, *v4])
+    assert [p.name for p in _sources("4.4", "SanitizerOracle")] == ["OracleLoop.java", "SanitizerOracle.java"]
     with pytest.raises(FileNotFoundError, match=r"no oracle driver NoSuchOracle for Kafka 3\.9"):
         _sources("3.9", "NoSuchOracle")

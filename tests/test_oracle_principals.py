@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fixtures_oracle import assert_no_mismatches, random_cases, replay_hint
+from fixtures_oracle import NEWEST_VERSION, ORACLE_VERSIONS, assert_no_mismatches, random_cases, replay_hint
 from kquotactl.core.javaregex import UnsupportedRegex
 from kquotactl.core.principals import (
     InvalidDn,
@@ -31,7 +31,7 @@ from kquotactl.core.principals import (
 )
 from kquotactl.testing.oracle import cases_per_run
 
-VERSIONS = ["3.9", "4.1"]
+VERSIONS = [v for v in ORACLE_VERSIONS if v >= "3.9"]
 UNSUPPORTED = (UnsupportedRegex, UnsupportedPrincipal)
 SKIP = "unsupported"
 
@@ -521,7 +521,7 @@ def test_dns_as_the_broker_prints_them_map_as_sslprincipalmapper(dn, seen):
 # -- the regex layer on its own: java.util.regex.Pattern / Matcher.replaceAll / replaceFirst ----------------------
 
 
-@pytest.mark.parametrize("version", ["4.1"])  # the JVM's regex, whichever kafka-clients is on the class path
+@pytest.mark.parametrize("version", [NEWEST_VERSION])  # the JVM's regex, whichever kafka-clients is on the class path
 def test_java_regex_translation_matches_java(kafka_oracle, oracle_seed, version):
     from kquotactl.core.javaregex import InvalidRegex, compile_java, replace
 

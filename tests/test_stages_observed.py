@@ -79,3 +79,34 @@ def test_the_observed_check_passes_a_predicted_stage_and_stops_on_a_surge(observ
     assert result.done == {Entity(client_id="surge"): 2}  # written, then the check failed
     [line] = result.details
     assert line.startswith("client-id surge: producer_byte_rate throttled ") and " predicted " in line, line
+
+
+def test_a_raised_limit_is_not_blamed_for_the_throttle_time_it_ended(observed_kraft) -> None:
+    """throttle-time averages over a minute: right after a stage that lifts a throttled client's limit, the sensor
+    still holds the old throttles. The client's usage is then far under its new limit: history, not a regression."""
+    bs = observed_kraft.bootstrap
+    with open_backend(ConnectionOptions(bootstrap_server=bs)) as backend:
+        backend.alter([EntityChange(Entity(client_id="lifted"), {"producer_byte_rate": 20_000})])
+        producer = Producer(bs, "lifted", 100_000)
+        producer.start()
+        try:
+            time.sleep(5)  # throttled: seconds of throttle time on the sensor
+            manifest = load_text("quotas:\n  - entity: {client-id: lifted}\n    config: {producer_byte_rate: 4MiB}\n")
+            staged = staged_plan(plan(backend, manifest).plan, 2, StageShape.GEOMETRIC)
+            observer = StageObserver(scrape=[observed_kraft.exporter])
+            observer.baseline(backend)
+            [before] = [r for r in observer.last or [] if r.quota_id.client_id == "lifted"]
+            assert before.throttled and before.uses[0].throttle == "now", before.to_json()
+
+            def check(b: QuotaBackend, expected: Mapping[Entity, Mapping[str, Number]]) -> StepCheck:
+                time.sleep(2)  # the new limit reaches the broker; the throttle-time average still holds the old
+                found = check_step(b, expected, observer=observer)
+                [row] = [r for r in observer.last or [] if r.quota_id.client_id == "lifted"]
+                assert max(f.throttle_ms for f in row.uses[0].brokers.values()) > 1000, row.to_json()
+                return found
+
+            result = apply_stages(backend, staged, interval=0, check=check, sleep=lambda s: time.sleep(1))
+        finally:
+            producer.done.set()
+            producer.join(15)
+    assert result.finished, (result.stopped, result.details)

@@ -81,7 +81,9 @@ def _quota_ids(rows: list[dict]) -> dict[tuple[str, ...], dict]:
     out = {}
     for row in rows:
         q = row["quota_id"]
-        out[(q["ip"],) if "ip" in q else (q["user"], q["client-id"])] = row
+        out[
+            (q["ip"],) if "ip" in q else ("listener", q["listener"]) if "listener" in q else (q["user"], q["client-id"])
+        ] = row
     return out
 
 
@@ -105,9 +107,14 @@ def _check_throttled(rows: list[dict]) -> None:
         assert list(use["brokers"]) and all(b.startswith("127.0.0.1:") for b in use["brokers"])
 
 
-def _traffic(cluster: list[str], bootstrap: str, quotas: list[tuple[list[str], str]], clients: list[str]) -> None:
-    """Set the quotas with kquotactl, then run the producers together for 5 s (the first ones at 100 kB/s, over
-    their limits; "fast" at 20 kB/s under its own)."""
+def _traffic(
+    cluster: list[str], bootstrap: str, quotas: list[tuple[list[str], str]], clients: list[str]
+) -> list[threading.Thread]:
+    """Set the quotas with kquotactl, then start the producers together for 5 s (the first ones at 100 kB/s, over
+    their limits; "fast" at 20 kB/s under its own), the consumer and the admin client: the running threads.
+
+    top looks while they run: a throttle time averages over a minute, and once the traffic stops its usage drains
+    under the limit and top calls the throttle history (``past``), not a throttle now."""
     for ent, cfg in quotas:
         r = run_cli(*cluster, "alter", *ent, "--add-config", cfg)
         assert r.exit_code == 0, r.stderr
@@ -122,13 +129,18 @@ def _traffic(cluster: list[str], bootstrap: str, quotas: list[tuple[list[str], s
     ]
     for t in threads:
         t.start()
+    time.sleep(4)  # all throttled by now, none done
+    return threads
+
+
+def _join(threads: list[threading.Thread]) -> None:
     for t in threads:
         t.join()
 
 
 def test_top_names_the_throttled_quota_ids(observed_kraft, tmp_path):
     bs = observed_kraft.bootstrap
-    _traffic(["--bootstrap-server", bs], bs, QUOTAS, CLIENTS)
+    threads = _traffic(["--bootstrap-server", bs], bs, QUOTAS, CLIENTS)
 
     # straight from the broker's exporter
     r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "json")
@@ -136,6 +148,12 @@ def test_top_names_the_throttled_quota_ids(observed_kraft, tmp_path):
     _check_throttled(json.loads(r.stdout))
     mutator = _quota_ids(json.loads(r.stdout))[("", "mutator")]
     assert any(u.get("note") for u in mutator["quotas"]), mutator  # KRaft forwards CreateTopics to the controller
+    # the table names them too
+    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "table")
+    assert r.exit_code == 0, r.stderr
+    assert "client-id slow" in r.stdout and "user ANONYMOUS, client-id pair-app" in r.stdout
+    assert "clients/slow" in r.stdout and "fast" not in r.stdout
+    _join(threads)
 
     # --all lists the unthrottled quota-ids too, with their limits: the fast client and the ip
     r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "--all", "-o", "json")
@@ -146,6 +164,10 @@ def test_top_names_the_throttled_quota_ids(observed_kraft, tmp_path):
     assert fast["limit"] == 100 * 1024 * 1024 and fast["level"] == 7 and fast["throttle_ms"] == 0, every
     [ip_use] = every[("127.0.0.1",)]["quotas"]
     assert (ip_use["key"], ip_use["limit"], ip_use["level"]) == ("connection_creation_rate", 500, 1)
+    assert ip_use["level_pattern"] == "ips/<ip>"
+    # a throttled ip connection would show only here (the broker takes it back out of the ip's rate)
+    [listener] = every[("listener", "PLAINTEXT")]["quotas"]
+    assert (listener["key"], listener["throttle_ms"], listener["limit"]) == ("connection_creation_rate", 0, None)
 
     # -f: the limits from manifests instead of the cluster (offline): the cluster's own export gives the same
     # limits and levels; a proposed manifest gives its own
@@ -180,11 +202,19 @@ def test_top_names_the_throttled_quota_ids(observed_kraft, tmp_path):
     assert r.exit_code == 0, r.stderr
     assert set(_quota_ids(json.loads(r.stdout))) <= set(THROTTLED)
 
-    # the table names them too
-    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "table")
+    # the traffic is over: the producers' throttle times still average their throttles (for a minute), but within
+    # a quota window (11 s) their usage drains under the limits: history, not a throttle now
+    time.sleep(12)
+    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "--all", "-o", "json")
     assert r.exit_code == 0, r.stderr
-    assert "client-id slow" in r.stdout and "user ANONYMOUS, client-id pair-app" in r.stdout
-    assert "clients/slow" in r.stdout and "fast" not in r.stdout
+    after = _quota_ids(json.loads(r.stdout))
+    for qid in (("", "slow"), ("ANONYMOUS", "pair-app")):
+        [use] = [u for u in after[qid]["quotas"] if u["key"] == "producer_byte_rate"]
+        assert use["throttle"] == "past" and not after[qid]["throttled"], after[qid]
+        assert all(b["throttle_ms"] > 0 for b in use["brokers"].values())
+    r = run_cli("--bootstrap-server", bs, "top", "--scrape", observed_kraft.exporter, "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    assert not {("", "slow"), ("ANONYMOUS", "pair-app")} & set(_quota_ids(json.loads(r.stdout)))
 
 
 ODD = 'odd,id="1"'  # the broker JMX-quotes this client-id in its MBean name; top shows it as it is
@@ -194,8 +224,9 @@ def test_top_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server):
     """Kafka 3.9 (ZooKeeper mode, the Scala quota managers): limits read from ZooKeeper, sensors scraped."""
     zk = ["--zookeeper", f"{zk_server.connect}/kafka39top"]
     quotas = [*QUOTAS, (["--client-id", ODD], "producer_byte_rate=20000")]
-    _traffic(zk, observed_zk_kafka.bootstrap, quotas, [*CLIENTS, ODD])
+    threads = _traffic(zk, observed_zk_kafka.bootstrap, quotas, [*CLIENTS, ODD])
     r = run_cli(*zk, "top", "--scrape", observed_zk_kafka.exporter, "-o", "json")
+    _join(threads)
     assert r.exit_code == 0, r.stderr
     rows = json.loads(r.stdout)
     got = _quota_ids(rows)
@@ -205,3 +236,37 @@ def test_top_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server):
     _check_throttled([row for row in rows if row["quota_id"].get("client-id") != ODD])
     [mutation] = [u for u in got[("", "mutator")]["quotas"] if u["key"] == "controller_mutation_rate"]
     assert mutation["throttle_ms"] > 0 and "note" not in mutation  # a ZooKeeper-mode broker throttles it itself
+
+
+def test_a_throttled_ip_connection_shows_on_its_listener(observed_kraft, tmp_path):
+    """KIP-612: over its connection_creation_rate, an ip's new connection is throttled and taken back out of the ip's
+    rate; only the listener's ip-connection-accept-throttle-time records it, and top shows it there."""
+    import socket
+
+    bs = observed_kraft.bootstrap
+    r = run_cli("--bootstrap-server", bs, "alter", "--ip", "127.0.0.1", "--add-config", "connection_creation_rate=2")
+    assert r.exit_code == 0, r.stderr
+    time.sleep(1)
+    host, port = bs.rsplit(":", 1)
+    conns = [socket.create_connection((host, int(port)), timeout=5) for _ in range(30)]
+    time.sleep(1)
+    try:
+        # the limits from a manifest: top's own admin connection would be throttled too
+        limits = tmp_path / "ip.yaml"
+        limits.write_text("quotas:\n- entity: {ip: 127.0.0.1}\n  config: {connection_creation_rate: 2}\n")
+        r = run_cli("top", "--scrape", observed_kraft.exporter, "-f", str(limits), "-o", "json")
+        assert r.exit_code == 0, r.stderr
+        got = _quota_ids(json.loads(r.stdout))
+        [use] = got[("listener", "PLAINTEXT")]["quotas"]
+        assert use["throttle_ms"] > 0 and use["throttle"] == "recent" and use["limit"] is None, use
+        assert ("127.0.0.1",) not in got  # the ip's own row: its rate never shows the throttled connections
+    finally:
+        for c in conns:
+            c.close()
+        deadline = time.monotonic() + 30
+        cfg = "connection_creation_rate=500"
+        restore = ("--bootstrap-server", bs, "alter", "--ip", "127.0.0.1", "--add-config", cfg)
+        while time.monotonic() < deadline:  # once the ip's rate is back under 2/s, the admin connection gets in
+            if run_cli(*restore).exit_code == 0:
+                break
+            time.sleep(2)

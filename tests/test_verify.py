@@ -134,7 +134,9 @@ def test_zookeeper_mode_a_znode_written_without_notification_fails_the_drive(zkm
     finally:
         zk.stop()
         zk.close()
-    args = ["verify", "--client-id", "v-zk", "--drive", "60000", "--seconds", "5", "-o", "json"]
+    # 8 s: long enough that even a sensor whose window began a quota window before the drive (one an exporter read
+    # while idle, which verify cannot rule out without --scrape) would be throttled by 20 kB/s: a sure "disagrees"
+    args = ["verify", "--client-id", "v-zk", "--drive", "60000", "--seconds", "8", "-o", "json"]
     r = run_cli(*cluster, *args, "--drive-bootstrap", zkmode.bootstrap)
     assert r.exit_code == 2, r.stderr
     drive = json.loads(r.stdout)["drive"]
@@ -142,3 +144,36 @@ def test_zookeeper_mode_a_znode_written_without_notification_fails_the_drive(zkm
     assert drive["simulated"]["first_throttle_at_ms"] is not None  # 20 kB/s would throttle after ~3.3 s ...
     assert drive["broker"]["first_throttle_at_ms"] is None  # ... the broker, still at 100 kB/s, never did
     assert "disagrees with the simulation" in r.stderr and "broker none" in r.stderr, r.stderr
+
+
+def test_two_drives_back_to_back_both_agree(observed_kraft) -> None:
+    """A quota-id that already carries traffic (here the previous drive, still inside the broker's 11 s window)
+    would be throttled sooner than a fresh one: verify reads its sensors and waits until its window is clean
+    (--scrape), or waits a quota window when it cannot read them; a correct quota is never "disagrees"."""
+    bs = observed_kraft.bootstrap
+    _alter(["--bootstrap-server", bs], "--client-id", "v-twice", "--add-config", "producer_byte_rate=20000")
+    drive = ["verify", "--client-id", "v-twice", "--drive", "100000", "--seconds", "4", "-o", "json"]
+    for sensors in (["--scrape", observed_kraft.exporter], ["--scrape", observed_kraft.exporter]):
+        start = time.monotonic()
+        r = run_cli("--bootstrap-server", bs, *drive, *sensors)
+        assert r.exit_code == 0, (sensors, r.stdout)
+        out = json.loads(r.stdout)["drive"]
+        assert out["agrees"] and out["limit"] == 20000, out
+        assert 1700 <= out["broker"]["first_throttle_at_ms"] <= 3000, out
+        quiet = out["quiet"]
+        assert quiet["waited_s"] <= time.monotonic() - start and quiet["busy"] == {}, quiet
+    assert quiet["waited_s"] >= 5 and quiet["sensor_existed"], quiet  # the first drive was still in its window
+    assert out["simulated"]["idle_window_start_band_ms"] == 12000  # an idle sensor, scraped: its window began earlier
+
+    # without the sensors: a quota window waited (the previous drive is out of it), and the broker's throttle is
+    # either the fresh sensor's or, as the sensor was scraped while idle, "cannot tell": never "disagrees"
+    r = run_cli("--bootstrap-server", bs, *drive)
+    out = json.loads(r.stdout)["drive"]
+    assert out["quiet"]["how"].startswith("no sensors") and out["quiet"]["waited_s"] >= 11, out
+    assert (r.exit_code, out["agrees"]) == (0, True) or (r.exit_code, out["inconclusive"]) == (2, True), r.stderr
+    assert "disagrees" not in r.stderr
+
+    # a lower limit, right after: verify waits until the last drive is out of the window, and the new limit agrees
+    _alter(["--bootstrap-server", bs], "--client-id", "v-twice", "--add-config", "producer_byte_rate=5000")
+    r = run_cli("--bootstrap-server", bs, *drive, "--scrape", observed_kraft.exporter)
+    assert r.exit_code == 0 and json.loads(r.stdout)["drive"]["limit"] == 5000, r.stderr

@@ -107,3 +107,50 @@ def test_drive_refusals_are_one_line_before_connecting(tmp_path) -> None:
         r = run_cli(*args)
         assert r.exit_code == 1, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, (args, r.stderr)
+
+
+def test_an_idle_sensor_read_by_an_exporter_starts_its_window_earlier() -> None:
+    """A sensor that existed before the drive, idle, and was measured meanwhile (a scrape resets its empty samples
+    to that time): its window began before the drive, so the broker throttles later and shorter than a fresh
+    sensor. Within the band of such starts the right limit agrees; a limit far off still does not."""
+    sent = _steady(100_000, 5)
+    idle = replay([(-900, 0.0), *sent], 20_000)  # the broker: empty samples reset 0.9 s before the drive
+    first = next(s for s in idle if s.throttle_ms > 0)
+    assert (first.time_ms, first.throttle_ms) == (2100, 600)  # a fresh sensor: (2000, 100)
+    drive = Drive("producer_byte_rate", 100_000, 5, sent, [(first.time_ms, first.throttle_ms)])
+    assert not compare_drive(drive, 20_000).agrees  # read as a fresh sensor, a correct limit would disagree
+    v = compare_drive(drive, 20_000, idle_origin_ms=12_000)
+    assert v.agrees and v.to_json()["simulated"]["idle_window_start_band_ms"] == 12_000
+    assert not compare_drive(drive, 30_000, idle_origin_ms=12_000).agrees
+    assert not compare_drive(drive, 14_000, idle_origin_ms=12_000).agrees
+
+
+def test_the_drive_waits_until_the_quota_ids_window_is_clean() -> None:
+    """``wait_quiet`` reads the quota-id's produce sensors until no broker holds its bytes; traffic that goes on
+    is reported, not waited for forever; without sensors, one quota window is waited."""
+    from kquotactl.config.clientprops import ClientSettings
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.observe.model import Sample
+    from kquotactl.services.verify import DriveTarget, wait_quiet
+
+    index = QuotaIndex({Entity(client_id="app"): {"producer_byte_rate": 20_000}})
+    target = DriveTarget("b:9092", ClientSettings(), "ANONYMOUS", "app")
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    readings = iter([5000.0, 1200.0, 0.0])
+
+    def sensors() -> list[Sample]:
+        other = Sample("byte_rate", "b1", 9e9, "Produce", client_id="other")  # another quota-id: not waited for
+        return [Sample("byte_rate", "b1", next(readings), "Produce", client_id="app"), other]
+
+    q = wait_quiet(target, index, sensors, 11, 30, clock=lambda: now[0], sleep=sleep)
+    assert (q.waited_s, q.busy, q.existed) == (2.0, {}, True)
+    readings = iter([800.0] * 100)
+    stuck = wait_quiet(target, index, sensors, 11, 3, clock=lambda: now[0], sleep=sleep)
+    assert stuck.busy == {"b1": 800.0} and stuck.waited_s >= 3
+    blind = wait_quiet(target, index, None, 11, 30, clock=lambda: now[0], sleep=sleep)
+    assert (blind.waited_s, blind.existed) == (11, False) and blind.how.startswith("no sensors")

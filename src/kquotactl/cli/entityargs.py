@@ -93,11 +93,12 @@ class EntityArgs:
         plurals = [*self.entity_types]
         plurals += [t.plural for v, t in self._flag_values() if v is not None]
         plurals += [t.plural for flag, t in self._default_flags() if flag]
-        # kafka-configs' checkArgs order: duplicate types first (each later repeat listed, as Scala's diff leaves
-        # them), then unknown types
-        dups = list(plurals)
+        # kafka-configs' checkArgs order: duplicate types first (each repeated type once, in the order of its first
+        # repeat, as the Java ConfigCommand of 4.2+ lists them), then unknown types
+        repeats = list(plurals)
         for t in dict.fromkeys(plurals):
-            dups.remove(t)
+            repeats.remove(t)
+        dups = list(dict.fromkeys(repeats))
         if dups:
             raise UsageError(f"Duplicate entity type(s) specified: {','.join(dups)}")
         types = [EntityType.from_plural(t) for t in plurals]

@@ -274,7 +274,16 @@ def parse_kafka_version(text: str) -> tuple[int, ...]:
     parts = text.strip().split(".")
     if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
         raise UsageError(f"--kafka-version {text!r}: expected X.Y or X.Y.Z, e.g. 2.8 or 3.7.1")
-    return tuple(int(p) for p in parts)
+    version = tuple(int(p) for p in parts)
+    from kquotactl.core.kafkaversions import NEWEST_KNOWN, newer_than_known
+
+    if newer_than_known(version):
+        newest = ".".join(map(str, NEWEST_KNOWN[:2]))
+        raise UsageError(
+            f"--kafka-version {text!r}: kquotactl knows Kafka's quota behaviour up to {newest}; "
+            "leave the option out to simulate the newest it knows"
+        )
+    return version
 
 
 def manifest_quotas_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

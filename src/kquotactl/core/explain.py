@@ -435,9 +435,16 @@ def step_words(step: ChainStep, key: str) -> str:
     return f"{step.status.value} {compact(key, step.value)}"
 
 
-def level_pattern(level: int) -> str:
+#: the two ip levels (KIP-612), in precedence order: levels 1 and 2 of an ip are these, not the client levels
+IP_LEVEL_PATTERNS = ("ips/<ip>", "ips/<default>")
+
+
+def level_pattern(level: int, ip: bool = False) -> str:
+    """The entity pattern of a precedence level; ``ip``: of an ip level (an ip resolves on its own two levels)."""
     from kquotactl.core.precedence import LEVELS
 
+    if ip:
+        return IP_LEVEL_PATTERNS[level - 1]
     if level == STATIC_LEVEL:
         return "static broker default"
     return LEVELS[level - 1].pattern

@@ -74,7 +74,7 @@ KEYS: dict[str, QuotaKey] = {
             ValueType.LONG,
             KeyScope.CLIENT,
             "bytes/s",
-            "Upper bound (bytes/second) for consumer traffic.",
+            "Upper bound (bytes/second) for consumer traffic: Fetch, and ShareFetch for share consumers (4.1+).",
             byte_rate=True,
         ),
         QuotaKey(

@@ -29,6 +29,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from kquotactl.core.kafkaversions import behaviour
 from kquotactl.core.throttlemath import java_div, java_int, java_round, quota_throttle_ms
 
 #: The clock a replay's time 0 stands for (a broker's wall clock; only the token bucket's first refill sees it).
@@ -38,10 +39,8 @@ DEFAULT_EPOCH_MS = 1_700_000_000_000
 def sampled_stat_for(kafka_version: tuple[int, ...] | None) -> dict[str, bool]:
     """``SampledRate`` flags for a Kafka version (None: the latest): the ≤ 3.7 ``SampledStat`` and the 1 ms window
     floor, which shipped in 3.3.0 (KAFKA-13801's fix, cherry-picked to 3.3 before 3.4)."""
-    if kafka_version is None:
-        return {"legacy": False, "min_window_1ms": True}
-    v = kafka_version[:2]
-    return {"legacy": v < (3, 8), "min_window_1ms": v >= (3, 3)}
+    b = behaviour(kafka_version)
+    return {"legacy": not b.has("sample_ring"), "min_window_1ms": b.has("min_window_1ms")}
 
 
 @dataclass(slots=True)
@@ -231,6 +230,7 @@ def replay_token_bucket(
     window_ms: int = 1000,
     mode: str = "strict",
     epoch_ms: int = DEFAULT_EPOCH_MS,
+    kafka_version: tuple[int, ...] | None = None,
 ) -> list[ReplayStep]:
     """Like :func:`replay`, for ``controller_mutation_rate``, one request's mutations per recording.
 
@@ -238,7 +238,9 @@ def replay_token_bucket(
     recording; a request arriving with the bucket below zero is rejected (THROTTLING_QUOTA_EXCEEDED) and not
     recorded. ``permissive`` (older request versions): recorded, then checked. Either way the throttle is
     ``max(0, Math.round(−tokens / quota × 1000))`` narrowed to int (``ControllerMutationQuotaManager.throttleTimeMs``,
-    ``AbstractControllerMutationQuota.throttleTime``). ``rate`` holds the tokens left."""
+    ``AbstractControllerMutationQuota.throttleTime``; from 4.2 narrowed first, then ``max(0, ...)``, so a throttle
+    beyond 2^31 ms wraps). ``rate`` holds the tokens left."""
+    narrow_first = behaviour(kafka_version).has("mutation_throttle_narrowed_first")
     if mode not in MUTATION_MODES:
         raise ValueError(f"mutation mode {mode!r}: expected strict or permissive")
     bucket = TokenBucket(limit, samples, window_ms, epoch_ms)
@@ -258,7 +260,7 @@ def replay_token_bucket(
             tokens = bucket.measure(t)
             if tokens < 0:
                 throttle_long = java_round(java_div(-tokens, limit) * 1000)
-        throttle = java_int(max(0, throttle_long))
+        throttle = max(0, java_int(throttle_long)) if narrow_first else java_int(max(0, throttle_long))
         out.append(ReplayStep(t, v, bucket.measure(t), samples * window_ms, throttle, rejected))
     return out
 
@@ -272,9 +274,15 @@ def mutation_window_load(observed: float, window_num: int, window_size_seconds: 
 
 
 def mutation_window_throttle_ms(
-    observed: float, limit: float, window_num: int, window_size_seconds: float, mode: str = "strict"
+    observed: float,
+    limit: float,
+    window_num: int,
+    window_size_seconds: float,
+    mode: str = "strict",
+    kafka_version: tuple[int, ...] | None = None,
 ) -> int:
     """The throttle of the last request of :func:`mutation_window_load` through the token bucket."""
     events = mutation_window_load(observed, window_num, window_size_seconds)
     w = int(window_size_seconds * 1000)
-    return replay_token_bucket(events, limit, samples=window_num, window_ms=w, mode=mode)[-1].throttle_ms
+    steps = replay_token_bucket(events, limit, samples=window_num, window_ms=w, mode=mode, kafka_version=kafka_version)
+    return steps[-1].throttle_ms

@@ -9,6 +9,7 @@ below give what a broker gives; ``tests/test_oracle_rate.py`` checks it against 
 
 from __future__ import annotations
 
+from kquotactl.core.kafkaversions import behaviour
 from kquotactl.core.keys import KEYS
 from kquotactl.core.throttlemath import java_round, quota_throttle_ms
 
@@ -19,7 +20,7 @@ DEFAULT_WINDOW_SIZE_SECONDS = 1  # quota.window.size.seconds
 def steady_window_ms(window_num: int, window_size_seconds: float, kafka_version: tuple[int, ...] | None = None) -> int:
     """The window a steady load is measured over at the start of a quota sample: ``N × S`` on Kafka 3.8+ (a ring of
     N + 1 samples), ``(N − 1) × S`` on ≤ 3.7 (a ring of N). Within each sample it grows by up to ``S``."""
-    samples = window_num if kafka_version is None or kafka_version[:2] >= (3, 8) else window_num - 1
+    samples = window_num if behaviour(kafka_version).has("sample_ring") else window_num - 1
     return int(samples * window_size_seconds * 1000)
 
 
@@ -44,7 +45,9 @@ def steady_state_throttle_ms(
     if key == "controller_mutation_rate":
         from kquotactl.core.rate import mutation_window_throttle_ms
 
-        return mutation_window_throttle_ms(observed, limit, window_num, window_size_seconds, mutation_mode)
+        return mutation_window_throttle_ms(
+            observed, limit, window_num, window_size_seconds, mutation_mode, kafka_version
+        )
     window = steady_window_ms(window_num, window_size_seconds, kafka_version)
     if window == 0:
         return 0  # ≤ 3.7 with one sample: a sample's start has nothing recorded yet (rate 0 or NaN: no throttle)

@@ -102,6 +102,26 @@ class Drive:
 
 
 @dataclass(frozen=True)
+class QuietWait:
+    """How the drive made sure the quota-id's window held no other traffic before it started (other bytes in the
+    window bring the first throttle forward): ``how``, the seconds ``waited``, and ``busy`` (broker -> usage, B/s)
+    when the quota-id still carried traffic at the end of the wait (empty: clean)."""
+
+    how: str
+    waited_s: float
+    busy: dict[str, float] = field(default_factory=dict)
+    existed: bool = False  # the quota-id had a sensor (read from the brokers' sensors; False when not read)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "how": self.how,
+            "waited_s": round(self.waited_s, 1),
+            "busy": dict(self.busy),
+            "sensor_existed": self.existed,
+        }
+
+
+@dataclass(frozen=True)
 class DriveVerdict:
     key: str
     rate: float
@@ -119,8 +139,12 @@ class DriveVerdict:
     agrees: bool
     notes: list[str] = field(default_factory=list)
     origin_band_ms: int = 0  # the drive's band of first-recording times the simulation searched
+    quiet: QuietWait | None = None  # how the quota-id's window was made clean before the drive
+    idle_origin_ms: int = 0  # the sensor existed: its window may have begun up to this many ms before the drive
+    inconclusive: bool = False  # agrees only if the sensor existed and was measured while idle, which is unknown
 
     def to_json(self) -> dict[str, Any]:
+        quiet = {"quiet": self.quiet.to_json()} if self.quiet is not None else {}
         return {
             "key": self.key,
             "rate": self.rate,
@@ -131,6 +155,7 @@ class DriveVerdict:
                 "first_throttle_ms": self.simulated_ms,
                 "first_recording_offset_ms": self.offset_ms,
                 "first_recording_band_ms": self.origin_band_ms,
+                "idle_window_start_band_ms": self.idle_origin_ms,
             },
             "broker": {
                 "first_throttle_at_ms": self.broker_at_ms,
@@ -140,13 +165,17 @@ class DriveVerdict:
             },
             "tolerance": {"at_ms": self.tolerance_at_ms, "throttle_ms": self.tolerance_ms},
             "agrees": self.agrees,
+            "inconclusive": self.inconclusive,
             "notes": list(self.notes),
+            **quiet,
         }
 
 
 #: the band of possible first-recording times is simulated in steps of this many ms (at most BAND_STEPS of them)
 BAND_STEP_MS = 10
 BAND_STEPS = 50
+#: the possible window starts of an idle sensor (``compare_drive``'s ``idle_origin_ms``) are simulated this far apart
+ORIGIN_STEP_MS = 100
 
 
 def first_throttle(
@@ -169,12 +198,19 @@ def compare_drive(
     window_num: int = DEFAULT_WINDOW_NUM,
     window_size_seconds: int = DEFAULT_WINDOW_SIZE_SECONDS,
     kafka_version: tuple[int, ...] | None = None,
+    idle_origin_ms: int = 0,
 ) -> DriveVerdict:
     """The first throttle the broker gave ``drive`` against the replay of its recordings under ``limit``.
 
     The broker's samples start at the first recording, which lies somewhere in ``drive.origin_band_ms`` before time
     0: the replay is run for first recordings across that band, and the one closest to the broker is kept (a
-    broker applying another limit is seconds away at every offset)."""
+    broker applying another limit is seconds away at every offset).
+
+    ``idle_origin_ms``: the quota-id's sensor existed before the drive, idle. Its Rate's window then does not start
+    at the first recording: a measure while it was idle (an exporter's scrape) resets its empty samples to that
+    time (``SampledStat.purgeObsoleteSamples``), and they stay for a quota window, so the window may begin up to
+    this many ms before the drive. The replay is run for each such start too (an empty recording then), in steps of
+    :data:`ORIGIN_STEP_MS`; the band it opens is in ``idle_origin_ms`` of the verdict."""
     steady = ThrottleModel({drive.key: drive.rate}, window_num, window_size_seconds, kafka_version)
     steady_ms = steady.throttle_ms(drive.key, limit)
     broker = drive.throttles[0] if drive.throttles else None
@@ -185,11 +221,13 @@ def compare_drive(
     if limit is not None and drive.sent:
         [(t0, first_bytes), *rest] = drive.sent
         step = max(BAND_STEP_MS, -(-max(drive.origin_band_ms, 0) // BAND_STEPS))
-        for offset in range(0, max(drive.origin_band_ms, 0) + 1, step):
-            # the first recording ``offset`` ms earlier: every later one is that much later after it
-            shifted = [(t0, first_bytes), *((t + offset, b) for t, b in rest)]
-            found = first_throttle(shifted, float(limit), window_num, window_size_seconds, kafka_version)
-            candidates.append((offset, None if found is None else (found[0] - offset, found[1])))
+        for origin in range(0, max(idle_origin_ms, 0) + 1, ORIGIN_STEP_MS):
+            before = [(t0 - origin, 0.0)] if origin else []  # the idle sensor's window began then
+            for offset in range(0, max(drive.origin_band_ms, 0) + 1, step):
+                # the first recording ``offset`` ms earlier: every later one is that much later after it
+                shifted = [*before, (t0, first_bytes), *((t + offset, b) for t, b in rest)]
+                found = first_throttle(shifted, float(limit), window_num, window_size_seconds, kafka_version)
+                candidates.append((offset, None if found is None else (found[0] - offset, found[1])))
     else:
         candidates.append((0, None))
 
@@ -235,4 +273,5 @@ def compare_drive(
         agrees,
         notes,
         drive.origin_band_ms,
+        idle_origin_ms=max(idle_origin_ms, 0),
     )

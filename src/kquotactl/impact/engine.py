@@ -172,6 +172,7 @@ class Runner:
                 self._traffic = spark.read_traffic(self._spark, self.path, self.window)
         self.status("Spark: resolving and replaying traffic against the quotas")
         result, tl, rates = spark.run(self._traffic, quota_table(index), self.window, timeline_top=top)
+        self._bounds = (result.first_sample, result.last_sample)
         a = Analysis(report(result, index, self.window), tl, result.first_sample, rates=rates)
         if distinct:
             self.status("Spark: listing distinct (user, client-id) pairs and ips")
@@ -215,18 +216,41 @@ def _throttled_ms(intervals: Sequence[tuple[int, int, int]]) -> int:
 def topic_threshold(runner: Runner, index: QuotaIndex, cfg: Any) -> dict[str, Any]:
     """The seed-003 topic-threshold model on the same traffic, next to what client quotas would have throttled.
 
-    Runs on the local engine, after :meth:`Runner.analyze` (it reuses the read traffic and the throttle timeline).
+    Runs after :meth:`Runner.analyze`, on its engine and its read traffic. Both engines reduce the traffic to
+    the model's cells (or per-sample bytes for the quota-window rates) and run the same sequential replay of
+    :mod:`kquotactl.impact.topic` on them: the broker's meter couples every topic, so the replay cannot be split
+    by topic, but the cells are few (at most a few per topic per 5-second tick).
     """
-    from kquotactl.impact import local, topic
+    from kquotactl.impact import topic
 
-    if runner.engine != "local":
-        raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
-    cols = runner._columns
-    if cols is None or "topic" not in cols:
-        raise UsageError("--model topic-threshold needs a 'topic' column in the traffic")
-    by, client = local.topic_usage(cols, index, runner._full_timeline)
     first, last = runner._bounds
-    out = topic.replay(by, first or 0, last if last is not None else -1, cfg, runner.window)
+    if runner.engine == "local":
+        from kquotactl.impact import local
+
+        cols = runner._columns
+        if cols is None or "topic" not in cols:
+            raise UsageError("--model topic-threshold needs a 'topic' column in the traffic")
+        by, client = local.topic_usage(cols, index, runner._full_timeline)
+        if cfg.rate == topic.ONE_MINUTE_RATE:
+            out = topic.replay_one_minute(*local.topic_cells(cols, cfg.explicit), cfg)
+        else:
+            out = topic.replay_quota_window(by, first or 0, last if last is not None else -1, cfg, runner.window)
+    else:
+        from kquotactl.impact import spark
+
+        traffic = runner._traffic
+        if traffic is None or "topic" not in traffic.columns:
+            raise UsageError("--model topic-threshold needs a 'topic' column in the traffic")
+        runner.status("Spark: produce bytes per topic in throttled seconds of the client quotas")
+        client = spark.topic_client_throttled(traffic, quota_table(index), runner.window, last)
+        runner.status("Spark: produce bytes per topic, cut where the topic-threshold rule can change")
+        if cfg.rate == topic.ONE_MINUTE_RATE:
+            out = topic.replay_one_minute(*spark.topic_cells(traffic, cfg.explicit), cfg)
+        else:
+            out = topic.replay_quota_window(
+                spark.topic_samples(traffic), first or 0, last if last is not None else -1, cfg, runner.window
+            )
+    out["topic_rate"] = cfg.rate
     for row in out["topics"]:
         row["client_quota_throttled_bytes"] = client.get(row["topic"], 0)
     out["client_quota_throttled_bytes"] = sum(client.values())

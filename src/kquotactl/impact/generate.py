@@ -167,7 +167,7 @@ def write_manifest(quota_set: dict[Entity, dict[str, Number]], path: str | Path)
 
 # -- broker request logs (kquotactl.impact.requestlog) ---------------------------------------------
 
-KAFKA_VERSIONS = ("2.8", "3.9", "4.1")
+KAFKA_VERSIONS = ("2.8", "3.9", "4.1", "4.4")
 
 
 def _stamp(ts: float) -> str:
@@ -190,14 +190,16 @@ def request_log_line(
     version: str = "4.1",
     replica_id: int = -1,
     correlation: int = 0,
+    acks: int = -1,
 ) -> str:
     """One ``kafka.request.logger`` line as a Kafka ``version`` broker writes it (``RequestConvertToJson``'s field
-    order; connection ids gained the processor id after 2.8; Fetch moved replicaId into replicaState in v15)."""
+    order; connection ids gained the processor id after 2.8; Fetch moved replicaId into replicaState in v15); an
+    ``acks=0`` Produce is logged without a response, as brokers do."""
     import json
 
-    fetch_v = {"2.8": 12, "3.9": 16, "4.1": 17}[version]
+    fetch_v = {"2.8": 12, "3.9": 16, "4.1": 17, "4.4": 18}[version]
     names = {0: "PRODUCE", 1: "FETCH", 3: "METADATA", 18: "API_VERSIONS"}
-    api_version = {0: {"2.8": 8, "3.9": 11, "4.1": 12}[version], 1: fetch_v, 3: 12, 18: 3}[api]
+    api_version = {0: {"2.8": 8, "3.9": 11, "4.1": 12, "4.4": 13}[version], 1: fetch_v, 3: 12, 18: 3}[api]
     header = {
         "requestApiKey": api,
         "requestApiVersion": api_version,
@@ -208,8 +210,9 @@ def request_log_line(
     parts = [{"partitionIndex": i, "recordsSizeInBytes": s} for i, s in enumerate(sizes)]
     if api == 0:
         topic = [{"name": "topic-1", "partitionData": [{"index": p["partitionIndex"], **p} for p in parts]}]
-        request: dict[str, Any] = {"transactionalId": None, "acks": -1, "timeoutMs": 30000, "topicData": topic}
-        response: dict[str, Any] = {"responses": [{"name": "topic-1", "partitionResponses": []}], "throttleTimeMs": 0}
+        request: dict[str, Any] = {"transactionalId": None, "acks": acks, "timeoutMs": 30000, "topicData": topic}
+        response: Any = {"responses": [{"name": "topic-1", "partitionResponses": []}], "throttleTimeMs": 0}
+        response = None if acks == 0 else response
     elif api == 1:
         replica: dict[str, Any] = (
             {"replicaState": {"replicaId": replica_id}} if fetch_v >= 15 and replica_id >= 0 else {}

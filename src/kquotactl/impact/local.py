@@ -25,6 +25,7 @@ from kquotactl.impact.model import (
     qid_parts,
     replay_quota_id,
 )
+from kquotactl.impact.topic import TICK_US, Cell, implicit_count, implicit_creations
 
 # sid -> {ms: units}
 Series = dict[Sid, dict[int, int]]
@@ -235,3 +236,33 @@ def topic_usage(
         if sid is not None and s in throttled.get(sid, ()):
             client[topic] += u
     return dict(by), dict(client)
+
+
+def topic_cells(
+    columns: Mapping[str, Sequence[Any]], explicit: Mapping[str, float]
+) -> tuple[list[Cell], dict[str, int]]:
+    """Produce bytes per :data:`~kquotactl.impact.topic.Cell`, and each topic's first produce time (µs)."""
+    units = columns["u_" + USAGE["producer_byte_rate"].column]
+    rows = [
+        (t, topic, u)
+        for t, topic, u in zip(columns["t_us"], columns["topic"], units, strict=True)
+        if u and t is not None
+    ]
+    created: dict[str, int] = {}
+    for t, topic, _ in rows:
+        if topic not in created or t < created[topic]:
+            created[topic] = t
+    start = min(created.values(), default=0)
+    creations = implicit_creations(created, explicit)
+    cells: dict[tuple[str, int, int, int], list[int]] = defaultdict(lambda: [0, 0])
+    for t, topic, u in rows:
+        key = (
+            topic,
+            (t - start) // TICK_US,
+            (t - created[topic]) // TICK_US,
+            0 if topic in explicit else implicit_count(creations, t),
+        )
+        c = cells[key]
+        c[0] += u
+        c[1] += 1
+    return [(*k, b, n) for k, (b, n) in cells.items()], created

@@ -30,6 +30,7 @@ from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
+from kquotactl.core.explain import level_pattern
 from kquotactl.core.keys import KEYS, Number
 from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing, entity_level
 from kquotactl.core.rate import replay, sampled_stat_for
@@ -196,7 +197,7 @@ def quota_table(index: QuotaIndex) -> list[QuotaRow]:
     rows = []
     for entity in index.entities():
         level = entity_level(entity)
-        pattern = ("ips/<ip>", "ips/<default>")[level - 1] if entity.ip is not None else LEVELS[level - 1].pattern
+        pattern = level_pattern(level, ip=entity.ip is not None)
         for key, limit in index.get(entity).items():
             if key in MODEL_KEYS:
                 rows.append(

@@ -83,6 +83,7 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
         ("max ms", "right"),
     ):
         t.add_column(name, justify=just)  # type: ignore[arg-type]
+    at_least = _lower_bounds(s)
     for r in [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][:top]:
         t.add_row(
             r["key"],
@@ -91,7 +92,7 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
             escape(r["entity_path"]),
             rate_text(r["key"], r["limit"]),
             f"{r['seconds_throttled']:,}",
-            rate_text(r["key"], r["max_rate"]),
+            at_least.get(r["key"], "") + rate_text(r["key"], r["max_rate"]),
             f"{r['total_throttle_ms']:,}",
             f"{r['max_throttle_ms']:,}",
         )
@@ -107,10 +108,18 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
             key,
             f"{v['rows']:,}",
             f"{v['rows_unlimited']:,}",
-            usage_text(key, v["usage"]),
+            at_least.get(key, "") + usage_text(key, v["usage"]),
             f"{v['share_throttled']:.1%}",
         )
     console.print(traffic)
+    if at_least:
+        console.print(f"≥: {s['request_log']['connections_note']}.")
+
+
+def _lower_bounds(summary: Mapping[str, Any]) -> dict[str, str]:
+    """``{key: "≥ "}`` for the keys whose usage the input only bounds from below (connections from a request log)."""
+    log = summary.get("request_log") or {}
+    return {"connection_creation_rate": "≥ "} if log.get("connections") == "lower bound" else {}
 
 
 def flat_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -485,8 +494,10 @@ def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = Fa
     from rich.table import Table
 
     console = _console(out, color)
+    rate = {"one-minute-rate": "Meter one-minute rates", "quota-window": "quota-window rates"}.get(t["topic_rate"], "")
     console.print(
-        f"Topic thresholds (total {t['total_threshold']:,.0f} B/s): {t['bytes_dropped']:,} of {t['bytes_in']:,} "
+        f"Topic thresholds (total {t['total_threshold']:,.0f} B/s, {rate}): "
+        f"{t['bytes_dropped']:,} of {t['bytes_in']:,} "
         f"produce bytes dropped ({t['share_dropped']:.1%}); client quotas would throttle "
         f"{t['client_quota_throttled_bytes']:,} bytes."
     )
@@ -500,7 +511,7 @@ def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = Fa
             "yes" if r["explicit"] else "share",
             f"{r['bytes_in']:,}",
             f"{r['bytes_dropped']:,}",
-            f"{r['seconds_dropping']:,}",
+            f"{r['seconds_dropping']:,.1f}",
             f"{r['client_quota_throttled_bytes']:,}",
         )
     console.print(table)

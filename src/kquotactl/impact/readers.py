@@ -7,9 +7,10 @@ reads the same files with Spark's readers and applies the same normalisation (``
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from kquotactl.core.errors import UsageError
 from kquotactl.impact.model import ID_COLUMNS, USAGE, Window
@@ -74,8 +75,9 @@ def normalize(table: Any, window: Window) -> dict[str, list[Any]]:
             out[name] = col.to_pylist()
         else:
             out[name] = [""] * n
-    if "topic" in table.column_names:  # only the optional topic-threshold model uses it
+    if "topic" in table.column_names:  # only the optional topic-threshold model uses it (and its µs clock)
         out["topic"] = pc.fill_null(pc.cast(table.column("topic"), pa.string()), "").to_pylist()
+        out["t_us"] = micros_column(table.column("ts")).to_pylist()
     for usage in {u.column: u for u in USAGE.values()}.values():
         if usage.column in table.column_names:
             x = pc.cast(table.column(usage.column), pa.float64())
@@ -112,8 +114,28 @@ def _first_bad_row(column: Any, target: Any) -> int | None:
 
 
 def ms_column(ts: Any) -> Any:
-    """The time in whole milliseconds (the broker's clock): ``floor(microseconds / 1000)``, epoch seconds read to
-    the nearest microsecond first (a double has no exact 0.001); the Spark engine computes the same."""
+    """The time in whole milliseconds (the broker's clock): ``floor(microseconds / 1000)`` of :func:`micros_column`;
+    the Spark engine computes the same."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.floor(pc.divide(pc.cast(micros_column(ts), pa.float64()), 1000.0)).cast(pa.int64())
+
+
+def micros_column(ts: Any) -> Any:
+    """Whole microseconds: those of timestamps; epoch seconds to the nearest microsecond (a double has no exact
+    0.001: 0.001 s is 1000 µs, not 999.9…)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ts = _timestamps(ts)
+    if pa.types.is_timestamp(ts.type):
+        return pc.cast(pc.cast(ts, pa.timestamp("us", tz=ts.type.tz)), pa.int64())
+    return pc.floor(pc.add(pc.multiply(pc.cast(ts, pa.float64()), 1e6), 0.5)).cast(pa.int64())
+
+
+def _timestamps(ts: Any) -> Any:
+    """``ts`` as timestamps (strings parsed) or numbers; anything else is refused."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -126,12 +148,8 @@ def ms_column(ts: Any) -> Any:
             where = f"row {row + 1} ({ts[row].as_py()!r})" if row is not None else str(e).splitlines()[0]
             raise UsageError(f"'ts' is neither epoch seconds nor an ISO timestamp: {where}") from None
         t = ts.type
-    if pa.types.is_timestamp(t):
-        micros = pc.cast(pc.cast(ts, pa.timestamp("us", tz=t.tz)), pa.int64())
-        return pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1000.0)).cast(pa.int64())
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        micros = pc.floor(pc.add(pc.multiply(pc.cast(ts, pa.float64()), 1e6), 0.5))  # 0.001 s is 1000 µs, not 999.9…
-        return pc.floor(pc.divide(micros, 1000.0)).cast(pa.int64())
+    if pa.types.is_timestamp(t) or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return ts
     raise UsageError(f"'ts' has type {t}; expected epoch seconds or a timestamp")
 
 
@@ -156,17 +174,92 @@ def request_log_files(paths: Sequence[str]) -> list[Path]:
     return sorted(out, key=str)
 
 
-def request_log_lines(path: Path) -> Iterator[str]:
-    """A request log's lines (split on ``\\n`` only, as the Spark engine's ``lineSep``), gunzipped for ``.gz``;
-    bytes that are not UTF-8 become U+FFFD as in Spark's text reader."""
-    import gzip
+# Rotated request logs, by suffix: log4j2's rollover compressions (``FileExtension``: ``.gz`` and ``.zip`` built in;
+# ``.bz2``, ``.deflate``, ``.xz`` and ``.zst`` through commons-compress, which the operator adds to the broker's
+# classpath; ``.pack200`` packs jars, not text) and logrotate's. Any other name is read as plain text.
+COMPRESSIONS = (".gz", ".zip", ".bz2", ".deflate", ".xz", ".zst")
+CHUNK = 1 << 20
 
-    opener: Any = gzip.open if path.name.endswith(".gz") else open
+
+def compression_of(name: str) -> str:
+    """The compression suffix of a file name (one of :data:`COMPRESSIONS`), or ``""`` for plain text."""
+    return next((c for c in COMPRESSIONS if name.endswith(c)), "")
+
+
+def _streams(compression: str, raw: BinaryIO) -> Iterator[BinaryIO]:
+    """One stream's decompressed bytes, as binary streams (a zip's entries, in archive order: log4j2 writes one)."""
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+
+    if compression == ".zip":
+        with zipfile.ZipFile(raw) as archive:
+            for info in archive.infolist():
+                with archive.open(info) as member:
+                    yield member  # type: ignore[misc]
+    elif compression == ".deflate":
+        yield io.BufferedReader(_Inflating(raw), CHUNK)
+    elif compression == ".zst":
+        import pyarrow as pa
+
+        yield pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
+    elif compression == ".gz":
+        with gzip.GzipFile(fileobj=raw) as gz:
+            yield gz  # type: ignore[misc]
+    elif compression == ".bz2":
+        with bz2.BZ2File(raw) as bz:
+            yield bz  # type: ignore[misc]
+    elif compression == ".xz":
+        with lzma.LZMAFile(raw) as xz:
+            yield xz  # type: ignore[misc]
+    else:
+        yield raw
+
+
+class _Inflating(io.RawIOBase):
+    """A zlib-wrapped deflate stream (commons-compress' ``.deflate`` default) as a readable raw stream."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        import zlib
+
+        self._raw, self._inflater, self._rest = raw, zlib.decompressobj(), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._rest:
+            if self._inflater.eof:
+                return 0
+            block = self._raw.read(CHUNK)
+            if not block:
+                raise EOFError("compressed file ended before the end-of-stream marker was reached")
+            self._rest = self._inflater.decompress(block)
+        n = min(len(buffer), len(self._rest))
+        buffer[:n], self._rest = self._rest[:n], self._rest[n:]
+        return n
+
+
+def decoded_lines(name: str, raw: BinaryIO) -> Iterator[str]:
+    """The lines of one request log (split on ``\\n`` only, as the Spark engine's ``lineSep``), decompressed by
+    the suffix of ``name``; bytes that are not UTF-8 become U+FFFD as in Spark's text reader. Both engines read
+    the compressions Spark has no codec for through this."""
+    for stream in _streams(compression_of(name), raw):
+        for line in io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="\n"):
+            yield line[:-1] if line.endswith("\n") else line
+
+
+def request_log_lines(path: Path) -> Iterator[str]:
+    """A request log's lines (:func:`decoded_lines`), any compression of :data:`COMPRESSIONS`."""
+    import lzma
+    import zipfile
+    import zlib
+
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as f:
-            for line in f:
-                yield line[:-1] if line.endswith("\n") else line
-    except (OSError, EOFError) as e:
+        with open(path, "rb") as raw:
+            yield from decoded_lines(path.name, raw)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, zipfile.BadZipFile) as e:
         raise UsageError(f"cannot read request log {str(path)!r}: {e}") from None
 
 

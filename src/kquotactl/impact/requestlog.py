@@ -17,24 +17,29 @@ The mapping to the traffic table (what the brokers' quota managers measure, as c
 
 - ``ts``: the line's timestamp, read as UTC, milliseconds kept (written once the response is sent: later than the
   quota recording, in the Produce/Fetch response callbacks, by the response-queue and send times);
-- ``user``: ``principal`` without its ``User:`` type (the broker's quota user is the principal's name);
+- ``user``: the principal's *name*, whatever its type: ``principal`` is ``KafkaPrincipal.toString``, i.e.
+  ``type + ":" + name``, and the quota managers use ``principal.getName``; so ``User:alice`` and a custom
+  builder's ``ServiceAccount:alice`` are both quota user ``alice`` (the text after the first ``:``);
 - ``client_id``: ``requestHeader.clientId``; ``ip``: the remote host of ``connection``
   (``localHost:localPort-remoteHost:remotePort-index`` in 2.8, ``...-processorId-index`` later);
 - ``produce_bytes``: for Produce (api key 0), the sum of the request's ``recordsSizeInBytes`` (the broker records
   the whole request size, header and topic names included: the log undercounts by that framing);
-- ``fetch_bytes``: for a consumer Fetch (api key 1 whose request has no ``replicaId`` without a minus sign), the
-  sum of the response's ``recordsSizeInBytes`` (the broker records the whole response size: same framing
-  undercount). A follower's Fetch is exempt from client quotas (``sendResponseExemptThrottle``): no bytes and no
-  request time;
+- ``fetch_bytes``: for the APIs recorded on the fetch quota (:data:`FETCH_APIS`: a consumer's Fetch, and from 4.1
+  ShareFetch, ``KafkaApis.processShareFetchResponse``), the sum of the response's ``recordsSizeInBytes`` (the
+  broker records the whole response size: same framing undercount). A Fetch whose request has a ``replicaId``
+  without a minus sign is a follower's, exempt from client quotas (``sendResponseExemptThrottle``): no bytes and
+  no request time. A throttled Fetch/ShareFetch is answered empty and the broker unrecords its bytes: the log
+  shows no bytes for it either. Kafka 4.1–4.4 log a ShareFetch's records as bytes (``"records":""`` once sent),
+  not as ``recordsSizeInBytes``: a share consumer's bytes are not in their logs (counted if a release logs them);
 - ``requests``: 1 per line;
 - ``request_time_ms``: ``localTimeMs``, i.e. ``apiLocalCompleteTime − requestDequeueTime``, which is the
   request-handler time the request quota records (``requestThreadTimeNanos``); the quota also records the
-  network-thread time, which the log does not show, so the log undercounts request time;
-- ``connections``: 1 per ApiVersions request (api key 18): every client opens each connection with one. A
-  connection without one (a client that skips it) is not counted.
-
-A line that does not match :data:`LINE`, whose JSON does not parse, or that lacks the api key, the connection or
-the principal is *malformed*: counted and skipped, never fatal. Empty lines are skipped and not counted.
+  network-thread time, which the log does not show, so the log undercounts request time. 0 for what the broker
+  records as *exempt* (``maybeRecordExempt``): a Produce with ``acks=0`` (``KafkaApis.handleProduceRequest``), a
+  follower's Fetch, and the inter-broker/controller APIs of :data:`REQUEST_EXEMPT_APIS`;
+- ``connections``: 1 per ApiVersions request (api key 18): clients open each connection with one. A *lower bound*:
+  on SASL listeners the ApiVersions a client sends before authenticating (librdkafka's only one) is answered by
+  the authenticator and never reaches the request log, and a client that skips ApiVersions is not counted.
 """
 
 from __future__ import annotations
@@ -72,6 +77,18 @@ BLANK = r"^[ \t\r]*$"
 API_PRODUCE = 0
 API_FETCH = 1
 API_VERSIONS = 18
+API_SHARE_FETCH = 78
+# Recorded on the fetch quota: Fetch (a consumer's), and ShareFetch from 4.1 (its first release with quotas on it;
+# the api key exists only on brokers that have share groups, so no version test is needed).
+FETCH_APIS = (API_FETCH, API_SHARE_FETCH)
+# Answered with ``sendResponseExemptThrottle`` (request time recorded on the exempt sensor, not the client's), as
+# KafkaApis and ControllerApis do from 2.8 to 4.4: LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown
+# (ZooKeeper mode), WriteTxnMarkers, AlterPartition, and the controllers' Raft RPCs (Vote, BeginQuorumEpoch,
+# EndQuorumEpoch, FetchSnapshot, Add/Remove/UpdateRaftVoter); a follower's Fetch and an acks=0 Produce are decided
+# from the line itself.
+REQUEST_EXEMPT_APIS = (4, 5, 6, 7, 27, 52, 53, 54, 56, 59, 80, 81, 82)
+# The quota user in Spark: the principal's name, after the first ":" (the whole text when there is none).
+PRINCIPAL_NAME = r"(?s)^[^:]*:(.*)$"
 
 # The JSON fields read (dotted = nested), with their types; from_json reads exactly these in Spark.
 JSON_FIELDS: dict[str, str] = {
@@ -80,14 +97,13 @@ JSON_FIELDS: dict[str, str] = {
     "connection": "string",
     "principal": "string",
     "localTimeMs": "double",
+    "request.acks": "int",
 }
-PRINCIPAL_TYPE = "User:"
 
 _LINE_MATCH = re.compile(LINE).match
 _RECORDS_FINDALL = re.compile(RECORDS_SIZE).findall
 _REPLICA_SEARCH = re.compile(REPLICA_ID).search
 _BLANK = re.compile(BLANK)
-_TYPE_LEN = len(PRINCIPAL_TYPE)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -120,8 +136,9 @@ COLUMNS: tuple[str, ...] = (
 
 
 def user_of(principal: str) -> str:
-    """``User:alice`` → ``alice``; a principal of another type keeps its full text."""
-    return principal[_TYPE_LEN:] if principal.startswith(PRINCIPAL_TYPE) else principal
+    """``User:alice`` → ``alice``, ``ServiceAccount:x`` → ``x``: the name after the type (:data:`PRINCIPAL_NAME`)."""
+    _type, sep, name = principal.partition(":")
+    return name if sep else principal
 
 
 def ip_of(connection: str) -> str:
@@ -163,7 +180,9 @@ def epoch_seconds(stamp: str, millis: str) -> float | None:
 # JSON_FIELDS as key paths, and the decoder: ``raw_decode`` is ``json.loads`` without its whitespace handling (the
 # body :data:`LINE` captures starts with ``{`` and ends with ``}``); a body with text after its object is refused.
 # The two header fields share their parent object; the others are top-level.
-(_HEADER, _API), (_, _CLIENT), (_CONNECTION,), (_PRINCIPAL,), (_LOCAL,) = (tuple(k.split(".")) for k in JSON_FIELDS)
+(_HEADER, _API), (_, _CLIENT), (_CONNECTION,), (_PRINCIPAL,), (_LOCAL,), (_REQUEST, _ACKS) = (
+    tuple(k.split(".")) for k in JSON_FIELDS
+)
 _DECODE = json.JSONDecoder().raw_decode
 _NO_HEADER: dict[str, Any] = {}
 _NUMBERS = (int, float)  # JSON numbers as json decodes them (a bool is not one)
@@ -199,16 +218,19 @@ def parse_row(line: str) -> Row | None:
         return None  # (bool is a subclass of int, not an int here)
     client = header.get(_CLIENT)
     local = doc.get(_LOCAL)
-    follower = False
+    exempt = api in REQUEST_EXEMPT_APIS
     produce = fetch = 0
-    if api in (API_PRODUCE, API_FETCH):
+    if api == API_PRODUCE or api in FETCH_APIS:
         sizes = sum(map(int, _RECORDS_FINDALL(body)))
         if api == API_PRODUCE:
             produce = sizes
+            request = doc.get(_REQUEST)
+            exempt = type(request) is dict and type(request.get(_ACKS)) is int and request[_ACKS] == 0
         else:
-            replica = _REPLICA_SEARCH(body)
-            follower = replica is not None and replica.group(1) != "-"
-            fetch = 0 if follower else sizes
+            if api == API_FETCH:
+                replica = _REPLICA_SEARCH(body)
+                exempt = replica is not None and replica.group(1) != "-"  # a follower's
+            fetch = 0 if exempt else sizes
     return (
         ts,
         user_of(principal),
@@ -217,7 +239,7 @@ def parse_row(line: str) -> Row | None:
         produce,
         fetch,
         1,
-        0.0 if follower or type(local) not in _NUMBERS else float(local),
+        0.0 if exempt or type(local) not in _NUMBERS else float(local),
         1 if api == API_VERSIONS else 0,
     )
 
@@ -231,6 +253,13 @@ def parse_line(line: str) -> Request | None:
 def is_blank(line: str) -> bool:
     """Lines skipped without counting as malformed."""
     return _BLANK.match(line) is not None
+
+
+# What connection counts taken from a request log are: said wherever they are shown (report, table, docs).
+CONNECTIONS_NOTE = (
+    "connections from a request log are a lower bound: on SASL listeners the ApiVersions a client sends before "
+    "authenticating (librdkafka's only one) is never logged, so such connections are not counted"
+)
 
 
 @dataclass
@@ -249,6 +278,8 @@ class LogStats:
             "requests": self.requests,
             "malformed_lines": self.malformed,
             "first_malformed": self.first_malformed,
+            "connections": "lower bound",
+            "connections_note": CONNECTIONS_NOTE,
         }
 
     @classmethod

@@ -23,7 +23,7 @@ the executors need kquotactl too (``make impact-zip``, ``spark-submit --py-files
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import reduce
 from typing import Any
 
@@ -45,24 +45,27 @@ from kquotactl.impact.model import (
     Timeline,
     Window,
 )
-from kquotactl.impact.readers import detect_format, first_malformed_line, request_log_files
+from kquotactl.impact.readers import compression_of, detect_format, first_malformed_line, request_log_files
 from kquotactl.impact.requestlog import (
     API_FETCH,
     API_PRODUCE,
     API_VERSIONS,
     BLANK,
+    FETCH_APIS,
     JSON_FIELDS,
     LINE_GROUPS,
     MILLIS_CHARS,
-    PRINCIPAL_TYPE,
+    PRINCIPAL_NAME,
     RECORDS_SIZE,
     REPLICA_ID,
+    REQUEST_EXEMPT_APIS,
     STAMP_CHARS,
     TIME_FORMAT_SPARK,
     LogStats,
 )
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LINE as RL_LINE
+from kquotactl.impact.topic import TICK_US, Cell, implicit_creations
 
 # Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
 # follows whichever resolver this package has, so both engines always agree.
@@ -109,13 +112,12 @@ def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
 def session(master: str | None = "local[*]", conf: dict[str, str] | None = None) -> Any:
     """A SparkSession; ``master=None`` leaves the master to ``spark-submit``/``spark-defaults``."""
     import os
+    import sys
 
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if master and master.startswith("local"):  # the replay's Python workers: this interpreter, with kquotactl
-        import sys
-
+    if master and master.startswith("local"):  # Python workers (the replay, compressed logs): this interpreter
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("kquotactl-impact")
     if master:
@@ -152,33 +154,70 @@ def read_traffic(spark: Any, path: str, window: Window) -> Any:
     return normalize(df, window)
 
 
+# Rotated logs Spark's text reader decompresses itself (Hadoop's gzip and bzip2 codecs ship with every Spark); the
+# other compressions of readers.COMPRESSIONS are read as whole files and decompressed by readers.decoded_lines.
+SPARK_CODECS = ("", ".gz", ".bz2")
+
+
 def read_request_log(spark: Any, paths: Sequence[str], window: Window) -> tuple[Any, LogStats]:
-    """Broker request logs parsed on Spark (``spark.read.text``, Spark's codecs for ``.gz``; regexes and
-    ``from_json`` from :mod:`kquotactl.impact.requestlog`), normalised as :func:`normalize` does, with the same
-    :class:`LogStats` as the local reader. The parsed lines are persisted: the counts and every quota set's replay
-    read them, not the text."""
+    """Broker request logs parsed on Spark (``spark.read.text``, Spark's codecs for ``.gz``/``.bz2``, the local
+    reader's decompression for the other formats; regexes and ``from_json`` from
+    :mod:`kquotactl.impact.requestlog`), normalised as :func:`normalize` does, with the same :class:`LogStats` as
+    the local reader. The parsed lines are persisted: the counts and every quota set's replay read them, not the
+    text."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     local = all("://" not in p for p in paths)
     files = [str(f) for f in request_log_files(paths)] if local else list(paths)
-    text = spark.read.option("lineSep", "\n").text(files)
-    parsed = (
-        text.select(F.col("_metadata.file_path").alias("file"), F.col("value"))
-        .select("file", *_request_log_columns(F.col("value")))
-        .persist(StorageLevel.MEMORY_AND_DISK)  # the text is parsed once: for the counts and for every replay
+    native = [f for f in files if compression_of(f) in SPARK_CODECS]
+    other = [f for f in files if compression_of(f) not in SPARK_CODECS]
+    parts = []
+    if native:
+        text = spark.read.option("lineSep", "\n").text(native)
+        parts.append(text.select(F.col("_metadata.file_path").alias("file"), F.col("value")))
+    if other:
+        blobs = spark.read.format("binaryFile").load(other).select(F.col("path").alias("file"), "content")
+        parts.append(blobs.mapInArrow(_decompressed_lines, "file string, value string"))
+    lines = reduce(lambda a, b: a.unionByName(b), parts)
+    parsed = lines.select("file", *_request_log_columns(F.col("value"))).persist(
+        StorageLevel.MEMORY_AND_DISK  # the text is parsed once: for the counts and for every replay
     )
     agg = parsed.agg(
         F.count(F.when(~F.col("blank"), 1)).alias("lines"),
         F.count(F.when(F.col("bad"), 1)).alias("malformed"),
-        F.min(F.when(F.col("bad"), F.col("file"))).alias("first_file"),
+        F.collect_set(F.when(F.col("bad"), F.col("file"))).alias("bad_files"),
     ).collect()[0]
     stats = LogStats(lines=agg["lines"], malformed=agg["malformed"])
     stats.requests = stats.lines - stats.malformed
-    if agg["first_file"] is not None:
-        stats.first_malformed = _first_malformed(agg["first_file"])
+    if agg["bad_files"]:
+        # The local reader's order: files sorted by path (Spark's URIs spell paths differently per reader).
+        stats.first_malformed = _first_malformed(min(agg["bad_files"], key=_file_path))
     rows = parsed.where(~F.col("blank") & ~F.col("bad")).select(*REQUEST_COLUMNS)
     return normalize(rows, window), stats
+
+
+def _decompressed_lines(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow``: (file, content) rows of whole compressed files → (file, value) rows, one per line."""
+    import io
+
+    import pyarrow as pa
+
+    from kquotactl.impact.readers import BATCH_ROWS, decoded_lines
+
+    def rows(file: str, values: list[str]) -> Any:
+        columns = [pa.array([file] * len(values), pa.string()), pa.array(values, pa.string())]
+        return pa.record_batch(columns, ["file", "value"])
+
+    for batch in batches:
+        for file, content in zip(batch.column("file").to_pylist(), batch.column("content").to_pylist(), strict=True):
+            values: list[str] = []
+            for line in decoded_lines(file, io.BytesIO(content)):
+                values.append(line)
+                if len(values) == BATCH_ROWS:
+                    yield rows(file, values)
+                    values = []
+            yield rows(file, values)
 
 
 def _request_log_columns(value: Any) -> list[Any]:
@@ -193,13 +232,16 @@ def _request_log_columns(value: Any) -> list[Any]:
     stamp = F.try_to_timestamp(groups.substr(1, STAMP_CHARS), F.lit(TIME_FORMAT_SPARK))
     millis = groups.substr(STAMP_CHARS + 1, MILLIS_CHARS).cast("int")
     ts = F.unix_seconds(stamp) + F.when(matched, millis) / F.lit(1000.0)
-    header = T.StructType([T.StructField("requestApiKey", T.IntegerType()), T.StructField("clientId", T.StringType())])
-    fields: dict[str, T.DataType] = {"requestHeader": header}
+    kinds = {"int": T.IntegerType(), "string": T.StringType(), "double": T.DoubleType()}
+    nested: dict[str, list[Any]] = {}  # JSON_FIELDS as the schema from_json reads: top-level and one level down
     for dotted, kind in JSON_FIELDS.items():
-        if "." not in dotted:
-            fields[dotted] = {"string": T.StringType(), "double": T.DoubleType()}[kind]
+        parent, _, child = dotted.rpartition(".")
+        nested.setdefault(parent, []).append(T.StructField(child, kinds[kind]))
+    top = nested.pop("")
     schema = T.StructType(
-        [T.StructField(k, v) for k, v in fields.items()] + [T.StructField("_corrupt_record", T.StringType())]
+        [T.StructField(k, T.StructType(v)) for k, v in nested.items()]
+        + top
+        + [T.StructField("_corrupt_record", T.StringType())]
     )
     doc = F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"})
     api = doc["requestHeader"]["requestApiKey"]
@@ -222,11 +264,15 @@ def _request_log_columns(value: Any) -> list[Any]:
     # The first replicaId (REPLICA_ID, whole match), searched for in Fetch lines only: a follower's has no sign.
     replica = F.regexp_extract(json_text, REPLICA_ID, 0)
     follower = (api == API_FETCH) & (replica != F.lit("")) & ~replica.contains("-")
+    # Request time the broker records as exempt (requestlog.REQUEST_EXEMPT_APIS, a follower, an acks=0 Produce).
+    exempt = (
+        api.isin(*REQUEST_EXEMPT_APIS)
+        | follower
+        | ((api == API_PRODUCE) & F.coalesce(doc["request"]["acks"] == 0, F.lit(False)))
+    )
     remote = F.split(connection, "-").getItem(1)
     ip = F.when(remote.contains(":"), F.regexp_extract(remote, "^(.*):[^:]*$", 1)).otherwise(F.lit(""))
-    user = F.when(
-        principal.startswith(PRINCIPAL_TYPE), F.substring(principal, len(PRINCIPAL_TYPE) + 1, 1 << 30)
-    ).otherwise(principal)
+    user = F.when(principal.contains(":"), F.regexp_extract(principal, PRINCIPAL_NAME, 1)).otherwise(principal)
     zero = F.lit(0).cast("long")
     return [
         blank.alias("blank"),
@@ -236,23 +282,30 @@ def _request_log_columns(value: Any) -> list[Any]:
         F.coalesce(doc["requestHeader"]["clientId"], F.lit("")).alias("client_id"),
         F.coalesce(ip, F.lit("")).alias("ip"),
         F.when(api == API_PRODUCE, sizes).otherwise(zero).alias("produce_bytes"),  # (CASE WHEN is lazy too)
-        F.when((api == API_FETCH) & ~follower, sizes).otherwise(zero).alias("fetch_bytes"),
+        F.when(api.isin(*FETCH_APIS) & ~follower, sizes).otherwise(zero).alias("fetch_bytes"),
         F.lit(1).cast("long").alias("requests"),
-        F.when(follower, F.lit(0.0)).otherwise(F.coalesce(doc["localTimeMs"], F.lit(0.0))).alias("request_time_ms"),
+        F.when(exempt, F.lit(0.0)).otherwise(F.coalesce(doc["localTimeMs"], F.lit(0.0))).alias("request_time_ms"),
         F.when(api == API_VERSIONS, F.lit(1)).otherwise(F.lit(0)).cast("long").alias("connections"),
     ]
+
+
+def _file_path(file_uri: str) -> str:
+    """A local file's path from a Spark file URI (``file:/a``, ``file:///a``); a remote one's URI as it is."""
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(file_uri)
+    return unquote(u.path) if u.scheme in ("", "file") else file_uri
 
 
 def _first_malformed(file_uri: str) -> str:
     """``FILE:LINE`` of the first malformed line in the first file holding one (Spark gives no line numbers:
     that one file is read again, locally, with the same parser); ``FILE`` alone for a remote file."""
     from pathlib import Path
-    from urllib.parse import unquote, urlparse
 
-    u = urlparse(file_uri)
-    if u.scheme not in ("", "file"):
+    where = _file_path(file_uri)
+    if where == file_uri and "://" in file_uri:
         return file_uri
-    path = Path(unquote(u.path))
+    path = Path(where)
     line = first_malformed_line(path)
     return f"{path}:{line}" if line is not None else str(path)
 
@@ -274,11 +327,18 @@ def normalize(df: Any, window: Window) -> Any:
             ts = ts.cast(T.TimestampType())
         ms = F.floor(F.unix_micros(ts).cast("double") / F.lit(1000.0))
     elif isinstance(ts_type, T.NumericType):
-        micros = F.floor(ts.cast("double") * F.lit(1e6) + F.lit(0.5))  # as readers.ms_column
+        micros = F.floor(ts.cast("double") * F.lit(1e6) + F.lit(0.5))  # as readers.micros_column
         ms = F.floor(micros / F.lit(1000.0))
     else:
         raise UsageError(f"'ts' has type {ts_type.simpleString()}; expected epoch seconds or a timestamp")
     cols = [ms.cast("long").alias("ms")]
+    if "topic" in df.columns:  # only the optional topic-threshold model uses it (and its µs clock)
+        micros = (
+            F.unix_micros(ts)
+            if isinstance(ts_type, T.TimestampType | T.TimestampNTZType)
+            else F.floor(F.col("ts").cast("double") * F.lit(1e6) + F.lit(0.5))  # as readers.micros_column
+        )
+        cols += [F.coalesce(F.col("topic").cast("string"), F.lit("")).alias("topic"), micros.cast("long").alias("t_us")]
     for name in ("user", "client_id", "ip"):
         cols.append(
             F.coalesce(F.col(name).cast("string"), F.lit("")).alias(name)
@@ -353,9 +413,10 @@ def _constants(rows: Sequence[QuotaRow]) -> dict[tuple[int, str], float]:
     return out
 
 
-def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
+def resolved_usage(traffic: Any, rows: Sequence[QuotaRow], carry: Sequence[str] = ()) -> Any:
     """One row per (input row, key with usage): k (index in ``MODEL_KEYS``), level (0 = unlimited), limit, the
-    quota-id's name hashes qu/qc/qip (null where the quota-id has no such part), sample, ms, u."""
+    quota-id's name hashes qu/qc/qip (null where the quota-id has no such part), sample, ms, u; and the ``carry``
+    columns of the input row."""
     from pyspark.sql import functions as F
 
     spark = traffic.sparkSession
@@ -399,7 +460,7 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
             qu = qc = F.lit(None)
             qip = F.when(level > 0, F.col("h_ip"))
         structs.append(_entry(index, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
-    return df.select("sample", "ms", F.inline(F.array(*structs))).where(F.col("u") > 0)
+    return df.select("sample", "ms", *carry, F.inline(F.array(*structs))).where(F.col("u") > 0)
 
 
 def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
@@ -740,3 +801,89 @@ def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int],
             )
         names[ident] = r["name"]
     return names
+
+
+# -- the topic-threshold model (kquotactl.impact.topic): cells here, the sequential replay on the driver -----------
+
+
+def _produce(traffic: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    u = F.col("u_" + USAGE["producer_byte_rate"].column)
+    return traffic.where((u > 0) & F.col("t_us").isNotNull()).select("sample", "topic", "t_us", u.alias("u"))
+
+
+def topic_samples(traffic: Any) -> dict[tuple[int, str], int]:
+    """Produce bytes per (sample, topic), as ``local.topic_usage`` counts them."""
+    from pyspark.sql import functions as F
+
+    rows = _produce(traffic).groupBy("sample", "topic").agg(F.sum("u").alias("u")).toArrow().to_pylist()
+    return {(r["sample"], r["topic"]): r["u"] for r in rows}
+
+
+def topic_cells(traffic: Any, explicit: Iterable[str]) -> tuple[list[Cell], dict[str, int]]:
+    """Produce bytes per :data:`~kquotactl.impact.topic.Cell` and each topic's first produce (µs), as
+    ``local.topic_cells`` finds them: the per-row arithmetic in Spark, only the cells collected."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    explicit = sorted(explicit)
+    prod = _produce(traffic)
+    firsts = prod.groupBy("topic").agg(F.min("t_us").alias("c")).toArrow().to_pylist()
+    created = {r["topic"]: r["c"] for r in firsts}
+    if not created:
+        return [], {}
+    start = min(created.values())
+    creations = implicit_creations(created, explicit)
+    spark = traffic.sparkSession
+    ctab = spark.createDataFrame(
+        pa.table({"topic": pa.array(list(created), pa.string()), "c": pa.array(list(created.values()), pa.int64())})
+    )
+    # [creations[i-1], creations[i]): i implicit topics exist
+    itab = spark.createDataFrame(
+        pa.table(
+            {
+                "lo": pa.array(creations, pa.int64()),
+                "hi": pa.array([*creations[1:], None], pa.int64()),
+                "i": pa.array(range(1, len(creations) + 1), pa.int64()),
+            }
+        )
+    )
+    per_t = (
+        prod.join(F.broadcast(ctab), "topic")
+        .groupBy("topic", "c", "t_us")
+        .agg(F.sum("u").alias("b"), F.count(F.lit(1)).alias("n"))
+    )
+    inside = (F.col("t_us") >= F.col("lo")) & (F.col("hi").isNull() | (F.col("t_us") < F.col("hi")))
+    is_explicit = F.col("topic").isin(explicit) if explicit else F.lit(False)
+    cells = (
+        per_t.join(F.broadcast(itab), inside, "left")
+        .select(
+            "topic",
+            F.expr(f"(t_us - {start}L) div {TICK_US}L").alias("kb"),  # both >= 0: div truncates = floors
+            F.expr(f"(t_us - c) div {TICK_US}L").alias("kt"),
+            F.when(is_explicit, F.lit(0).cast("long")).otherwise(F.coalesce(F.col("i"), F.lit(0))).alias("m"),
+            "b",
+            "n",
+        )
+        .groupBy("topic", "kb", "kt", "m")
+        .agg(F.sum("b").alias("b"), F.sum("n").alias("n"))
+    )
+    return [(r["topic"], r["kb"], r["kt"], r["m"], r["b"], r["n"]) for r in cells.toArrow().to_pylist()], created
+
+
+def topic_client_throttled(traffic: Any, rows: Sequence[QuotaRow], window: Window, last: int | None) -> dict[str, int]:
+    """Per topic, the produce bytes in a throttled sample of their ``producer_byte_rate`` quota-id (what
+    ``local.topic_usage`` counts from the local timeline)."""
+    from pyspark.sql import functions as F
+
+    if last is None:
+        return {}
+    key = MODEL_KEYS.index("producer_byte_rate")
+    usage = resolved_usage(traffic, rows, carry=("topic",)).where((F.col("k") == key) & (F.col("level") > 0))
+    swept = sweep(usage, window, last).where((F.col("ms") > 0) & (F.col("len") > 0))
+    throttled = swept.select(
+        "level", "qu", "qc", F.explode(F.sequence(F.col("p"), F.col("p") + F.col("len") - 1)).alias("sample")
+    )
+    got = usage.join(throttled, ["level", "qu", "qc", "sample"]).groupBy("topic").agg(F.sum("u").alias("u"))
+    return {r["topic"]: r["u"] for r in got.toArrow().to_pylist()}

@@ -9,8 +9,9 @@ resolved for the quota-id's own names exactly as the broker's ``quotaLimit`` doe
 by throttle (largest first). No I/O here.
 
 The sensor tags are the broker's: the user is *sanitized* (``alice%40corp``, :func:`kquotactl.core.sanitizer.
-sanitize`) and the client-id raw, JMX-quoted (``"a,b"``) when an ObjectName cannot hold it bare; both are decoded
-back to the names a quota entity uses.
+sanitize`), the client-id and the ip (``InetAddress.getHostAddress``) raw; JmxReporter JMX-quotes any tag value an
+ObjectName cannot hold bare (``"a,b"``, an IPv6 ``"0:0:0:0:0:0:0:1"``). All are decoded back to the names a quota
+entity uses (tests/test_oracle_exporter.py holds this to Kafka's naming and the real exporter).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from kquotactl.core.explain import level_pattern, level_words
 from kquotactl.core.keys import Number
-from kquotactl.core.precedence import QuotaIndex, Resolution
+from kquotactl.core.precedence import QuotaIndex, Resolution, Sharing
 from kquotactl.core.sanitizer import desanitize
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 from kquotactl.core.throttlemath import quota_throttle_ms
@@ -39,6 +40,42 @@ USAGE: dict[str, tuple[str, str]] = {
 IP_TYPE = "Connection"  # the per-ip connection creation rate
 IP_USAGE = ("connection_accept_rate", "connection_creation_rate")
 THROTTLE = "throttle_time"
+#: a listener's throttle of ip connections: the only place a throttled ip connection shows, as the broker takes it
+#: back out of the ip's rate (ConnectionQuotas.recordIpConnectionMaybeThrottle: ``unrecord`` on the ip's sensor)
+LISTENER_THROTTLE = "ip_connection_accept_throttle_time"
+LISTENER_APPLIES = "the ip's own limit (ips/<ip>, else ips/<default>): not told per ip"
+LISTENER_NOTE = (
+    "ip connections throttled on this listener: the broker takes a throttled connection back out of its ip's "
+    "connection-accept-rate, so no ip row shows it"
+)
+#: quota types whose throttled traffic stays in the usage sensor (recorded, then the answer is delayed): Produce
+#: bytes, Request time. A throttled Fetch's bytes are un-recorded (ClientQuotaManager.unrecordQuotaSensor), a
+#: strict ControllerMutation is checked before it is recorded, a throttled ip connection is un-recorded. A Request
+#: throttle may also be the controller's, forwarded (FORWARDED_NOTE), which the request time does not show.
+RECORDED_WHEN_THROTTLED = frozenset({"Produce", "Request"})
+ONLY_OWN_THROTTLE = frozenset({"Produce"})  # a throttle time no other quota writes to
+#: The rule for "throttled now". ``throttle-time`` is an Avg over metrics.num.samples × metrics.sample.window.ms
+#: (2 × 30 s by default): it still shows a throttle up to a minute after the last one, so a throttle time alone is
+#: not "now". The broker throttles only a rate above the limit, and a throttle lasts until the rate over the quota
+#: window is back at the limit; once traffic stops, that rate drains by a tenth of the limit each tenth of the
+#: window. So where throttled traffic stays recorded, a usage of at least CURRENT_SHARE × limit says "throttled
+#: now, or within the last tenth of a quota window" (NOW), and less says the throttle time is history (PAST; for
+#: Request: RECENT, it may be a forwarded one). Where throttled traffic is un-recorded the usage cannot tell:
+#: RECENT (throttled at some point in the last metrics window, maybe now).
+CURRENT_SHARE = 0.9
+NOW, RECENT, PAST = "now", "recent", "past"
+
+
+def throttle_state(quota_type: str, usage: float, throttle_ms: float, limit: float | None) -> str | None:
+    """NOW, RECENT or PAST for a broker's throttle time of one quota type (None: no throttle), by the rule of
+    :data:`CURRENT_SHARE`."""
+    if not throttle_ms > 0:
+        return None
+    if quota_type in RECORDED_WHEN_THROTTLED and limit is not None and usage >= CURRENT_SHARE * limit:
+        return NOW
+    return PAST if quota_type in ONLY_OWN_THROTTLE and limit is not None else RECENT
+
+
 #: a KRaft broker forwards CreateTopics/CreatePartitions/DeleteTopics to the controller and records the throttle of
 #: the answer (the controller's controller_mutation_rate) on its own Request sensor
 #: (RequestHandlerHelper.sendForwardedResponse): a Request throttle with no request_percentage limit is that
@@ -60,6 +97,8 @@ class Sample:
     client_id: str = ""
     ip: str = ""
     ts: float = 0.0  # epoch seconds of a range query's point (0 for an instant value)
+    listener: str = ""
+    peak: float = math.nan  # a usage's largest reading over a range query (the value is the range's average)
 
 
 def sample_from_labels(
@@ -77,6 +116,7 @@ def sample_from_labels(
         client_id=labels.get("client_id", ""),
         ip=labels.get("ip", ""),
         ts=ts,
+        listener=labels.get("listener", ""),
     )
 
 
@@ -97,21 +137,27 @@ def jmx_unquote(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class QuotaIdKey:
-    """A quota-id with decoded names: (user, client-id) for client quotas, or an ip."""
+    """A quota-id with decoded names: (user, client-id) for client quotas, or an ip; or a listener, for the ip
+    connections it throttled (no ip is named for those)."""
 
     user: str = ""
     client_id: str = ""
     ip: str = ""
+    listener: str = ""
 
     def to_json(self) -> dict[str, str]:
+        if self.listener:
+            return {"listener": self.listener}
         if self.ip:
             return {"ip": self.ip}
         return {"user": self.user, "client-id": self.client_id}
 
-    def sort_key(self) -> tuple[str, str, str]:
-        return (self.user, self.client_id, self.ip)
+    def sort_key(self) -> tuple[str, str, str, str]:
+        return (self.user, self.client_id, self.ip, self.listener)
 
     def words(self) -> str:
+        if self.listener:
+            return f"ip connections on listener {self.listener}"
         if self.ip:
             return f"ip {self.ip}"
         parts = []
@@ -126,6 +172,7 @@ class QuotaIdKey:
 class BrokerFigure:
     usage: float = 0.0
     throttle_ms: float = 0.0
+    peak: float = math.nan  # the usage's largest reading over a range query (NaN: an instant reading)
 
 
 @dataclass(slots=True)
@@ -144,18 +191,36 @@ class QuotaUse:
 
     @property
     def throttle_ms(self) -> float:
-        """The largest average throttle time any broker applied."""
-        return max((b.throttle_ms for b in self.brokers.values()), default=0.0)
+        """The largest average throttle time any broker applied that is not history (:func:`throttle_state`)."""
+        return max((b.throttle_ms for b in self.brokers.values() if self.state(b) in (NOW, RECENT)), default=0.0)
 
     @property
     def limit(self) -> Number | None:
         return self.resolution.limit
 
+    def state(self, fig: BrokerFigure) -> str | None:
+        """:func:`throttle_state` of one broker's figure (over a range: its largest usage)."""
+        usage = fig.usage if math.isnan(fig.peak) else max(fig.usage, fig.peak)
+        limit = None if self.limit is None else float(self.limit)
+        return throttle_state(self.quota_type, usage, fig.throttle_ms, limit)
+
+    @property
+    def throttle(self) -> str | None:
+        """NOW if any broker throttles now, else RECENT, else PAST (a throttle time that is history), else None."""
+        states = {self.state(b) for b in self.brokers.values()}
+        return next((s for s in (NOW, RECENT, PAST) if s in states), None)
+
     @property
     def note(self) -> str | None:
+        if self.quota_type == LISTENER_THROTTLE:
+            return LISTENER_NOTE
         if self.quota_type == "Request" and self.limit is None and self.throttle_ms > 0:
             return FORWARDED_NOTE
         return None
+
+    @property
+    def applies(self) -> str:
+        return LISTENER_APPLIES if self.quota_type == LISTENER_THROTTLE else level_words(self.resolution)
 
     def to_json(self) -> dict[str, Any]:
         r = self.resolution
@@ -165,12 +230,16 @@ class QuotaUse:
             "key": self.key,
             "usage": self.usage,
             "throttle_ms": self.throttle_ms,
+            "throttle": self.throttle,
             "limit": r.limit,
             "level": r.level,
-            "level_pattern": level_pattern(r.level) if r.level is not None else None,
+            "level_pattern": level_pattern(r.level, ip=r.sharing is Sharing.IP) if r.level is not None else None,
             "entity_path": r.entity_path,
-            "applies": level_words(r),
-            "brokers": {b: {"usage": f.usage, "throttle_ms": f.throttle_ms} for b, f in sorted(self.brokers.items())},
+            "applies": self.applies,
+            "brokers": {
+                b: {"usage": f.usage, "throttle_ms": f.throttle_ms, "throttle": self.state(f)}
+                for b, f in sorted(self.brokers.items())
+            },
             **note,
         }
 
@@ -186,12 +255,19 @@ class QuotaIdRow:
 
     @property
     def throttled(self) -> bool:
+        """Throttled now, or recently where the sensors cannot tell (:data:`CURRENT_SHARE`); not for history."""
         return self.throttle_ms > 0
+
+    @property
+    def throttle(self) -> str | None:
+        states = {u.throttle for u in self.uses}
+        return next((s for s in (NOW, RECENT, PAST) if s in states), None)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "quota_id": self.quota_id.to_json(),
             "throttled": self.throttled,
+            "throttle": self.throttle,
             "throttle_ms": self.throttle_ms,
             "quotas": [u.to_json() for u in self.uses],
         }
@@ -214,9 +290,14 @@ def _user(label: str) -> str:
 def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], QuotaUse]) -> QuotaUse | None:
     """The :class:`QuotaUse` a sample belongs to (created and resolved on first sight); None for a sensor that is
     not per quota-id, or a metric that is neither the quota type's usage nor its throttle."""
-    if s.ip:
+    if s.listener:
+        if s.metric != LISTENER_THROTTLE:
+            return None
+        qtype, usage_metric, key = LISTENER_THROTTLE, LISTENER_THROTTLE, IP_USAGE[1]
+        qid = QuotaIdKey(listener=jmx_unquote(s.listener))
+    elif s.ip:
         qtype, (usage_metric, key) = IP_TYPE, IP_USAGE
-        qid = QuotaIdKey(ip=s.ip)
+        qid = QuotaIdKey(ip=jmx_unquote(s.ip))  # an IPv6 address has ':': JmxReporter quotes it
     elif s.quota_type in USAGE:
         qtype, (usage_metric, key) = s.quota_type, USAGE[s.quota_type]
         qid = QuotaIdKey(user=_user(s.user), client_id=jmx_unquote(s.client_id))
@@ -226,7 +307,12 @@ def _use_for(s: Sample, index: QuotaIndex, uses: dict[tuple[QuotaIdKey, str], Qu
         return None
     use = uses.get((qid, qtype))
     if use is None:
-        res = index.resolve_ip(qid.ip, key) if qid.ip else index.resolve(key, qid.user, qid.client_id)
+        if qid.listener:  # every ip on it, each held to its own limit
+            res = Resolution(key, None, None, None, Sharing.IP, None)
+        elif qid.ip:
+            res = index.resolve_ip(qid.ip, key)
+        else:
+            res = index.resolve(key, qid.user, qid.client_id)
         use = uses[(qid, qtype)] = QuotaUse(qtype, key, res)
     return use
 
@@ -236,9 +322,9 @@ def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
 
     Labels are decoded and resolved once per distinct series, not per sample (a series has a sample per broker)."""
     uses: dict[tuple[QuotaIdKey, str], QuotaUse] = {}
-    by_labels: dict[tuple[str, str, str, str, str], QuotaUse | None] = {}
+    by_labels: dict[tuple[str, str, str, str, str, str], QuotaUse | None] = {}
     for s in samples:
-        labels = (s.metric, s.quota_type, s.user, s.client_id, s.ip)
+        labels = (s.metric, s.quota_type, s.user, s.client_id, s.ip, s.listener)
         if labels in by_labels:
             use = by_labels[labels]
         else:
@@ -248,18 +334,20 @@ def top_rows(samples: Iterable[Sample], index: QuotaIndex) -> list[QuotaIdRow]:
         fig = use.brokers.get(s.broker)
         if fig is None:
             fig = use.brokers[s.broker] = BrokerFigure()
-        if s.metric == THROTTLE:
+        if s.metric in (THROTTLE, LISTENER_THROTTLE):
             fig.throttle_ms = _finite(s.value)
         else:  # the usage metric (_use_for let no other through)
             fig.usage = _finite(s.value)
+            fig.peak = s.peak
     rows: dict[QuotaIdKey, QuotaIdRow] = {}
     for (qid, _), use in uses.items():
         rows.setdefault(qid, QuotaIdRow(qid, [])).uses.append(use)
     keyed = []
     for row in rows.values():
         row.uses.sort(key=lambda u: (-u.throttle_ms, u.key))
-        # throttled first; then client quota-ids before ips, by name
-        keyed.append(((-row.throttle_ms, bool(row.quota_id.ip), row.quota_id.sort_key()), row))
+        # throttled first; then client quota-ids before ips and listeners, by name
+        kind = 2 if row.quota_id.listener else 1 if row.quota_id.ip else 0
+        keyed.append(((-row.throttle_ms, kind, row.quota_id.sort_key()), row))
     keyed.sort(key=lambda kr: kr[0])
     return [row for _, row in keyed]
 
@@ -293,7 +381,11 @@ def stage_regressions(
     its usage and throttle *before* the stage at the limit that applies *after* it (no figure before: no usage, so
     nothing predicted). A regression is an observed throttle above that prediction by more than ``tolerance``
     (25 %) plus ``slack_ms`` (1 s: sensors average over the window, traffic is noisy). A quota-id the stage did not
-    touch is held to the same rule, with its unchanged limit: it may not get worse than it was."""
+    touch is held to the same rule, with its unchanged limit: it may not get worse than it was.
+
+    Only a current throttle counts (``throttle-time`` averages over a minute, :data:`CURRENT_SHARE`): a PAST
+    throttle time is history, before the stage (no demand behind it) as after (not the stage's doing); a RECENT
+    one (the usage cannot tell) counts after the stage only if its average moved since the look before it."""
     was = {(r.quota_id, u.quota_type): u for r in before for u in r.uses}
     out: list[str] = []
     for row in after:
@@ -303,9 +395,11 @@ def stage_regressions(
             prev = was.get((row.quota_id, use.quota_type))
             for broker, fig in sorted(use.brokers.items()):  # limits are per broker: so is the prediction
                 old = prev.brokers.get(broker) if prev else None
-                predicted = (
-                    predicted_throttle_ms(old.usage, old.throttle_ms, float(use.limit), window_ms) if old else 0.0
-                )
+                state = use.state(fig)
+                if state not in (NOW, RECENT) or (state == RECENT and old and old.throttle_ms == fig.throttle_ms):
+                    continue
+                was_throttle = old.throttle_ms if prev and old and prev.state(old) in (NOW, RECENT) else 0.0
+                predicted = predicted_throttle_ms(old.usage, was_throttle, float(use.limit), window_ms) if old else 0.0
                 allowed = predicted * (1 + tolerance) + slack_ms
                 if fig.throttle_ms > allowed:
                     out.append(
@@ -363,6 +457,7 @@ def traffic_columns(samples: Iterable[Sample], step: float, sample_s: int) -> di
         if target is None or not math.isfinite(s.value) or s.value <= 0:
             continue
         column, factor = target
+        ip = jmx_unquote(s.ip)
         if s.ip:
             user, client = "", ""
         else:
@@ -375,7 +470,7 @@ def traffic_columns(samples: Iterable[Sample], step: float, sample_s: int) -> di
         while k * sample_s < end:
             overlap = min(end, (k + 1) * sample_s) - max(begin, k * sample_s)
             if overlap > 0:
-                row = rows.setdefault((k, s.broker, user, client, s.ip), {})
+                row = rows.setdefault((k, s.broker, user, client, ip), {})
                 row[column] = row.get(column, 0.0) + s.value * overlap * factor
             k += 1
     out: dict[str, list[Any]] = {c: [] for c in ("ts", BROKER_COLUMN, "user", "client_id", "ip", *TRAFFIC_COLUMNS)}

@@ -6,6 +6,7 @@ the JMX exporter endpoints (``/metrics``, parsed by ``prometheus_client``'s text
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterable, Iterator
@@ -18,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kquotactl.core.errors import BackendUnavailable, QuotaError
 from kquotactl.impact.model import BROKER_COLUMN
 from kquotactl.observe.model import (
+    LISTENER_THROTTLE,
     METRIC_PREFIX,
     THROTTLE,
     TRAFFIC_METRICS,
@@ -27,6 +29,7 @@ from kquotactl.observe.model import (
 )
 
 SELECTOR = '{__name__=~"kafka_quota_.+"}'
+THROTTLE_SERIES = (METRIC_PREFIX + THROTTLE, METRIC_PREFIX + LISTENER_THROTTLE)
 TIMEOUT = 10.0
 
 
@@ -121,8 +124,10 @@ def from_prometheus(
     base: str, lookback: float = 0.0, step: float | None = None, now: float | None = None
 ) -> list[Sample]:
     """The quota sensors now (instant query), or over the last ``lookback`` seconds (range query): then each
-    series gives its largest throttle time and its average usage over the range, so a throttle that ended a few
-    seconds ago still shows. The step defaults to 1 s, coarser for long ranges (at most ~250 points a series)."""
+    series gives its largest throttle time and its average usage over the range (with the usage's peak, which
+    decides whether the throttle was current, :data:`kquotactl.observe.model.CURRENT_SHARE`), so a throttle that
+    ended a few seconds ago still shows. The step defaults to 1 s, coarser for long ranges (at most ~250 points
+    a series)."""
     if lookback <= 0:
         out = [_sample(s, float(s["value"][1])) for s in instant(base, at=now)]
         return [s for s in out if s is not None]
@@ -133,8 +138,12 @@ def from_prometheus(
         values = [v for v in (float(x[1]) for x in series["values"]) if math.isfinite(v)]
         if not values:
             continue
-        is_throttle = series["metric"].get("__name__", "") == METRIC_PREFIX + THROTTLE
-        sample = _sample(series, max(values) if is_throttle else sum(values) / len(values))
+        name = series["metric"].get("__name__", "")
+        if name in THROTTLE_SERIES:
+            sample = _sample(series, max(values))
+        else:  # the average usage, and its peak: what says whether a throttle in the range was current then
+            sample = _sample(series, sum(values) / len(values))
+            sample = sample and dataclasses.replace(sample, peak=max(values))
         if sample is not None:
             result.append(sample)
     return result

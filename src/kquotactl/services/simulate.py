@@ -132,14 +132,17 @@ def replay_steps(
     """Recordings replayed through the broker's sampled Rate for ``key`` under ``limit`` (controller_mutation_rate:
     its token bucket, over ``mutation_window``, the controller's own window): each recording's throttle."""
     if key == "controller_mutation_rate":
+        from kquotactl.core.kafkaversions import behaviour
         from kquotactl.core.rate import replay_token_bucket
 
-        if kafka_version is not None and kafka_version[:2] < (2, 7):
+        if not behaviour(kafka_version).has("mutation_quota"):
             raise UsageError(
                 "controller_mutation_rate came with Kafka 2.7 (KIP-599): a broker before it has no such quota"
             )
         num, size = mutation_window
-        return replay_token_bucket(events, limit, samples=num, window_ms=size * 1000, mode=mutation_mode)
+        return replay_token_bucket(
+            events, limit, samples=num, window_ms=size * 1000, mode=mutation_mode, kafka_version=kafka_version
+        )
     from kquotactl.core.keys import KEYS
     from kquotactl.core.rate import replay, sampled_stat_for
 

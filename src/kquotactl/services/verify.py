@@ -12,12 +12,14 @@ from kquotactl.core.entities import Entity
 from kquotactl.core.errors import QuotaError, UsageError
 from kquotactl.core.keys import Number
 from kquotactl.core.model import QuotaRecord
+from kquotactl.core.precedence import QuotaIndex
 from kquotactl.services.quotas import load_quota_set
 
 if TYPE_CHECKING:  # types only: the modules load inside the services that use them
     from kquotactl.config.clientprops import ClientSettings
     from kquotactl.config.cluster import ConnectionOptions
-    from kquotactl.core.verify import BrokerView, DriveVerdict
+    from kquotactl.core.verify import BrokerView, DriveVerdict, QuietWait
+    from kquotactl.observe.model import Sample
 
 
 #: how often ``verify`` asks the brokers again while it waits
@@ -152,18 +154,97 @@ def drive_verdict(
     seconds: float,
     topic: str,
     connect_timeout: float = 10.0,
+    sensors: Callable[[], list[Sample]] | None = None,
+    quiet_timeout: float = 30.0,
 ) -> DriveVerdict:
     """Step 2 of ``verify``: drive a real producer at ``rate`` bytes/s for ``seconds`` and compare the broker's
     first throttle with the simulation under the limit the cluster's quotas give the connection
-    (:func:`kquotactl.core.verify.compare_drive`)."""
+    (:func:`kquotactl.core.verify.compare_drive`), once the quota-id's window is clean (:func:`wait_quiet`)."""
+    import dataclasses
+
     from kquotactl.backends.kafka.drive import drive_producer
-    from kquotactl.core.verify import compare_drive
+    from kquotactl.core.verify import NotVerified, compare_drive
 
     index = load_quota_set(backend).index
-    limit = index.resolve("producer_byte_rate", target.user, target.client_id).limit
+    res = index.resolve("producer_byte_rate", target.user, target.client_id)
     window_num, window_size = _quota_window(backend)
+    quiet = wait_quiet(target, index, sensors, window_num * window_size, quiet_timeout)
+    if quiet.busy:
+        load = ", ".join(f"{b}: {u:.0f} B/s" for b, u in sorted(quiet.busy.items()))
+        raise NotVerified(
+            f"--drive: the quota-id ({_quota_id_words(target, res.quota_id)}) still carries other traffic after "
+            f"{quiet.waited_s:.0f}s ({load}): its first throttle would not be the limit's alone, so it cannot "
+            "verify the limit (nor find it wrong); drive a quota-id nothing else uses (--drive-client-id)"
+        )
     drive = drive_producer(target.bootstrap, target.settings, target.client_id, topic, rate, seconds, connect_timeout)
-    return compare_drive(drive, None if limit is None else float(limit), window_num, window_size)
+    limit = None if res.limit is None else float(res.limit)
+    # an existing sensor measured while idle (an exporter's scrape) has its window begun up to a quota window (and
+    # a scrape) before the drive: known from the sensors when given, else tried only to tell "cannot tell" apart
+    idle_ms = (window_num * window_size + 1) * 1000
+    if sensors is not None:
+        verdict = compare_drive(drive, limit, window_num, window_size, idle_origin_ms=idle_ms if quiet.existed else 0)
+    else:
+        verdict = compare_drive(drive, limit, window_num, window_size)
+        if not verdict.agrees and compare_drive(drive, limit, window_num, window_size, idle_origin_ms=idle_ms).agrees:
+            note = (
+                "the throttle agrees with the simulation only if the quota-id's sensor existed and was read while "
+                "idle (by an exporter), which cannot be told without its sensors: give --scrape or --prometheus"
+            )
+            verdict = dataclasses.replace(verdict, inconclusive=True, notes=[*verdict.notes, note])
+    return dataclasses.replace(verdict, quiet=quiet)
+
+
+def _quota_id_words(target: DriveTarget, tags: tuple[str, str] | None) -> str:
+    user, client = tags or ("", target.client_id)
+    return ", ".join(p for p in (f"user {target.user}" if user else "", f"client-id {client}" if client else "") if p)
+
+
+def wait_quiet(
+    target: DriveTarget,
+    index: QuotaIndex,
+    sensors: Callable[[], list[Sample]] | None,
+    window_s: float,
+    timeout: float,
+    *,
+    poll: float = 1.0,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> QuietWait:
+    """Make the drive start on a clean window: bytes the quota-id's sensor still holds (another client, or the
+    previous drive a moment ago) bring the first throttle forward, and a correct limit would then "disagree".
+
+    With ``sensors`` (the brokers' quota sensors, as ``top`` reads them): the quota-id's produce usage on every
+    broker, read again every ``poll`` s until it is 0 everywhere (the broker's Rate holds no byte in its window), at
+    most ``timeout`` s (then ``busy`` says what it still carries). Without: one quota window (``window_s``) waited,
+    which clears whatever was sent before the wait began (a previous drive), not traffic that goes on."""
+    import time
+
+    from kquotactl.core.verify import QuietWait
+    from kquotactl.observe.model import QuotaIdKey, top_rows
+
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
+    if sensors is None:
+        sleep(window_s)
+        return QuietWait("no sensors given: waited one quota window, past any traffic sent before", window_s)
+    user, client = index.resolve("producer_byte_rate", target.user, target.client_id).quota_id or ("", "")
+    qid = QuotaIdKey(user=target.user if user else "", client_id=client)
+    start = clock()
+    while True:
+        figures = {
+            broker: fig.usage
+            for row in top_rows(sensors(), index)
+            if row.quota_id == qid
+            for use in row.uses
+            if use.quota_type == "Produce"
+            for broker, fig in use.brokers.items()
+        }
+        busy = {b: u for b, u in figures.items() if u > 0}
+        waited = clock() - start
+        if not busy or waited >= timeout:
+            how = "read the quota-id's produce sensors until its window held no bytes"
+            return QuietWait(how, waited, busy, existed=bool(figures))
+        sleep(poll)
 
 
 def _quota_window(backend: QuotaBackend) -> tuple[int, int]:

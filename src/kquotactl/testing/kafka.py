@@ -3,7 +3,8 @@
 - :class:`ZkKafkaServer`: Kafka 3.9 in ZooKeeper mode, pointed at a (test) ZooKeeper under a chroot.
 - ``ZkKafkaServer(jars_name="kafka-2.5", supports_quota_api=False)``: Kafka 2.5, the last release without
   the client-quota admin API, for the capability check.
-- :class:`KRaftKafkaServer`: Kafka 4.x, one process that is both broker and controller, with a PLAINTEXT
+- :class:`KRaftKafkaServer`: Kafka 4.4 (the newest: :mod:`kquotactl.testing.versions`), one process that is both
+  broker and controller, with a PLAINTEXT
   listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, with a SCRAM user created when the log
   directory is formatted, and PLAIN for the same user/password); optionally a mutual-TLS SSL listener.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kquotactl.testing.servers import classpath, fetch_jars, free_port, stop_process_group
+from kquotactl.testing.versions import SUITES, jars_of
 
 JVM_OPTS = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true"]
 
@@ -94,6 +96,13 @@ class _KafkaBase:
     supports_quota_api: bool = True  # False for brokers older than 2.6 (ready = handshake answered)
     jvm_opts: list[str] = field(default_factory=list)  # extra JVM arguments of the broker (e.g. a -javaagent)
     _proc: subprocess.Popen[bytes] | None = None
+    _chosen_ports: list[str] = field(default_factory=list)  # the port attributes free_port() filled in
+
+    def _choose_port(self, attr: str) -> None:
+        """Fill in a port left at 0 with a free one, remembered so a lost race can choose again."""
+        if not getattr(self, attr):
+            setattr(self, attr, free_port())
+            self._chosen_ports.append(attr)
 
     @property
     def bootstrap(self) -> str:
@@ -121,10 +130,23 @@ class _KafkaBase:
     def _prepare(self) -> None:
         """Anything to do between writing server.properties and starting (KRaft: format)."""
 
-    def start(self, timeout: float = 120.0) -> _KafkaBase:
-        self.launch()
-        self.wait_started(timeout)
-        return self
+    def start(self, timeout: float = 120.0, attempts: int = 3) -> _KafkaBase:
+        """Launch and wait; a port chosen free that another process took before the broker bound it (any client's
+        outgoing connection can) is chosen again, up to ``attempts`` launches."""
+        for attempt in range(1, attempts + 1):
+            self.launch()
+            try:
+                self.wait_started(timeout)
+                return self
+            except RuntimeError:
+                lost_race = self._chosen_ports and "Address already in use" in self.log_tail(200)
+                if attempt == attempts or not lost_race:
+                    raise
+                self.close()
+                for attr in self._chosen_ports:
+                    setattr(self, attr, 0)
+                self._chosen_ports.clear()
+        raise AssertionError("unreachable")
 
     def launch(self) -> None:
         """Write the configuration, format if needed, and start the process without waiting for it."""
@@ -195,7 +217,7 @@ class ZkKafkaServer(_KafkaBase):
     """Kafka 3.9 in ZooKeeper mode: ``zookeeper`` is ``host:port/chroot`` (the chroot is created by Kafka)."""
 
     zookeeper: str = ""
-    jars_name: str = "kafka-3.9"
+    jars_name: str = jars_of(SUITES["zk-broker"][0])
 
     def _log_opts(self) -> list[str]:
         assert self.workdir is not None
@@ -207,7 +229,7 @@ class ZkKafkaServer(_KafkaBase):
     def _props(self) -> dict[str, str]:
         assert self.workdir is not None
         if not self.port:
-            self.port = free_port()
+            self._choose_port("port")
         return {
             "broker.id": "0",
             "zookeeper.connect": self.zookeeper,
@@ -220,9 +242,10 @@ class ZkKafkaServer(_KafkaBase):
 
 @dataclass
 class KRaftKafkaServer(_KafkaBase):
-    """Kafka 4.x in KRaft mode, combined broker+controller, PLAINTEXT + SASL_PLAINTEXT (SCRAM) listeners."""
+    """Kafka in KRaft mode (the newest release: testing.versions), combined broker+controller, PLAINTEXT +
+    SASL_PLAINTEXT (SCRAM) listeners."""
 
-    jars_name: str = "kafka-4"
+    jars_name: str = jars_of(SUITES["kraft-broker"][0])
     controller_port: int = 0
     sasl_port: int = 0
     scram_user: str = "admin"
@@ -259,7 +282,7 @@ class KRaftKafkaServer(_KafkaBase):
         assert self.workdir is not None
         for attr in ("port", "controller_port", "sasl_port"):
             if not getattr(self, attr):
-                setattr(self, attr, free_port())
+                self._choose_port(attr)
         p, c, s = self.port, self.controller_port, self.sasl_port
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         listeners = f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},SASL_PLAINTEXT://127.0.0.1:{s}"
@@ -268,7 +291,7 @@ class KRaftKafkaServer(_KafkaBase):
         ssl: dict[str, str] = {}
         if self.ssl_keystore is not None:
             if not self.ssl_port:
-                self.ssl_port = free_port()
+                self._choose_port("ssl_port")
             listeners += f",SSL://127.0.0.1:{self.ssl_port}"
             advertised += f",SSL://127.0.0.1:{self.ssl_port}"
             protocols += ",SSL:SSL"

@@ -12,12 +12,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
+from kquotactl.testing.oracle import JavaOracle, compile_driver
 from kquotactl.testing.servers import fetch_jars, free_port, stop_process_group
 
 PROMETHEUS = os.environ.get("KQUOTACTL_PROMETHEUS", "/usr/bin/prometheus")
@@ -32,6 +34,28 @@ def jmx_agent_opts(port: int, rules: Path | None = None) -> list[str]:
     """JVM arguments that make a broker serve its quota sensors on ``http://127.0.0.1:PORT/metrics``."""
     jar = next(fetch_jars("jmx-exporter").glob("jmx_prometheus_javaagent-*.jar"))
     return [f"-javaagent:{jar}=127.0.0.1:{port}:{rules or exporter_rules()}"]
+
+
+class ExporterOracle(JavaOracle):
+    """Kafka's metric naming (``JmxNamingOracle``: the broker's quota tags through Kafka's ``JmxReporter``) in a
+    JVM with the real exporter agent and the shipped rules attached, serving ``http://127.0.0.1:PORT/metrics`` as a
+    broker would (``url``)."""
+
+    def __init__(self, version: str, rules: Path | None = None) -> None:
+        self.version = version
+        self.driver = "JmxNamingOracle"
+        self.port = free_port()
+        classes, cp = compile_driver(version, self.driver)
+        java = shutil.which("java") or "java"
+        cmd = [java, *jmx_agent_opts(self.port, rules), "-Xmx256m", "-cp", f"{classes}{os.pathsep}{cp}", self.driver]
+        self._proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8"
+        )
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
 
 @dataclass

@@ -60,9 +60,9 @@ if TYPE_CHECKING:
 @click.option(
     "--kafka-version",
     metavar="X.Y[.Z]",
-    help="Broker version to emulate: static defaults on <= 2.8; the sampled Rate of --replay and --observed "
-    "(1 ms window floor from 3.3, the 3.8 SampledStat); controller_mutation_rate from 2.7. "
-    "Default: the latest behaviour.",
+    help="Broker version to emulate, up to 4.4: static defaults on <= 2.8; the sampled Rate of --replay and "
+    "--observed (1 ms window floor from 3.3, the 3.8 SampledStat); controller_mutation_rate from 2.7, its throttle "
+    "narrowed first from 4.2. Default: the newest behaviour (4.4).",
 )
 @click.option(
     "--static-default",
@@ -310,7 +310,9 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
 
     if not items:
         return {}
-    if version is None or version[:2] > (2, 8):
+    from kquotactl.core.kafkaversions import behaviour
+
+    if behaviour(version).has("no_static_defaults"):
         raise UsageError(
             "--static-default: static quota.producer.default / quota.consumer.default were removed in Kafka 3.0; "
             "add --kafka-version 2.8 (or older) to emulate a broker that has them"

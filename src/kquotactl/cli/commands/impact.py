@@ -75,7 +75,8 @@ def _status(console: Any) -> Any:
     default="table",
     show_default=True,
     help="table: Parquet/CSV/JSON lines traffic; kafka-request-log: broker request logs (kafka.request.logger at "
-    "DEBUG: files, directories, rotated and .gz files), parsed on the chosen engine.",
+    "DEBUG: files, directories, rotated files, compressed .gz/.zip/.bz2/.deflate/.xz/.zst), parsed on the chosen "
+    "engine; connections counted from them are a lower bound (SASL listeners do not log the first ApiVersions).",
 )
 @click.option(
     "-f",
@@ -118,7 +119,7 @@ def _status(console: Any) -> Any:
     type=click.Choice(["client", "topic-threshold"]),
     default="client",
     show_default=True,
-    help="topic-threshold adds the seed 'Broker side quota (V1)' model (needs a topic column; local engine).",
+    help="topic-threshold adds the seed 'Broker side quota (V1)' model (needs a topic column).",
 )
 @click.option("--total-threshold", metavar="BYTES/S", help="topic-threshold: total.bytes.in.per.sec.threshold.")
 @click.option(
@@ -127,6 +128,14 @@ def _status(console: Any) -> Any:
     multiple=True,
     metavar="TOPIC=BYTES/S",
     help="topic-threshold: a topic's bytes.in.per.sec.threshold, repeatable (others share the rest).",
+)
+@click.option(
+    "--topic-rate",
+    type=click.Choice(["one-minute-rate", "quota-window"]),
+    default="one-minute-rate",
+    show_default=True,
+    help="topic-threshold: the observed rates; one-minute-rate is the design's Meter OneMinuteRate (an EWMA ticked "
+    "every 5 s), quota-window the client quotas' window rate (per sample, over --window-num x --window-size).",
 )
 @click.option(
     "--out",
@@ -171,6 +180,7 @@ def run(
     model: str,
     total_threshold: str | None,
     topic_thresholds: tuple[str, ...],
+    topic_rate: str,
     out_dir: str | None,
     brokers: int,
     per_broker: bool,
@@ -225,7 +235,9 @@ def run(
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
-    topic_cfg = _topic_config(model, total_threshold, topic_thresholds)
+    if model != "topic-threshold" and ctx.get_parameter_source("topic_rate") is click.core.ParameterSource.COMMANDLINE:
+        raise UsageError("--topic-rate needs --model topic-threshold")
+    topic_cfg = _topic_config(model, total_threshold, topic_thresholds, topic_rate)
     if per_broker and input_format != "kafka-request-log":
         raise UsageError("--per-broker replays broker request logs: add --input-format kafka-request-log")
     if brokers > 1 and (per_broker or prometheus):
@@ -270,8 +282,6 @@ def run(
         runner = Runner(
             source, engine, window, spark_master, conf, say, input_format, traffic, table=table, per_broker=per_broker
         )
-        if topic_cfg is not None and runner.engine != "local":
-            raise UsageError("--model topic-threshold runs on the local engine: add --engine local")
         analysis = runner.analyze(index, top=top if out_dir else 0, distinct=base is not None)
         if runner.log_stats is not None and (skipped := runner.log_stats.warning()):
             click.echo(f"kquotactl: {skipped}", err=True)
@@ -320,7 +330,7 @@ def _prometheus_range(since: str | None, until: str | None, step: str | None) ->
     return end - lookback, end, resolution
 
 
-def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
+def _topic_config(model: str, total: str | None, pairs: tuple[str, ...], rate: str) -> Any:
     from kquotactl.core.errors import UsageError
 
     if model != "topic-threshold":
@@ -336,7 +346,7 @@ def _topic_config(model: str, total: str | None, pairs: tuple[str, ...]) -> Any:
     def parse(text: str) -> float:
         return float(parse_value(KEYS["producer_byte_rate"], text))
 
-    cfg = TopicConfig(parse(total), parse_topic_thresholds(pairs, parse))
+    cfg = TopicConfig(parse(total), parse_topic_thresholds(pairs, parse), rate)
     cfg.check()
     return cfg
 

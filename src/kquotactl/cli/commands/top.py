@@ -122,10 +122,21 @@ def _table(rows: list[Any], show_all: bool) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    from kquotactl.core.explain import compact, level_words
+    from kquotactl.core.explain import compact
+    from kquotactl.observe.model import CURRENT_SHARE, FORWARDED_NOTE, LISTENER_NOTE
 
     title = "quota-ids with a sensor" if show_all else "throttled quota-ids"
-    table = Table(title=f"{title} ({time.strftime('%H:%M:%S')})", title_justify="left")
+    table = Table(
+        title=f"{title} ({time.strftime('%H:%M:%S')})",
+        title_justify="left",
+        caption=(
+            "throttle-time averages over the last minute (metrics.num.samples × metrics.sample.window.ms): "
+            f"a throttle is now when its usage is at least {CURRENT_SHARE:.0%} of the limit; recent where throttled "
+            "traffic is not recorded (fetch, controller mutations, ip connections, forwarded requests), so the "
+            "usage cannot tell; past (not a throttle) when the usage is under it"
+        ),
+        caption_justify="left",
+    )
     per_broker_col = "PER BROKER (usage, throttle)"
     for col in ("QUOTA-ID", "KEY", "USAGE", "LIMIT/BROKER", "THROTTLE ms", "LEVEL FROM", per_broker_col):
         table.add_column(col, no_wrap=col != per_broker_col)
@@ -133,18 +144,28 @@ def _table(rows: list[Any], show_all: bool) -> Any:
         table.add_row("(none)", "", "", "", "", "", "")
     for row in rows:
         for i, use in enumerate(row.uses):
+            listener = use.note == LISTENER_NOTE
             per_broker = "; ".join(
                 f"{b}: {compact(use.key, round(f.usage))}, {f.throttle_ms:.0f} ms"
+                + (f" ({state})" if (state := use.state(f)) not in (None, "now") else "")
                 for b, f in sorted(use.brokers.items())
             )
             table.add_row(
                 escape(row.quota_id.words()) if i == 0 else "",
                 use.key,
-                compact(use.key, round(use.usage)),
-                compact(use.key, use.limit) if use.limit is not None else "unlimited",
-                f"{use.throttle_ms:.0f}",
-                escape(f"{use.resolution.level or '-'} {level_words(use.resolution)}")
-                + (" (forwarded: the controller's throttle)" if use.note else ""),
+                "-" if listener else compact(use.key, round(use.usage)),
+                compact(use.key, use.limit) if use.limit is not None else "per ip" if listener else "unlimited",
+                _throttle_words(use),
+                escape(f"{use.resolution.level or '-'} {use.applies}")
+                + (" (forwarded: the controller's throttle)" if use.note == FORWARDED_NOTE else ""),
                 escape(per_broker),
             )
     return table
+
+
+def _throttle_words(use: Any) -> str:
+    """The throttle now; "recent" where the sensors cannot tell it from one in the last minute; a throttle time
+    that is history (its usage is under the limit) as "past", not as a throttle."""
+    if use.throttle == "past":
+        return f"0 (past: {max(f.throttle_ms for f in use.brokers.values()):.0f})"
+    return f"{use.throttle_ms:.0f}" + (" (recent)" if use.throttle == "recent" else "")

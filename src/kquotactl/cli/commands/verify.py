@@ -46,6 +46,12 @@ DEFAULT_TOPIC = "kquotactl-verify"
 @click.option(
     "--drive-bootstrap", metavar="HOST:PORT", help="--drive: the brokers to produce to (default: --bootstrap-server)."
 )
+@click.option(
+    "--prometheus",
+    metavar="URL",
+    help="--drive: read the quota-id's sensors (as top) first, and wait until its window holds no other traffic.",
+)
+@click.option("--scrape", "scrape_urls", metavar="URL", multiple=True, help="--drive: as --prometheus, per broker.")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), help="Output format.")
 @pass_state
 @click.pass_context
@@ -58,6 +64,8 @@ def verify(
     topic: str,
     drive_client_id: str | None,
     drive_bootstrap: str | None,
+    prometheus: str | None,
+    scrape_urls: tuple[str, ...],
     fmt: str | None,
     **kw: Any,
 ) -> None:
@@ -70,7 +78,10 @@ def verify(
     answer from what they applied); with --zookeeper, the znode brokers read. --drive produces to partition 0 of
     --topic with the cluster's client properties (--command-config: SASL credentials make the user) and the
     entity's client-id, and compares the first throttle the broker returns (when, how long) with the replay of the
-    same requests under the limit the quotas give that connection. Drive a quota-id no one else uses at the time.
+    same requests under the limit the quotas give that connection. Bytes already in the quota-id's window bring
+    the first throttle forward: with --prometheus/--scrape the drive waits (up to --timeout) until the quota-id's
+    sensors show no traffic, and refuses to judge (exit 2) a quota-id that keeps carrying some; without them it
+    waits one quota window (a previous drive is then out of it). Drive a quota-id no one else uses at the time.
 
     \b
     Examples:
@@ -90,8 +101,10 @@ def verify(
     if expect is not None and not expected:
         raise UsageError("--expect is empty: give K=V,... (or leave it out to wait for what is set now)")
     rate = _rate(drive) if drive is not None else None
-    if drive is None and (drive_client_id or drive_bootstrap):
-        raise UsageError("--drive-client-id and --drive-bootstrap go with --drive RATE")
+    if drive is None and (drive_client_id or drive_bootstrap or prometheus or scrape_urls):
+        raise UsageError("--drive-client-id, --drive-bootstrap, --prometheus and --scrape go with --drive RATE")
+    if prometheus and scrape_urls:
+        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
     fmt = fmt or state.output
     if fmt not in (None, "table", "json"):
         raise UsageError(f"-o {fmt}: verify shows a table or json")
@@ -103,8 +116,19 @@ def verify(
         state.warn(w)
     verdict = None
     if conv.converged and target is not None and rate is not None:
+        from kquotactl.observe import prometheus as source
+
+        url = prometheus
+        sensors = (lambda: source.from_prometheus(url)) if url else (lambda: source.scrape(scrape_urls))
         verdict = drive_verdict(
-            backend, target, rate=rate, seconds=seconds, topic=topic, connect_timeout=state.connection().connect_timeout
+            backend,
+            target,
+            rate=rate,
+            seconds=seconds,
+            topic=topic,
+            connect_timeout=state.connection().connect_timeout,
+            sensors=sensors if prometheus or scrape_urls else None,
+            quiet_timeout=state.connection().timeout,
         )
     if fmt == "json":
         click.echo(json.dumps(verify_json(conv, verdict), indent=2))
@@ -112,6 +136,12 @@ def verify(
         _print_table(conv, verdict)
     if not conv.converged:
         raise NotVerified(lag_message(entity.label(), conv.expected, conv.lagging, conv.waited))
+    if verdict is not None and verdict.inconclusive:
+        raise NotVerified(
+            f"{entity.label()}: cannot tell: the broker's first throttle "
+            f"({_first(verdict.broker_at_ms, verdict.broker_ms)}) matches the simulation only if the quota-id's "
+            "sensor was read while idle; drive again with --scrape or --prometheus"
+        )
     if verdict is not None and not verdict.agrees:
         raise NotVerified(
             f"{entity.label()}: the broker's throttle disagrees with the simulation "
@@ -188,6 +218,8 @@ def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
     )
     drive.add_row("tolerance", f"±{verdict.tolerance_at_ms / 1000:.2f}s", f"±{verdict.tolerance_ms}", "", "")
     console.print(drive)
+    if verdict.quiet is not None:
+        console.print(f"before the drive: {verdict.quiet.how} ({verdict.quiet.waited_s:.1f}s)")
     console.print(
         f"steady state (explain --observed producer_byte_rate={verdict.rate:.0f}): {verdict.steady_state_ms} ms; "
         f"{'agrees' if verdict.agrees else 'DISAGREES'}" + "".join(f"; {n}" for n in verdict.notes)

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from kquotactl.testing.servers import cache_dir, classpath, fetch_jars
+from kquotactl.testing.versions import ORACLE_LINES, jars_of
 
 SOURCES = Path(__file__).parent
 
-#: Kafka version -> the Maven POM (``testing/maven/<name>.xml``) that brings its jars.
-VERSIONS: dict[str, str] = {"2.8": "kafka-2.8", "3.9": "kafka-3.9", "4.1": "kafka-4"}
+#: Kafka version -> the Maven POM (``testing/maven/<name>.xml``) that brings its jars: the oracle lines of
+#: :data:`kquotactl.testing.versions.SUITES`.
+VERSIONS: dict[str, str] = {line: jars_of(line) for line in ORACLE_LINES}
 
 
 #: Where a version's driver sources are looked up, in order: its own directory, then the directories of the APIs it
@@ -37,8 +39,41 @@ VERSIONS: dict[str, str] = {"2.8": "kafka-2.8", "3.9": "kafka-3.9", "4.1": "kafk
 SOURCE_DIRS: dict[str, tuple[str, ...]] = {
     "2.8": ("v2_8", "zk", "common"),
     "3.9": ("v3_9", "zk", "kraft", "common"),
-    "4.1": ("v4_1", "kraft", "common"),
+    **{line: ("v4", "kraft", "common") for line in ORACLE_LINES if line >= "4"},
 }
+
+
+#: Kafka's classes that moved between releases, as ``(first release, old import, new import)``: a driver is written
+#: against the oldest names and its imports are rewritten for the release it is compiled for (the classes kept their
+#: methods; where they did not, the driver has a version directory of its own).
+MOVED: tuple[tuple[tuple[int, int], str, str], ...] = (
+    # the client quota managers became Java in kafka-server (4.2)
+    ((4, 2), "kafka.server.ClientQuotaManager", "org.apache.kafka.server.quota.ClientQuotaManager"),
+    *(
+        ((4, 2), f"kafka.server.{name}", f"org.apache.kafka.server.quota.{name}")
+        for name in (
+            "AbstractControllerMutationQuota",
+            "PermissiveControllerMutationQuota",
+            "StrictControllerMutationQuota",
+        )
+    ),
+    # QuotaFactory became Java too (4.4), and the clients' utilities that are not public API moved to internals
+    ((4, 4), "kafka.server.QuotaFactory", "org.apache.kafka.server.quota.QuotaFactory"),
+    *(
+        ((4, 4), f"org.apache.kafka.common.utils.{name}", f"org.apache.kafka.common.utils.internals.{name}")
+        for name in ("Exit", "Sanitizer", "LogContext")
+    ),
+)
+
+
+def _rewritten(version: str, source: Path) -> bytes:
+    """``source`` with the imports of :data:`MOVED` that apply to ``version`` rewritten."""
+    text = source.read_text(encoding="utf-8")
+    release = tuple(int(p) for p in version.split("."))
+    for since, old, new in MOVED:
+        if release >= since:
+            text = text.replace(f"import {old};", f"import {new};")
+    return text.encode("utf-8")
 
 
 def _sources(version: str, driver: str) -> list[Path]:
@@ -57,21 +92,25 @@ def compile_driver(version: str, driver: str) -> tuple[Path, str]:
     """Compile ``driver`` against Kafka ``version``'s jars (cached by source hash); return (classes, classpath)."""
     jars = fetch_jars(VERSIONS[version])
     cp = classpath(jars)
-    sources = _sources(version, driver)
+    sources = {s: _rewritten(version, s) for s in _sources(version, driver)}
     digest = hashlib.sha256()
-    for s in sources:
-        digest.update(s.relative_to(SOURCES).as_posix().encode() + b"\0" + s.read_bytes() + b"\0")
+    for s, text in sources.items():
+        digest.update(s.relative_to(SOURCES).as_posix().encode() + b"\0" + text + b"\0")
     digest.update((jars / ".complete").read_bytes())
     out = cache_dir() / "oracle" / version / f"{driver}-{digest.hexdigest()[:16]}"
     if not (out / ".complete").exists():
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)
+        src = out / "src"
+        src.mkdir()
+        for s, text in sources.items():
+            (src / s.name).write_bytes(text)
         javac = shutil.which("javac")
         if javac is None:
             raise RuntimeError("javac not found on PATH: the oracle drivers need a JDK")
         proc = subprocess.run(
-            [javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(out), *map(str, sources)],
+            [javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(out), *(str(src / s.name) for s in sources)],
             capture_output=True,
             text=True,
         )
@@ -147,9 +186,21 @@ class JavaOracle:
         self.close()
 
 
+#: The Kafka line of the differential test running now, when it is a sampled one (set by the test fixtures).
+_sampled_line: str | None = None
+
+
+def set_sampled_line(line: str | None) -> None:
+    """Mark the running test as one on a sampled line (:func:`kquotactl.testing.versions.sampled`), or none."""
+    global _sampled_line
+    _sampled_line = line
+
+
 def cases_per_run(default: int = 2000) -> int:
-    """How many random cases a differential test draws (``KQUOTACTL_ORACLE_CASES`` raises it on demand)."""
-    return int(os.environ.get("KQUOTACTL_ORACLE_CASES", default))
+    """How many random cases a differential test draws (``KQUOTACTL_ORACLE_CASES`` raises it on demand); a tenth,
+    at least 20, on a sampled Kafka line."""
+    n = int(os.environ.get("KQUOTACTL_ORACLE_CASES", default))
+    return max(20, n // 10) if _sampled_line is not None else n
 
 
 def fresh_seed() -> int:

@@ -4,12 +4,15 @@ import org.apache.kafka.common.utils.Exit;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Kafka's own {@code kafka.admin.ConfigCommand} (kafka-configs.sh), run in-process many times in one JVM.
+ * Kafka's own ConfigCommand (kafka-configs.sh), run in-process many times in one JVM: Scala
+ * {@code kafka.admin.ConfigCommand} up to 4.1, Java {@code org.apache.kafka.tools.ConfigCommand} (kafka-tools) from 4.2.
  *
  * Request: {"args": ["--zookeeper", "...", "--describe", ...]} -> {"exit": code, "out": stdout, "err": stderr}.
  * {@code Exit.exit} is turned into an exception, so an error ends one command, not the JVM.
@@ -25,6 +28,13 @@ public final class ConfigCommandOracle {
     }
 
     public static void main(String[] argv) throws Exception {
+        Method main;
+        try {
+            main = Class.forName("org.apache.kafka.tools.ConfigCommand").getMethod("main", String[].class);
+        } catch (ClassNotFoundException e) {
+            main = Class.forName("kafka.admin.ConfigCommand").getMethod("main", String[].class);
+        }
+        Method configCommand = main;
         Exit.setExitProcedure((code, message) -> {
             throw new ExitCalled(code);
         });
@@ -46,7 +56,14 @@ public final class ConfigCommandOracle {
             try {
                 // Scala's println goes to Console.out, captured once: redirect it too (a dynamic variable)
                 scala.Console$.MODULE$.withOut(out, () -> scala.Console$.MODULE$.withErr(err, () -> {
-                    kafka.admin.ConfigCommand.main(args.toArray(new String[0]));
+                    try {
+                        configCommand.invoke(null, (Object) args.toArray(new String[0]));
+                    } catch (InvocationTargetException e) {
+                        if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
+                        throw new RuntimeException(e.getCause());
+                    } catch (IllegalAccessException e) {
+                        throw new RuntimeException(e);
+                    }
                     return null;
                 }));
             } catch (ExitCalled e) {

@@ -7,6 +7,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.lang.reflect.AccessibleObject;
+import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
@@ -15,8 +17,9 @@ import java.util.List;
 import java.util.Properties;
 
 /**
- * kafka-configs' command-line front end, up to the point where it would connect: {@code kafka.admin.ConfigCommand}'s
- * own option parsing ({@code new ConfigCommandOptions(args)}: jopt-simple), {@code checkArgs()}, and for an alter
+ * kafka-configs' command-line front end, up to the point where it would connect: {@code ConfigCommand}'s
+ * own option parsing (Scala {@code kafka.admin.ConfigCommand} up to 4.1, Java {@code org.apache.kafka.tools.ConfigCommand}
+ * in the kafka-tools artifact from 4.2; whichever the class path has) ({@code new ConfigCommandOptions(args)}: jopt-simple), {@code checkArgs()}, and for an alter
  * {@code parseConfigsToBeAdded} / {@code parseConfigsToBeDeleted}, exactly as {@code main} runs them.
  *
  * <p>{"args": [...]} -> {"ok": true, "action": "alter"|"describe", "zookeeper": bool, "types": [...], "names": [...],
@@ -55,15 +58,23 @@ public final class FlatFormOracle {
         Exit.setExitProcedure((status, message) -> {
             throw new ExitCalled(status);
         });
-        Class<?> optsClass = Class.forName("kafka.admin.ConfigCommand$ConfigCommandOptions");
-        Class<?> command = Class.forName("kafka.admin.ConfigCommand$");  // the Scala object (no static forwarders)
-        Object module = command.getField("MODULE$").get(null);
+        Class<?> optsClass = javaConfigCommand()
+            ? Class.forName("org.apache.kafka.tools.ConfigCommand$ConfigCommandOptions")
+            : Class.forName("kafka.admin.ConfigCommand$ConfigCommandOptions");
+        // the Java class's static methods, or the Scala object's (no static forwarders)
+        Class<?> command = Class.forName(javaConfigCommand() ? "org.apache.kafka.tools.ConfigCommand" : "kafka.admin.ConfigCommand$");
+        Object module = javaConfigCommand() ? null : command.getField("MODULE$").get(null);
+        Method mainMethod = Class.forName(javaConfigCommand() ? "org.apache.kafka.tools.ConfigCommand" : "kafka.admin.ConfigCommand")
+            .getMethod("main", String[].class);
+        Constructor<?> newOpts = optsClass.getDeclaredConstructor(String[].class);
         Method checkArgs = optsClass.getMethod("checkArgs");
-        Method types = optsClass.getMethod("entityTypes");
-        Method names = optsClass.getMethod("entityNames");
-        Method toAdd = command.getMethod("parseConfigsToBeAdded", optsClass);
-        Method toDelete = command.getMethod("parseConfigsToBeDeleted", optsClass);
-        Method mainMethod = Class.forName("kafka.admin.ConfigCommand").getMethod("main", String[].class);
+        Method types = optsClass.getDeclaredMethod("entityTypes");
+        Method names = optsClass.getDeclaredMethod("entityNames");
+        Method toAdd = command.getDeclaredMethod("parseConfigsToBeAdded", optsClass);
+        Method toDelete = command.getDeclaredMethod("parseConfigsToBeDeleted", optsClass);
+        for (AccessibleObject m : new AccessibleObject[] {newOpts, checkArgs, types, names, toAdd, toDelete}) {
+            m.setAccessible(true);  // the Java ConfigCommand's options class and these are package-private
+        }
         PrintStream realErr = System.err;
         PrintStream realOut = System.out;
         Switch outSwitch = new Switch();
@@ -103,7 +114,7 @@ public final class FlatFormOracle {
                 return answer;
             }
             try {
-                Object opts = optsClass.getConstructor(String[].class).newInstance((Object) args);
+                Object opts = newOpts.newInstance((Object) args);
                 checkArgs.invoke(opts);
                 joptsimple.OptionSet set = optionSet(opts);
                 boolean alter = set.has("alter");
@@ -143,6 +154,16 @@ public final class FlatFormOracle {
         });
     }
 
+    /** Java {@code org.apache.kafka.tools.ConfigCommand} (kafka-tools, 4.2+) when the class path has it. */
+    private static boolean javaConfigCommand() {
+        try {
+            Class.forName("org.apache.kafka.tools.ConfigCommand");
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
+
     private static void restore(PrintStream out, PrintStream err, Switch outSwitch, Switch errSwitch) {
         System.setOut(out);
         System.setErr(err);
@@ -159,8 +180,13 @@ public final class FlatFormOracle {
         }
     }
 
-    private static ArrayNode strings(ArrayNode into, Object scalaIterable) {
-        scala.collection.Iterator<?> it = ((scala.collection.Iterable<?>) scalaIterable).iterator();
+    /** A Scala collection (up to 4.1) or a Java one (4.2+), as strings. */
+    private static ArrayNode strings(ArrayNode into, Object items) {
+        if (items instanceof Iterable) {
+            for (Object item : (Iterable<?>) items) into.add(String.valueOf(item));
+            return into;
+        }
+        scala.collection.Iterator<?> it = ((scala.collection.Iterable<?>) items).iterator();
         while (it.hasNext()) into.add(String.valueOf(it.next()));
         return into;
     }

@@ -134,11 +134,24 @@ final class PrecedenceOracleSupport {
     static void run(Properties base, Managers managers, Installer installer) throws Exception {
         OracleLoop.run((req, json) -> {
             Broker b = broker(req.get("static"), base, managers);
+            // "after_remove": answer once the quotas are removed again: which quota types each manager still has
+            // enabled ("bits_left": a type never cleared, as before KAFKA-19282) and the quota-ids it then uses
+            boolean afterRemove = req.path("after_remove").asBoolean(false);
+            boolean removed = false;
             try {
                 installer.install(b, req, false);
+                if (afterRemove) {
+                    installer.install(b, req, true);
+                    removed = true;
+                    ObjectNode out = (ObjectNode) answer(b, req, json);
+                    boolean left = false;
+                    for (int i = 0; i < 4; i++) left |= bitsField.getInt(b.byKey[i]) != b.initialBits[i];
+                    out.put("bits_left", left);
+                    return out;
+                }
                 return answer(b, req, json);
             } finally {
-                installer.install(b, req, true);
+                if (!removed) installer.install(b, req, true);
                 for (int i = 0; i < 4; i++) bitsField.setInt(b.byKey[i], b.initialBits[i]);
             }
         });

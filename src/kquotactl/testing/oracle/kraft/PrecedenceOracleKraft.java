@@ -4,6 +4,8 @@ import org.apache.kafka.common.metadata.ClientQuotaRecord;
 import org.apache.kafka.image.ClientQuotasDelta;
 import org.apache.kafka.image.ClientQuotasImage;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -32,6 +34,21 @@ final class PrecedenceOracleKraft {
                     .setValue(remove ? 0.0 : Double.parseDouble(e.getValue().asText())).setRemove(remove));
             }
         }
-        new ClientQuotaMetadataManager(b.managers, b.connections).update(delta);
+        apply(new ClientQuotaMetadataManager(b.managers, b.connections), delta);
+    }
+
+    /** {@code update(delta)} up to 4.1; from 4.2 the manager is a {@code Consumer<ClientQuotasDelta>}. */
+    private static void apply(ClientQuotaMetadataManager manager, ClientQuotasDelta delta) throws Exception {
+        Method m;
+        try {
+            m = ClientQuotaMetadataManager.class.getMethod("update", ClientQuotasDelta.class);
+        } catch (NoSuchMethodException e) {
+            m = ClientQuotaMetadataManager.class.getMethod("accept", Object.class);
+        }
+        try {
+            m.invoke(manager, delta);
+        } catch (InvocationTargetException e) {
+            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        }
     }
 }

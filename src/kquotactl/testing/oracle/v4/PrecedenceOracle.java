@@ -4,7 +4,7 @@ import org.apache.kafka.common.utils.Time;
 import java.util.Properties;
 
 /**
- * Which quota applies on a Kafka 4.1 (KRaft) broker (request and answer: PrecedenceOracleSupport), its quotas fed
+ * Which quota applies on a Kafka 4.x (KRaft) broker (request and answer: PrecedenceOracleSupport), its quotas fed
  * exactly as the broker's metadata publisher feeds them (PrecedenceOracleKraft).
  */
 public final class PrecedenceOracle {

@@ -583,6 +583,12 @@ def _replay_group(window: Window) -> Callable[[Any], Any]:
     return go
 
 
+def throttle_rows(usage: Any, window: Window, last: int) -> Any:
+    """The throttle per quota-id and sample: the brokers' own windowed rates (Prometheus input) swept, else each
+    quota-id's recordings replayed through Kafka's ``Rate``."""
+    return sweep(usage, window, last) if window.windowed else replay(usage, window)
+
+
 def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> Any:
     """Windowed input: per event, the window sum on [p, end), its rate and throttle (``end`` clipped to the last
     sample + 1).
@@ -691,7 +697,7 @@ def run(
     if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
     usage = resolved_usage(traffic, rows)
-    swept = sweep(usage, window, int(last)) if window.windowed else replay(usage, window)
+    swept = throttle_rows(usage, window, int(last))
     if timeline_top:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
     table = aggregate(swept, window).toArrow().to_pylist()
@@ -881,7 +887,7 @@ def topic_client_throttled(traffic: Any, rows: Sequence[QuotaRow], window: Windo
         return {}
     key = MODEL_KEYS.index("producer_byte_rate")
     usage = resolved_usage(traffic, rows, carry=("topic",)).where((F.col("k") == key) & (F.col("level") > 0))
-    swept = sweep(usage, window, last).where((F.col("ms") > 0) & (F.col("len") > 0))
+    swept = throttle_rows(usage, window, last).where((F.col("ms") > 0) & (F.col("len") > 0))
     throttled = swept.select(
         "level", "qu", "qc", F.explode(F.sequence(F.col("p"), F.col("p") + F.col("len") - 1)).alias("sample")
     )

@@ -241,7 +241,7 @@ def topic_threshold(runner: Runner, index: QuotaIndex, cfg: Any) -> dict[str, An
         traffic = runner._traffic
         if traffic is None or "topic" not in traffic.columns:
             raise UsageError("--model topic-threshold needs a 'topic' column in the traffic")
-        runner.status("Spark: produce bytes per topic in throttled seconds of the client quotas")
+        runner.status("Spark: produce bytes per topic in throttled samples of the client quotas")
         client = spark.topic_client_throttled(traffic, quota_table(index), runner.window, last)
         runner.status("Spark: produce bytes per topic, cut where the topic-threshold rule can change")
         if cfg.rate == topic.ONE_MINUTE_RATE:

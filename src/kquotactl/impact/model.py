@@ -324,7 +324,8 @@ def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str,
 
 
 def _overall_share(totals: Mapping[str, KeyTotals]) -> float:
-    """Share of the bytes (produce + fetch) that fell in throttled seconds: the headline number."""
+    """Share of the bytes (produce + fetch) in throttled recordings (windowed input: throttled samples): the
+    headline number."""
     byte_keys = ("producer_byte_rate", "consumer_byte_rate")
     units = sum(totals[k].units for k in byte_keys if k in totals)
     throttled = sum(totals[k].units_throttled for k in byte_keys if k in totals)

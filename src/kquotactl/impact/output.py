@@ -65,9 +65,9 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
     console = _console(out, color)
     s = report["summary"]
     console.print(
-        f"{s['rows']:,} rows over {s['seconds']:,} s; {s['quota_ids']:,} quota-ids, "
+        f"{s['rows']:,} rows over {s['seconds']:,} s; {s['quota_ids']:,} quota-id{'' if s['quota_ids'] == 1 else 's'}, "
         f"[bold]{s['throttled_quota_ids']:,} throttled[/bold]; "
-        f"{s['share_of_traffic_throttled']:.1%} of produce+fetch bytes fell in throttled seconds "
+        f"{s['share_of_traffic_throttled']:.1%} of produce+fetch bytes in throttled requests "
         f"(open loop: the replay does not slow traffic down)."
     )
     t = Table(title=f"Top {top} quota-ids by total throttle", title_justify="left")
@@ -101,7 +101,7 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool 
     else:
         console.print("No quota-id would be throttled.")
     traffic = Table(title="Traffic per quota type", title_justify="left")
-    for name in ("key", "rows", "unlimited rows", "usage", "in throttled seconds"):
+    for name in ("key", "rows", "unlimited rows", "usage", "throttled"):
         traffic.add_column(name, justify="left" if name == "key" else "right")
     for key, v in s["traffic"].items():
         traffic.add_row(

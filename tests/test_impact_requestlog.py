@@ -49,8 +49,8 @@ V28_FETCH_CONSUMER = (
     '[2026-11-25 10:00:00,900] DEBUG Completed request:{"isForwarded":false,"requestHeader":{"requestApiKey":1,'
     '"requestApiVersion":12,"correlationId":8,"clientId":"reader","requestApiKeyName":"FETCH"},"request":'
     '{"replicaId":-1,"maxWaitMs":500,"minBytes":1,"topics":[]},"response":{"throttleTimeMs":0,"errorCode":0,'
-    '"sessionId":0,"responses":[{"topic":"orders","partitions":[{"partitionIndex":0,"errorCode":0,"highWatermark":'
-    '42,"recordsSizeInBytes":4096}]}]},"connection":"10.0.0.5:9092-10.1.2.4:40000-3","totalTimeMs":501.0,'
+    '"sessionId":0,"responses":[{"topic":"orders","partitionResponses":[{"partition":0,"errorCode":0,"highWatermark":'
+    '42,"recordSetSizeInBytes":4096}]}]},"connection":"10.0.0.5:9092-10.1.2.4:40000-3","totalTimeMs":501.0,'
     '"requestQueueTimeMs":0.1,"localTimeMs":0.7,"remoteTimeMs":500.0,"throttleTimeMs":0,"responseQueueTimeMs":0.1,'
     '"sendTimeMs":0.1,"securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS","listener":"PLAINTEXT",'
     '"clientInformation":{"softwareName":"librdkafka","softwareVersion":"1.9.2"}} (kafka.request.logger)'
@@ -288,6 +288,27 @@ def test_real_brokers_lines_parse_as_their_quotas_record_them(version: str) -> N
         seen.add(key)
     assert {k for k in REAL if "SHARE" not in k[1]} <= seen
     assert any("SHARE" in k[1] for k in seen) == (version == "4.4")  # share groups: on by default in 4.4, off in 4.1
+
+
+# A real Kafka 2.8.2 ZooKeeper-mode broker's lines (librdkafka producer and consumer on PLAINTEXT, the broker's own
+# inter-broker requests): 2.8 logs a Fetch response's sizes as `recordSetSizeInBytes` under `partitionResponses`.
+REAL_28_EXEMPT = {"UPDATE_METADATA", "LEADER_AND_ISR", "CONTROLLED_SHUTDOWN"}
+
+
+def test_real_kafka_28_lines_parse_as_its_quotas_record_them() -> None:
+    fetched = 0
+    for line in _fixture("2.8"):
+        doc = json.loads(line.split("Completed request:", 1)[1].rsplit(" (", 1)[0])
+        api, client = doc["requestHeader"]["requestApiKeyName"], doc["requestHeader"]["clientId"]
+        sizes = sum(int(n) for n in re.findall(r'"(?:recordsSizeInBytes|recordSetSizeInBytes)":([0-9]+)', line))
+        row = parse_line(line)
+        assert row is not None and row.client_id == client and row.user == "ANONYMOUS", line[:120]
+        assert row.produce_bytes == (sizes if api == "PRODUCE" else 0), api
+        assert row.fetch_bytes == (sizes if api == "FETCH" else 0), api
+        assert row.connections == (api == "API_VERSIONS"), api
+        assert row.request_time_ms == (0.0 if api in REAL_28_EXEMPT else doc["localTimeMs"]), api
+        fetched += row.fetch_bytes
+    assert fetched > 0  # the consumer's bytes, read from 2.8's own field
 
 
 # -- compressed rotations: every format, both engines ---------------------------------------------------------------

@@ -29,7 +29,7 @@ from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.engine import Runner
 from kquotactl.impact.model import Window
 from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
-from kquotactl.testing.versions import NEWEST, jars_of
+from kquotactl.testing.versions import NEWEST, RELEASES, SUITES, jars_of
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -52,7 +52,7 @@ MESSAGES, SIZE = 1500, 1000  # 1.5 MB in 16 kB batches: about 15 s at the limit,
 
 @dataclass
 class ZkRequestLogBroker(ZkKafkaServer):
-    """The harness's ZooKeeper-mode 3.9 broker with the request log in ``workdir/kafka-request.log`` (log4j 1)."""
+    """The harness's ZooKeeper-mode broker (2.8, 3.9), the request log in ``workdir/kafka-request.log`` (log4j 1)."""
 
     def _log_opts(self) -> list[str]:
         assert self.workdir is not None
@@ -162,8 +162,12 @@ def _replay_broker_log(
     assert sum(applied) > 0  # the quota kquotactl set was in force on the broker
 
 
-def test_request_log_of_a_kraft_broker_of_the_newest_release(spark, tmp_path: Path) -> None:
-    broker = RequestLogBroker(workdir=tmp_path / "broker")
+REQUEST_LOG_LINES = SUITES["request-log-broker"]
+
+
+@pytest.mark.parametrize("version", [v for v in REQUEST_LOG_LINES if not RELEASES[v].zookeeper])
+def test_request_log_of_a_kraft_broker(spark, tmp_path: Path, version: str) -> None:
+    broker = RequestLogBroker(jars_name=jars_of(version), workdir=tmp_path / "broker")
     broker.workdir.mkdir()
 
     def sasl() -> dict[str, str]:  # after start(): the SASL listener's port is picked then
@@ -178,8 +182,10 @@ def test_request_log_of_a_kraft_broker_of_the_newest_release(spark, tmp_path: Pa
     _replay_broker_log(spark, tmp_path, broker, broker.scram_user, sasl)
 
 
-def test_request_log_of_a_zookeeper_mode_39_broker(spark, zk_server, tmp_path: Path) -> None:
-    broker = ZkRequestLogBroker(zookeeper=f"{zk_server.connect}/rl-{uuid.uuid4().hex[:8]}", workdir=tmp_path / "b")
+@pytest.mark.parametrize("version", [v for v in REQUEST_LOG_LINES if RELEASES[v].zookeeper])
+def test_request_log_of_a_zookeeper_mode_broker(spark, zk_server, tmp_path: Path, version: str) -> None:
+    chroot = f"{zk_server.connect}/rl-{uuid.uuid4().hex[:8]}"
+    broker = ZkRequestLogBroker(zookeeper=chroot, jars_name=jars_of(version), workdir=tmp_path / "b")
     broker.workdir.mkdir()
     _replay_broker_log(spark, tmp_path, broker, "ANONYMOUS", dict)
 

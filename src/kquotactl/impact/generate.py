@@ -220,8 +220,15 @@ def request_log_line(
         if fetch_v < 15:
             replica = {"replicaId": replica_id}
         request = {**replica, "maxWaitMs": 500, "minBytes": 1, "topics": [{"topic": "topic-1", "partitions": []}]}
-        fetched = [{**p, "errorCode": 0, "highWatermark": 100} for p in parts]
-        response = {"throttleTimeMs": 0, "errorCode": 0, "responses": [{"topic": "topic-1", "partitions": fetched}]}
+        fetched: list[dict[str, Any]] = [{**p, "errorCode": 0, "highWatermark": 100} for p in parts]
+        topic_response: dict[str, Any] = {"topic": "topic-1", "partitions": fetched}
+        if version == "2.8":  # as a 2.8.2 broker logs a Fetch response (tests/data/request-log)
+            fetched = [
+                {"partition": p["partitionIndex"], "errorCode": 0, "highWatermark": 100, "recordSetSizeInBytes": s}
+                for p, s in zip(parts, sizes, strict=True)
+            ]
+            topic_response = {"topic": "topic-1", "partitionResponses": fetched}
+        response = {"throttleTimeMs": 0, "errorCode": 0, "responses": [topic_response]}
     else:
         request, response = {}, {}
     remote = f"{ip}:{40000 + correlation % 20000}"

@@ -25,7 +25,8 @@ The mapping to the traffic table (what the brokers' quota managers measure, as c
 - ``produce_bytes``: for Produce (api key 0), the sum of the request's ``recordsSizeInBytes`` (the broker records
   the whole request size, header and topic names included: the log undercounts by that framing);
 - ``fetch_bytes``: for the APIs recorded on the fetch quota (:data:`FETCH_APIS`: a consumer's Fetch, and from 4.1
-  ShareFetch, ``KafkaApis.processShareFetchResponse``), the sum of the response's ``recordsSizeInBytes`` (the
+  ShareFetch, ``KafkaApis.processShareFetchResponse``), the sum of the response's ``recordsSizeInBytes``
+  (``recordSetSizeInBytes`` in 2.8) (the
   broker records the whole response size: same framing undercount). A Fetch whose request has a ``replicaId``
   without a minus sign is a follower's, exempt from client quotas (``sendResponseExemptThrottle``): no bytes and
   no request time. A throttled Fetch/ShareFetch is answered empty and the broker unrecords its bytes: the log
@@ -68,7 +69,9 @@ STAMP_CHARS = 19  # group 1: yyyy-MM-dd HH:mm:ss
 MILLIS_CHARS = 3  # group 2
 # Every record batch's size in the request (Produce) or response (Fetch); inside a JSON string a quote is
 # escaped, so these never match text within a client-id or a topic name.
-RECORDS_SIZE = r'"recordsSizeInBytes":([0-9]{1,10})(?![0-9])'
+#: A record set's size as the log writes it: ``recordsSizeInBytes``, except a Fetch response of 2.8 (its
+#: ``partitionResponses``' ``recordSetSizeInBytes``, as a real 2.8.2 broker logs it).
+RECORDS_SIZE = r'"(?:recordsSizeInBytes|recordSetSizeInBytes)":([0-9]{1,10})(?![0-9])'
 # The first replicaId of the line is the Fetch request's (the request precedes the response in the JSON):
 # top-level up to Fetch v14, in replicaState from v15. A consumer's is -1 (or absent); a follower's has no sign.
 REPLICA_ID = r'"replicaId":(-?)[0-9]'

@@ -58,6 +58,9 @@ SUITES: dict[str, tuple[str, ...]] = {
     "kraft-broker": (NEWEST,),
     "zk-broker": ("3.9",),
     "pre-kip546-broker": ("2.5",),
+    # real brokers' request logs replayed by impact (a producer against a quota, consumers, SASL): every line
+    # operators run, ZooKeeper mode on 2.8 and 3.9, KRaft on the 4.x releases
+    "request-log-broker": ("2.8", "3.9", "4.2", "4.3", NEWEST),
 }
 
 #: The oracle release lines, full and sampled: every line in :data:`SUITES`' two oracle suites.

@@ -174,3 +174,24 @@ def test_a_range_without_sensor_readings_is_an_error(tmp_path) -> None:
     m = write_manifest(tmp_path, "quotas:\n  - entity: {client-id: p}\n    config: {producer_byte_rate: 1000}\n")
     with PrometheusServer(targets=[]) as prometheus:
         _one_line_error(["--from-prometheus", prometheus.url, "--since", "1h", "-f", m], "no quota sensor readings")
+
+
+def test_a_fresh_read_waits_for_a_scrape_and_says_when_prometheus_scrapes_no_broker() -> None:
+    """verify and the staged check read the sensors as they are *now*: after a scrape that began after the call.
+    A real Prometheus scraping no exporter never gives one: one line names the server and the cause, in time."""
+    import time
+
+    import pytest
+
+    from kquotactl.core.errors import BackendUnavailable
+    from kquotactl.observe.prometheus import wait_scraped_after
+    from kquotactl.testing.observe import PrometheusServer
+
+    with PrometheusServer(targets=[]) as prometheus:
+        start = time.monotonic()
+        with pytest.raises(BackendUnavailable) as e:
+            wait_scraped_after(prometheus.url, time.time(), timeout=1.5)
+        assert time.monotonic() - start < 5
+    message = str(e.value)
+    assert "\n" not in message and prometheus.url in message
+    assert "has not scraped the brokers' exporters in 1.5 s (no exporter with kafka_quota_* series)" in message

@@ -153,7 +153,7 @@ def test_two_drives_back_to_back_both_agree(observed_kraft) -> None:
     bs = observed_kraft.bootstrap
     _alter(["--bootstrap-server", bs], "--client-id", "v-twice", "--add-config", "producer_byte_rate=20000")
     drive = ["verify", "--client-id", "v-twice", "--drive", "100000", "--seconds", "4", "-o", "json"]
-    for sensors in (["--scrape", observed_kraft.exporter], ["--scrape", observed_kraft.exporter]):
+    for sensors in (["--scrape", observed_kraft.exporter], ["--prometheus", observed_kraft.prometheus.url]):
         start = time.monotonic()
         r = run_cli("--bootstrap-server", bs, *drive, *sensors)
         assert r.exit_code == 0, (sensors, r.stdout)

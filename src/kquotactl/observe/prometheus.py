@@ -120,6 +120,38 @@ def _sample(series: dict[str, Any], value: float) -> Sample | None:
     return sample_from_labels(name, labels, value, labels.get("instance", ""))
 
 
+#: The brokers' exporters as Prometheus scrapes them: each instance with a quota series, and when it last scraped it
+SCRAPED_AT = "timestamp(up) and on (instance) group by (instance) (" + SELECTOR + ")"
+FRESH_TIMEOUT = 30.0
+
+
+def wait_scraped_after(base: str, since: float, timeout: float = FRESH_TIMEOUT, poll: float = 0.25) -> None:
+    """Return once Prometheus has scraped every broker exporter it knows *after* ``since`` (epoch seconds), so an
+    instant query shows the sensors as they are now: a sensor the brokers created since the last scrape is not in
+    Prometheus yet, and would read as none. Prometheus also scrapes a new target only seconds after it starts."""
+    deadline = time.monotonic() + timeout
+    last: list[float] = []
+    while True:
+        last = [float(s["value"][1]) for s in instant(base, SCRAPED_AT)]
+        if last and min(last) >= since:
+            return
+        if time.monotonic() >= deadline:
+            what = f"last at {_utc(min(last))}" if last else "no exporter with kafka_quota_* series"
+            raise BackendUnavailable(
+                f"{base}: Prometheus has not scraped the brokers' exporters in {timeout:g} s ({what}): "
+                "is it scraping them, with jmx-exporter-kafka-quotas.yaml?"
+            )
+        time.sleep(poll)
+
+
+def fresh_from_prometheus(base: str) -> list[Sample]:
+    """The quota sensors as they are now: :func:`from_prometheus` after :func:`wait_scraped_after` this moment, on
+    Prometheus' own clock (ours may be off from it)."""
+    (now,) = instant(base, "vector(time())")
+    wait_scraped_after(base, float(now["value"][1]))
+    return from_prometheus(base)
+
+
 def from_prometheus(
     base: str, lookback: float = 0.0, step: float | None = None, now: float | None = None
 ) -> list[Sample]:

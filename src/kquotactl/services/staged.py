@@ -91,7 +91,7 @@ class StageObserver:
         from kquotactl.observe import prometheus as source
         from kquotactl.observe.model import top_rows
 
-        samples = source.from_prometheus(self.prometheus) if self.prometheus else source.scrape(self.scrape)
+        samples = source.fresh_from_prometheus(self.prometheus) if self.prometheus else source.scrape(self.scrape)
         return top_rows(samples, load_quota_set(backend).index)
 
     def baseline(self, backend: QuotaBackend) -> None:

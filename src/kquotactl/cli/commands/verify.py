@@ -119,7 +119,7 @@ def verify(
         from kquotactl.observe import prometheus as source
 
         url = prometheus
-        sensors = (lambda: source.from_prometheus(url)) if url else (lambda: source.scrape(scrape_urls))
+        sensors = (lambda: source.fresh_from_prometheus(url)) if url else (lambda: source.scrape(scrape_urls))
         verdict = drive_verdict(
             backend,
             target,

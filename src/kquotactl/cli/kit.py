@@ -216,55 +216,44 @@ def stacked(options: list[Callable[..., Any]], f: Callable[..., Any]) -> Callabl
     return f
 
 
-def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """The brokers' quota window (``quota.window.num`` x ``quota.window.size.seconds``), for the commands that model
-    throttling (``explain``, ``impact run``): one spelling, Kafka's own lower bounds."""
-    opts = [
+def _window_options(flag: str, config: str, what: tuple[str, str]) -> list[Callable[..., Any]]:
+    """``--<flag>-num`` and ``--<flag>-size[-seconds]``: a broker's ``<config>.num`` x ``<config>.size.seconds``, with
+    Kafka's own lower bounds and defaults."""
+    dest = flag.replace("-", "_") + "_size_seconds"
+    return [
         click.option(
-            "--window-num",
+            f"--{flag}-num",
             type=click.IntRange(min=1),
             default=11,
             show_default=True,
-            help="The brokers' quota.window.num: samples in the rate window.",
+            help=f"The brokers' {config}.num{what[0]}.",
         ),
         click.option(
-            "--window-size-seconds",
-            "--window-size",
-            "window_size_seconds",
+            f"--{flag}-size-seconds",
+            f"--{flag}-size",
+            dest,
             type=click.IntRange(min=1),
             default=1,
             show_default=True,
             metavar="SECONDS",
-            help="The brokers' quota.window.size.seconds: the length of one sample.",
+            help=f"The brokers' {config}.size.seconds{what[1]}.",
         ),
     ]
-    return stacked(opts, f)
+
+
+def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' quota window (``quota.window.num`` x ``quota.window.size.seconds``), for the commands that model
+    throttling (``explain``, ``impact run``): one spelling, Kafka's own lower bounds."""
+    what = (": samples in the rate window", ": the length of one sample")
+    return stacked(_window_options("window", "quota.window", what), f)
 
 
 def controller_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The brokers' controller mutation window (``controller.quota.window.num`` x
     ``controller.quota.window.size.seconds``): Kafka sizes the controller_mutation_rate bucket from these, not from
     ``quota.window.*``."""
-    opts = [
-        click.option(
-            "--controller-window-num",
-            type=click.IntRange(min=1),
-            default=11,
-            show_default=True,
-            help="The brokers' controller.quota.window.num (controller_mutation_rate).",
-        ),
-        click.option(
-            "--controller-window-size-seconds",
-            "--controller-window-size",
-            "controller_window_size_seconds",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            metavar="SECONDS",
-            help="The brokers' controller.quota.window.size.seconds (controller_mutation_rate).",
-        ),
-    ]
-    return stacked(opts, f)
+    what = (" (controller_mutation_rate)",) * 2
+    return stacked(_window_options("controller-window", "controller.quota.window", what), f)
 
 
 def parse_kafka_version(text: str) -> tuple[int, ...]:

@@ -35,6 +35,7 @@ def data(rows: int) -> Path:
 
     path = OUT / f"traffic-{rows}.parquet"
     if not path.exists():
+        OUT.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no bench/out
         t = time.perf_counter()
         generate.write(generate.generate(rows, users=USERS, clients=CLIENTS), path)
         print(f"  generated {rows:,} rows in {time.perf_counter() - t:.1f}s ({path.stat().st_size / 1e6:.0f} MB)")

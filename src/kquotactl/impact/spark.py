@@ -1,8 +1,9 @@
 """The Spark engine: the model of :mod:`kquotactl.impact.model` on PySpark DataFrames.
 
 The resolution runs in the DataFrame API only; the replay through Kafka's ``Rate`` is the one pure function
-both engines share (:func:`kquotactl.impact.model.replay_quota_id`), run per quota-id with ``applyInPandas``, so
-the executors need kquotactl too (``make impact-zip``, ``spark-submit --py-files``):
+both engines share (:func:`kquotactl.impact.model.replay_quota_id`), run on each quota-id's rows a partition at
+a time (``mapInArrow``, partitions sorted by quota-id), so the executors need kquotactl too (``make impact-zip``,
+``spark-submit --py-files``):
 
 1. read and normalise the traffic (integer units per row, ``ms`` = the row's time in whole milliseconds,
    sample = floor(ms / S·1000));
@@ -525,8 +526,10 @@ SWEPT = (
 
 def replay(usage: Any, window: Window) -> Any:
     """Per (quota-id, sample with usage): what :func:`kquotactl.impact.model.replay_quota_id` gives, run on each
-    quota-id's rows (``applyInPandas``: the one replay both engines share, so executors need kquotactl: the
-    ``--py-files`` zip); unlimited rows are only counted."""
+    quota-id's rows (the one replay both engines share, so executors need kquotactl: the ``--py-files`` zip);
+    unlimited rows are only counted. The rows go to Python a partition at a time, each quota-id's together and in
+    time order (``mapInArrow`` over a partition sorted by quota-id: a per-group call would cost a round trip per
+    quota-id, and there are as many quota-ids as clients)."""
     from pyspark.sql import functions as F
 
     per_ms = usage.groupBy(*QID, "limit", "ms").agg(F.sum("u").alias("u"), F.count(F.lit(1)).alias("n"))
@@ -542,43 +545,78 @@ def replay(usage: Any, window: Window) -> Any:
         F.lit(1).cast("long").alias("len"),
         F.lit(0).cast("long").alias("thr_units"),
     )
-    limited = per_ms.where(F.col("level") > 0).groupBy(*QID).applyInPandas(_replay_group(window), SWEPT)
+    limited = (
+        per_ms.where(F.col("level") > 0)
+        .repartition(*QID)
+        .sortWithinPartitions(*QID, "ms")
+        .mapInArrow(_replay_partition(window), SWEPT)
+    )
     return limited.unionByName(unlimited)
 
 
-def _replay_group(window: Window) -> Callable[[Any], Any]:
-    """The pandas function of :func:`replay` (a closure over the window, pickled to the executors)."""
+#: How many output rows :func:`_replay_partition` gathers before it hands a batch back to Spark.
+REPLAY_BATCH_ROWS = 65_536
 
-    def go(pdf: Any) -> Any:
-        import pandas as pd  # type: ignore[import-untyped]
+
+def _replay_partition(window: Window) -> Callable[[Any], Any]:
+    """The Arrow function of :func:`replay` (a closure over the window, pickled to the executors): a partition's
+    rows, sorted by quota-id then time, replayed one quota-id at a time (a quota-id may span batches)."""
+
+    def go(batches: Any) -> Any:
+        import pyarrow as pa
 
         from kquotactl.impact.model import replay_quota_id
 
-        # each column's first value on its own (a row of mixed types would pass the 64-bit hashes through doubles);
-        # a part the quota-id lacks is null throughout (pandas: NaN)
-        first = {c: pdf[c].iloc[0] for c in (*QID, "limit")}
-        ident = {c: None if pd.isna(v) else int(v) for c, v in first.items() if c != "limit"}
-        outcomes = replay_quota_id(
-            pdf["ms"].tolist(), pdf["u"].tolist(), MODEL_KEYS[int(first["k"])], float(first["limit"]), window
-        )
-        rows: dict[int, int] = {}
-        for t, n in zip(pdf["ms"].tolist(), pdf["n"].tolist(), strict=True):
-            sample = t // window.sample_ms
-            rows[sample] = rows.get(sample, 0) + n
-        size = len(outcomes)
-        return pd.DataFrame(
-            {
-                **{c: pd.Series([v] * size, dtype="object") for c, v in ident.items()},
-                "limit": [float(first["limit"])] * size,
-                "p": [o.sample for o in outcomes],
-                "added": [o.units for o in outcomes],
-                "n": [rows[o.sample] for o in outcomes],
-                "rate": [o.max_rate for o in outcomes],
-                "ms": [o.throttle_ms for o in outcomes],
-                "len": [1] * size,
-                "thr_units": [o.units_throttled for o in outcomes],
-            }
-        )
+        names = ("k", "level", "qu", "qc", "qip", "limit", "p", "added", "n", "rate", "ms", "len", "thr_units")
+        long, double = pa.int64(), pa.float64()
+        types = (pa.int8(), pa.int32(), long, long, long, double, long, long, long, double, long, long, long)
+        out: dict[str, list[Any]] = {name: [] for name in names}
+        key: tuple[Any, ...] | None = None
+        limit = 0.0
+        times: list[int] = []
+        units: list[int] = []
+        counts: list[int] = []
+
+        def flush() -> None:
+            assert key is not None
+            rows: dict[int, int] = {}
+            for t, n in zip(times, counts, strict=True):
+                rows[t // window.sample_ms] = rows.get(t // window.sample_ms, 0) + n
+            for o in replay_quota_id(times, units, MODEL_KEYS[key[0]], limit, window):
+                for name, value in zip(QID, key, strict=True):
+                    out[name].append(value)
+                out["limit"].append(limit)
+                out["p"].append(o.sample)
+                out["added"].append(o.units)
+                out["n"].append(rows[o.sample])
+                out["rate"].append(o.max_rate)
+                out["ms"].append(o.throttle_ms)
+                out["len"].append(1)
+                out["thr_units"].append(o.units_throttled)
+
+        def batch() -> Any:
+            b = pa.RecordBatch.from_arrays([pa.array(out[n], type=t) for n, t in zip(names, types, strict=True)], names)
+            for values in out.values():
+                values.clear()
+            return b
+
+        for b in batches:
+            cols = {name: b.column(name).to_pylist() for name in (*QID, "limit", "ms", "u", "n")}
+            for i in range(b.num_rows):
+                here = tuple(cols[name][i] for name in QID)
+                if here != key:
+                    if key is not None:
+                        flush()
+                    key, limit, times, units, counts = here, cols["limit"][i], [], [], []
+                times.append(cols["ms"][i])
+                units.append(cols["u"][i])
+                counts.append(cols["n"][i])
+            if len(out["p"]) >= REPLAY_BATCH_ROWS:
+                yield batch()
+        if key is not None:
+            flush()
+        if out["p"]:
+            yield batch()
 
     return go
 

@@ -436,3 +436,79 @@ def test_completion_still_works_on_a_line_that_repeats_an_option(chroot) -> None
 
     assert zk(chroot, "alter", "--user", "alice", "--add-config", "producer_byte_rate=1").exit_code == 0
     assert complete("bash", f"kquotactl --zookeeper {chroot.connect} alter --user x --user al") == ["alice"]
+
+
+# -- issue 26, rule 1: an unset variable is never a target; a name that is one of our options is a missing value --
+
+OPTION_AS_NAME = [
+    (["alter", "--user", "--client-defaults", "--add-config", "producer_byte_rate=5"], "--user '--client-defaults'"),
+    (["alter", "--client-id", "--user-defaults", "--add-config", "producer_byte_rate=5"], "--client-id '--user-"),
+    (["alter", "--ip", "--ip-defaults", "--add-config", "connection_creation_rate=5"], "--ip '--ip-defaults'"),
+    (["describe", "--user", "--ip"], "--user '--ip'"),
+    (
+        [
+            "--alter",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "--entity-default",
+            "--add-config",
+            "producer_byte_rate=5",
+        ],
+        "--entity-name '--entity-default'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "what"), OPTION_AS_NAME, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
+def test_a_name_that_is_one_of_our_options_is_refused_as_a_missing_value(chroot, args, what) -> None:
+    """`--user "$U" --client-defaults` with U unset: kafka-configs would create the user `--client-defaults`."""
+    before = chroot.snapshot()
+    one_error_line(zk(chroot, *args), what, "is one of kquotactl's options", "an unset variable?")
+    assert chroot.snapshot() == before
+
+
+def test_literal_names_reaches_an_entity_named_like_an_option(chroot) -> None:
+    r = zk(chroot, "alter", "--literal-names", "--user", "--client-defaults", "--add-config", "producer_byte_rate=5")
+    assert r.exit_code == 0, r.stderr
+    assert chroot.zk.exists(f"{chroot.root}/config/users/--client-defaults")
+    assert "--client-defaults" in zk(chroot, "describe", "--literal-names", "--user", "--client-defaults").stdout
+
+
+@pytest.mark.parametrize("option", ["--zookeeper", "--bootstrap-server", "--context"])
+def test_a_cluster_option_whose_value_is_one_of_our_options_is_refused(chroot, option) -> None:
+    before = chroot.snapshot()
+    r = run_cli(option, "--user", "alter", "--user", "a", "--add-config", "producer_byte_rate=5")
+    one_error_line(r, f"{option} '--user' is one of kquotactl's options", "an unset variable?")
+    assert chroot.snapshot() == before
+
+
+EMPTY_PATHS = [
+    (["validate", "-f", ""], "-f is empty"),
+    (["plan", "-f", ""], "-f is empty"),
+    (["apply", "-f", "", "--yes"], "-f is empty"),
+    (["apply", "-f", "", "--prune", "--yes"], "-f is empty"),
+    (["apply", "--plan", ""], "--plan is empty"),
+    (["explain", "-f", "", "--user", "a"], "-f is empty"),
+    (["explain", "--connections", "", "-f", "."], "--connections is empty"),
+    (["impact", "run", "", "-f", "."], "TRAFFIC is empty"),
+]
+
+
+@pytest.mark.parametrize(("args", "what"), EMPTY_PATHS, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
+def test_an_empty_path_is_refused_never_read_as_the_current_directory(chroot, tmp_path, monkeypatch, args, what):
+    """`apply -f "$QUOTA_DIR"` with the variable unset must not apply (or prune with) the current directory."""
+    (tmp_path / "q.yaml").write_text("quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 5}}\n")
+    monkeypatch.chdir(tmp_path)  # a directory that holds a valid manifest: reading it would write
+    before = chroot.snapshot()
+    one_error_line(zk(chroot, *args), what, "an unset variable?")
+    assert chroot.snapshot() == before
+
+
+def test_a_context_takes_one_cluster_and_both_given_is_refused(tmp_path) -> None:
+    cfg = tmp_path / "config.yaml"
+    r = run_cli(
+        "--config", str(cfg), "config", "set-context", "prod", "--zookeeper", "a:2181", "--bootstrap-server", "b:9092"
+    )
+    one_error_line(r, "give one cluster for context 'prod'", "--zookeeper and --bootstrap-server")
+    assert not cfg.exists()

@@ -104,9 +104,19 @@ def cli(
       kquotactl --context prod alter --user alice --add-config producer_byte_rate=10MiB
       kquotactl --zookeeper zk:2181 --describe --entity-type users   # kafka-configs' flat form
     """
+    from kquotactl.cli.entityargs import is_own_option
+
+    assert isinstance(ctx.command, click.Group)
+    named = ctx.command.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
     for param in ctx.command.params:  # `--zookeeper "$ZK"` with ZK unset must not fall back to a context's cluster
-        if ctx.params.get(param.name or "") == "" and isinstance(param, click.Option):
+        value = ctx.params.get(param.name or "")
+        if value == "" and isinstance(param, click.Option):
             raise UsageError(f"{param.opts[0]} is empty (an unset variable?): give a value or leave the option out")
+        if isinstance(value, str) and isinstance(param, click.Option) and is_own_option(value, *filter(None, [named])):
+            raise UsageError(
+                f"{param.opts[0]} {value!r} is one of kquotactl's options, so {param.opts[0]} has no value "
+                "(an unset variable?)"
+            )
     state = ctx.ensure_object(AppState)
     state.conn = ConnectionOptions.from_params(conn)
     if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS:  # refused before anything is done

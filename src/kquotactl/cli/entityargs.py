@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import click
+
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.core.errors import InvalidRequest, UsageError
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
@@ -34,6 +36,23 @@ _DEFAULTS_FLAG = {
     EntityType.CLIENT_ID: "--client-defaults",
     EntityType.IP: "--ip-defaults",
 }
+
+
+def is_own_option(value: str, *more: click.Command) -> bool:
+    """Whether ``value`` is an option of the running command, of the kquotactl group or of ``more`` commands
+    (``--client-defaults``, ``-o``...): the word an option that lacks its value takes instead."""
+    if not value.startswith("-"):
+        return False
+    commands = list(more)
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        commands.append(ctx.command)
+        ctx = ctx.parent
+    return any(
+        isinstance(param, click.Option) and value in (*param.opts, *param.secondary_opts)
+        for command in commands
+        for param in command.params
+    )
 
 
 @dataclass
@@ -108,6 +127,7 @@ class EntityArgs:
             )
         names: list[str] = []
         for i, n in enumerate(self.entity_names):
+            self._check_not_an_option(n, "--entity-name", "an entity")
             if n == "":
                 etype = EntityType.from_plural(self.entity_types[i]) if i < len(self.entity_types) else None
                 hint = f"--entity-default (or {_DEFAULTS_FLAG[etype]})" if etype else "--entity-default"
@@ -117,6 +137,7 @@ class EntityArgs:
             names.append("" if n == ENTITY_DEFAULT else n)
         for value, t in self._flag_values():
             if value is not None:
+                self._check_not_an_option(value, _FLAG_FOR[t], f"a {t.value}")
                 if value == "":
                     raise UsageError(
                         f"{_FLAG_FOR[t]} is empty (an unset variable?): for the default {t.value}, "
@@ -133,6 +154,15 @@ class EntityArgs:
                 "Invalid quota entity combination, IP entity should not be used with user/client ID entity."
             )
         return [(t, names[i] if i < len(names) else None) for i, t in enumerate(types)]
+
+    def _check_not_an_option(self, value: str, option: str, what: str) -> None:
+        """``--user "$U" --client-defaults`` with ``U`` unset: click gives ``--user`` the next word, one of our own
+        options, and kafka-configs would write an entity of that name. Refused; ``--literal-names`` names it."""
+        if not self.literal_names and is_own_option(value):
+            raise UsageError(
+                f"{option} {value!r} is one of kquotactl's options, so {option} has no value (an unset variable?); "
+                f"to name {what} {value!r}, add --literal-names"
+            )
 
     def _flag_values(self) -> list[tuple[str | None, EntityType]]:
         """The entity flags' values in kafka-configs' fixed order (client, user, ip), None when absent."""

@@ -99,7 +99,30 @@ class _OnceParser:
                     names = "/".join(p.opts + p.secondary_opts)
                     raise click.UsageError(f"{names} given more than once: give it once (no guessing which one)")
                 seen.add(id(p))
+        for p in dict.fromkeys(order):
+            refuse_empty(p, opts.get(p.name or ""))
         return opts, rest, order
+
+
+#: Parameters whose empty value has words of their own (an entity's default: ``--user-defaults``; a principal's).
+EMPTY_HAS_OWN_WORDS = frozenset({"user", "client", "client_id", "ip", "entity_names", "principal"})
+
+
+def refuse_empty(param: click.Parameter, value: Any) -> None:
+    """``-f "$DIR"``, ``--log "$LOG"``, ``impact run "$TRAFFIC"`` with the variable unset: an empty word is never a
+    target (an empty path would read or write the current directory), refused before anything is read or opened."""
+    if param.name in EMPTY_HAS_OWN_WORDS or not (value == "" or (isinstance(value, list | tuple) and "" in value)):
+        return
+    what = param.opts[0] if isinstance(param, click.Option) else (param.name or "").upper()
+    kind = param.type
+    if isinstance(kind, click.Path):
+        hint = "name a file" if not kind.dir_okay else "name a directory" if not kind.file_okay else "name a path"
+        hint += " (. for the current directory)" if kind.dir_okay else ""
+    elif param.metavar in ("PATH", "FILE", "MANIFEST", "DIR") or isinstance(param, click.Argument):
+        hint = "name a file or directory (. for the current directory)"
+    else:
+        hint = "give a value or leave the option out" if isinstance(param, click.Option) else "give a value"
+    raise click.UsageError(f"{what} is empty (an unset variable?): {hint}")
 
 
 @contextlib.contextmanager

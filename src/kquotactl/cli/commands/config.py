@@ -187,9 +187,13 @@ def set_context(ctx: click.Context, name: str, unset: tuple[str, ...]) -> None:
         elif isinstance(value, float) and value.is_integer():
             value = int(value)
         changes[key] = value
-    if not changes and not unset:
-        from kquotactl.core.errors import UsageError
+    from kquotactl.config.contexts import CLUSTER_KEYS
+    from kquotactl.core.errors import UsageError
 
+    clusters = [f"--{k}" for k in CLUSTER_KEYS if k in changes]
+    if len(clusters) > 1:  # a context holds one cluster: keeping one of them would drop the other silently
+        raise UsageError(f"give one cluster for context {name!r}: {' and '.join(clusters)} were both given")
+    if not changes and not unset:
         raise UsageError(f"nothing to set for context {name!r}: give --zookeeper, --bootstrap-server, ... or --unset")
     doc, created = set_context_doc(read_doc(path), name, changes, unset, path)
     write_atomically(path, dump_doc(doc))

@@ -22,6 +22,7 @@ from kquotactl.cli.kit import (
     AppState,
     LazyGroup,
     collector_paused,
+    is_own_option,
     pass_state,
 )
 from kquotactl.cli.options import EPILOG_EXIT, KEYS_HELP, connection_options, entity_options, principal_options
@@ -104,19 +105,19 @@ def cli(
       kquotactl --context prod alter --user alice --add-config producer_byte_rate=10MiB
       kquotactl --zookeeper zk:2181 --describe --entity-type users   # kafka-configs' flat form
     """
-    from kquotactl.cli.entityargs import is_own_option
-
-    assert isinstance(ctx.command, click.Group)
-    named = ctx.command.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
-    for param in ctx.command.params:  # `--zookeeper "$ZK"` with ZK unset must not fall back to a context's cluster
+    # `--zookeeper "$ZK"` with ZK unset must not fall back to a context's cluster: an empty value is refused by the
+    # parser (kit.refuse_empty), a value that is one of our options (`--zookeeper --user`) here, where the command
+    # named is known
+    for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
-        if value == "" and isinstance(param, click.Option):
-            raise UsageError(f"{param.opts[0]} is empty (an unset variable?): give a value or leave the option out")
-        if isinstance(value, str) and isinstance(param, click.Option) and is_own_option(value, *filter(None, [named])):
-            raise UsageError(
-                f"{param.opts[0]} {value!r} is one of kquotactl's options, so {param.opts[0]} has no value "
-                "(an unset variable?)"
-            )
+        if isinstance(param, click.Option) and isinstance(value, str) and value.startswith("-"):
+            assert isinstance(ctx.command, click.Group)
+            named = ctx.command.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+            if is_own_option(value, *filter(None, [named])):
+                raise UsageError(
+                    f"{param.opts[0]} {value!r} is one of kquotactl's options, so {param.opts[0]} has no value "
+                    "(an unset variable?)"
+                )
     state = ctx.ensure_object(AppState)
     state.conn = ConnectionOptions.from_params(conn)
     if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS:  # refused before anything is done

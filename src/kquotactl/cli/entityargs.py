@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import click
-
+from kquotactl.cli.kit import is_own_option
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.core.errors import InvalidRequest, UsageError
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
@@ -36,23 +35,6 @@ _DEFAULTS_FLAG = {
     EntityType.CLIENT_ID: "--client-defaults",
     EntityType.IP: "--ip-defaults",
 }
-
-
-def is_own_option(value: str, *more: click.Command) -> bool:
-    """Whether ``value`` is an option of the running command, of the kquotactl group or of ``more`` commands
-    (``--client-defaults``, ``-o``...): the word an option that lacks its value takes instead."""
-    if not value.startswith("-"):
-        return False
-    commands = list(more)
-    ctx = click.get_current_context(silent=True)
-    while ctx is not None:
-        commands.append(ctx.command)
-        ctx = ctx.parent
-    return any(
-        isinstance(param, click.Option) and value in (*param.opts, *param.secondary_opts)
-        for command in commands
-        for param in command.params
-    )
 
 
 @dataclass

@@ -104,6 +104,23 @@ class _OnceParser:
         return opts, rest, order
 
 
+def is_own_option(value: str, *more: click.Command) -> bool:
+    """Whether ``value`` is an option of the running command, of the kquotactl group or of ``more`` commands
+    (``--client-defaults``, ``-o``...): the word an option that lacks its value takes instead."""
+    if not value.startswith("-"):
+        return False
+    commands = list(more)
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        commands.append(ctx.command)
+        ctx = ctx.parent
+    return any(
+        isinstance(param, click.Option) and value in (*param.opts, *param.secondary_opts)
+        for command in commands
+        for param in command.params
+    )
+
+
 #: Parameters whose empty value has words of their own (an entity's default: ``--user-defaults``; a principal's).
 EMPTY_HAS_OWN_WORDS = frozenset({"user", "client", "client_id", "ip", "entity_names", "principal"})
 

@@ -76,6 +76,12 @@ def throttle_state(quota_type: str, usage: float, throttle_ms: float, limit: flo
     return PAST if quota_type in ONLY_OWN_THROTTLE and limit is not None else RECENT
 
 
+def strongest(states: Iterable[str | None]) -> str | None:
+    """NOW if any of ``states`` is, else RECENT, else PAST, else None: the throttle state of several figures."""
+    found = set(states)
+    return next((s for s in (NOW, RECENT, PAST) if s in found), None)
+
+
 #: a KRaft broker forwards CreateTopics/CreatePartitions/DeleteTopics to the controller and records the throttle of
 #: the answer (the controller's controller_mutation_rate) on its own Request sensor
 #: (RequestHandlerHelper.sendForwardedResponse): a Request throttle with no request_percentage limit is that
@@ -207,8 +213,7 @@ class QuotaUse:
     @property
     def throttle(self) -> str | None:
         """NOW if any broker throttles now, else RECENT, else PAST (a throttle time that is history), else None."""
-        states = {self.state(b) for b in self.brokers.values()}
-        return next((s for s in (NOW, RECENT, PAST) if s in states), None)
+        return strongest(self.state(b) for b in self.brokers.values())
 
     @property
     def note(self) -> str | None:
@@ -260,8 +265,7 @@ class QuotaIdRow:
 
     @property
     def throttle(self) -> str | None:
-        states = {u.throttle for u in self.uses}
-        return next((s for s in (NOW, RECENT, PAST) if s in states), None)
+        return strongest(u.throttle for u in self.uses)
 
     def to_json(self) -> dict[str, Any]:
         return {

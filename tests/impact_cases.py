@@ -14,7 +14,9 @@ def write_traffic(rows: list[dict[str, Any]], path: Path) -> str:
     import pyarrow.parquet as pq
 
     names = list(dict.fromkeys(k for r in rows for k in r))  # from_pylist alone takes the first row's keys
-    pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]), path)
+    # a row without a usage column used none of it (an empty cell would be refused: impact.validation)
+    absent = {k: 0 if k in model.USAGE_COLUMNS else None for k in names}
+    pq.write_table(pa.Table.from_pylist([{k: r.get(k, absent[k]) for k in names} for r in rows]), path)
     return str(path)
 
 

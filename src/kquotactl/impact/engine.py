@@ -160,7 +160,18 @@ class Runner:
     def _spark_run(self, index: QuotaIndex, top: int, distinct: bool) -> Analysis:
         from kquotactl.impact import spark
 
+        try:
+            return self._spark_analysis(index, top, distinct)
+        except Exception as e:  # a Java error: one line naming its cause and Spark's log, no stack trace
+            raise spark.failure(e) from None
+
+    def _spark_analysis(self, index: QuotaIndex, top: int, distinct: bool) -> Analysis:
+        from kquotactl.impact import spark
+
         if self._spark is None:
+            if self.table is None and self.input_format == TABLE:
+                self.status(f"checking {self.path}")
+                spark.check_traffic(self.path)  # a bad cell is refused before the JVM starts
             self.status(f"starting Spark ({self.master or 'from spark-submit'})")
             self._spark = spark.session(self.master, self.conf)
             if self.table is not None:
@@ -169,7 +180,7 @@ class Runner:
                 self.status(f"Spark: parsing the request log {self.path}")
                 self._traffic, self.log_stats = spark.read_request_log(self._spark, self.paths, self.window)
             else:
-                self._traffic = spark.read_traffic(self._spark, self.path, self.window)
+                self._traffic = spark.read_traffic(self._spark, self.path, self.window, checked=True)
         self.status("Spark: resolving and replaying traffic against the quotas")
         result, tl, rates = spark.run(self._traffic, quota_table(index), self.window, timeline_top=top)
         self._bounds = (result.first_sample, result.last_sample)

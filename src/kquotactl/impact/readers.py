@@ -16,6 +16,7 @@ from kquotactl.core.errors import UsageError
 from kquotactl.impact.model import ID_COLUMNS, USAGE, Window
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LogStats, Row, is_blank, is_request_log_file, parse_row
+from kquotactl.impact.validation import first_failing_cast
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 
@@ -36,24 +37,13 @@ def detect_format(path: str | Path) -> tuple[str, list[Path]]:
 
 
 def read_table(path: str | Path) -> Any:
-    """The raw traffic as one pyarrow Table."""
+    """The traffic as one pyarrow Table, every file checked (:mod:`kquotactl.impact.validation`)."""
     import pyarrow as pa
-    import pyarrow.csv as pcsv
-    import pyarrow.json as pjson
-    import pyarrow.parquet as pq
+
+    from kquotactl.impact.validation import read_file
 
     fmt, files = detect_format(path)
-    tables = []
-    for f in files:
-        try:
-            if fmt == "parquet":
-                tables.append(pq.read_table(f))
-            elif fmt == "csv":
-                tables.append(pcsv.read_csv(f))
-            else:
-                tables.append(pjson.read_json(f))
-        except (pa.ArrowInvalid, OSError) as e:
-            raise UsageError(f"cannot read {str(f)!r} as {fmt}: {str(e).splitlines()[0]}") from None
+    tables = [read_file(f, fmt) for f in files]
     return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
 
 
@@ -88,31 +78,6 @@ def normalize(table: Any, window: Window) -> dict[str, list[Any]]:
     return out
 
 
-def _first_bad_row(column: Any, target: Any) -> int | None:
-    """The 0-based index of the first value of ``column`` that does not cast to ``target`` (bisection: a few
-    dozen casts, however long the column), or ``None`` if they all do."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    def fails(lo: int, hi: int) -> bool:
-        try:
-            pc.cast(column.slice(lo, hi - lo), target)
-        except pa.ArrowInvalid:
-            return True
-        return False
-
-    lo, hi = 0, len(column)
-    if hi == 0 or not fails(lo, hi):
-        return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fails(lo, mid):
-            hi = mid
-        else:
-            lo = mid
-    return lo
-
-
 def ms_column(ts: Any) -> Any:
     """The time in whole milliseconds (the broker's clock): ``floor(microseconds / 1000)`` of :func:`micros_column`;
     the Spark engine computes the same."""
@@ -143,10 +108,9 @@ def _timestamps(ts: Any) -> Any:
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         try:
             ts = pc.cast(ts, pa.timestamp("us", tz="UTC"))
-        except pa.ArrowInvalid as e:
-            row = _first_bad_row(ts, pa.timestamp("us", tz="UTC"))
-            where = f"row {row + 1} ({ts[row].as_py()!r})" if row is not None else str(e).splitlines()[0]
-            raise UsageError(f"'ts' is neither epoch seconds nor an ISO timestamp: {where}") from None
+        except pa.ArrowInvalid:
+            row = first_failing_cast(ts, pa.timestamp("us", tz="UTC"))
+            raise UsageError(f"ts in row {row + 1} ({ts[row].as_py()!r}) is not an ISO 8601 time with a zone") from None
         t = ts.type
     if pa.types.is_timestamp(t) or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         return ts

@@ -67,6 +67,7 @@ from kquotactl.impact.requestlog import (
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LINE as RL_LINE
 from kquotactl.impact.topic import TICK_US, Cell, implicit_creations
+from kquotactl.impact.validation import check_input
 
 # Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
 # follows whichever resolver this package has, so both engines always agree.
@@ -111,7 +112,10 @@ def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
 
 
 def session(master: str | None = "local[*]", conf: dict[str, str] | None = None) -> Any:
-    """A SparkSession; ``master=None`` leaves the master to ``spark-submit``/``spark-defaults``."""
+    """A SparkSession; ``master=None`` leaves the master to ``spark-submit``/``spark-defaults``.
+
+    Spark's own output (the JVM's warnings, log4j's lines, stack traces) goes to :func:`log_path`, not to the
+    terminal, unless kquotactl's debug logging is on (``--debug``)."""
     import os
     import sys
 
@@ -128,18 +132,131 @@ def session(master: str | None = "local[*]", conf: dict[str, str] | None = None)
         settings = {k: v for k, v in {**DEFAULT_CONF, **(conf or {})}.items() if not k.startswith("spark.driver.")}
     for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        if not _debugging():
+            _quiet_gateway(
+                {"spark.app.name": "kquotactl-impact", **({"spark.master": master} if master else {})}, settings
+            )
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+    except Exception as e:
+        raise failure(e, "Spark did not start") from None
     return spark
+
+
+_LOG: list[str] = []  # the file Spark's output goes to, once the gateway is started quietly
+
+
+def log_path() -> str | None:
+    """Where Spark's own output went (None: to the terminal, or Spark not started here)."""
+    return _LOG[0] if _LOG else None
+
+
+def _debugging() -> bool:
+    import logging
+
+    return logging.getLogger("kquotactl").isEnabledFor(logging.DEBUG)
+
+
+def _quiet_gateway(identity: dict[str, str], settings: dict[str, str]) -> None:
+    """Start the JVM gateway as ``getOrCreate`` would, its stdout and stderr into a log file (removed at exit
+    unless a failure named it), and keep py4j's Python logging off the terminal."""
+    import atexit
+    import logging
+    import os
+    import tempfile
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    py4j = logging.getLogger("py4j")
+    py4j.addHandler(logging.NullHandler())
+    py4j.propagate = False
+    fd, path = tempfile.mkstemp(prefix="kquotactl-spark-", suffix=".log")
+    _LOG[:] = [path]
+    atexit.register(_remove_log, path)
+    conf = SparkConf(loadDefaults=False)
+    for k, v in {**identity, **settings}.items():
+        conf.set(k, v)
+    with os.fdopen(fd, "ab") as out:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+_KEEP: set[str] = set()
+
+
+def _remove_log(path: str) -> None:
+    import contextlib
+    import os
+
+    if path not in _KEEP:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def failure(e: BaseException, what: str = "the Spark job failed") -> BaseException:
+    """A Spark or py4j error as one line: the innermost Java cause's message, and where Spark's log is; any other
+    exception as it is."""
+    from kquotactl.core.errors import QuotaError
+
+    if isinstance(e, QuotaError) or not _is_spark_error(e):
+        return e
+    cause = _root_message(e)
+    path = log_path()
+    if path is not None:
+        _KEEP.add(path)
+    where = f"Spark's log: {path}" if path else "re-run with --debug for Spark's own output"
+    return QuotaError(f"{what}: {cause}; {where}")
+
+
+def _is_spark_error(e: BaseException) -> bool:
+    module = type(e).__module__ or ""
+    return module.startswith(("py4j", "pyspark"))
+
+
+def _root_message(e: BaseException) -> str:
+    """The innermost Java cause's message (a Spark error wraps the one that says what is wrong), first line only,
+    without Java class names; the Python error's first line when there is no Java side."""
+    import re
+
+    java = getattr(e, "java_exception", None) or getattr(e, "_origin", None)
+    text = ""
+    try:
+        while java is not None:
+            message = java.getMessage()
+            if message:
+                text = str(message)
+            java = java.getCause()
+    except Exception:  # the JVM is gone: keep what was read
+        pass
+    if not text:
+        text = str(e).strip() or type(e).__name__
+    first = text.strip().splitlines()[0] if text.strip() else "no detail"
+    first = re.sub(r"^\[[A-Z_.]+\]\s*|\s*SQLSTATE: [0-9A-Z]+\s*$", "", first)  # Spark's error class and state
+    return re.sub(r"\b(?:[a-z][a-z0-9_]*\.)+([A-Z][A-Za-z0-9_$]*)", r"\1", first).rstrip(".:")
 
 
 # -- input ---------------------------------------------------------------------------------------
 
 
-def read_traffic(spark: Any, path: str, window: Window) -> Any:
-    """Traffic normalised exactly as ``readers.normalize`` does: sample, names, ``u_<column>`` units."""
+def check_traffic(path: str) -> None:
+    """A local traffic input checked as the local engine reads it (:mod:`kquotactl.impact.validation`), before
+    Spark starts; remote inputs (s3a://, hdfs://) go to Spark as they are."""
+    if "://" not in path:
+        fmt, files = detect_format(path)
+        check_input(files, fmt)
+
+
+def read_traffic(spark: Any, path: str, window: Window, checked: bool = False) -> Any:
+    """Traffic normalised exactly as ``readers.normalize`` does: sample, names, ``u_<column>`` units; a local input
+    is checked first unless ``checked`` (by :func:`check_traffic`)."""
     fmt = "parquet"
-    if "://" not in path:  # local paths: check them; remote (s3a://, hdfs://) ones go to Spark as they are
+    if "://" not in path:
+        if not checked:
+            check_traffic(path)
         fmt, _ = detect_format(path)
     elif path.endswith((".csv",)):
         fmt = "csv"
@@ -147,7 +264,8 @@ def read_traffic(spark: Any, path: str, window: Window) -> Any:
         fmt = "json"
     reader = spark.read
     if fmt == "csv":
-        df = reader.option("header", "true").option("inferSchema", "true").csv(path)
+        # RFC 4180 quoting (a quote doubled, as the check reads it), not Spark's backslash escape
+        df = reader.option("header", "true").option("inferSchema", "true").option("escape", '"').csv(path)
     elif fmt == "json":
         df = reader.json(path)
     else:

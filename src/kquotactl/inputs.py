@@ -1,18 +1,24 @@
 """Reading ``explain``'s input files, lazily and line by line: connections (CSV or JSON lines) and replay events.
 
-Errors name the file and line and say what is expected; nothing is read ahead, so a huge file streams.
+Errors name the file and line and say what is expected; nothing is read ahead, so a huge file streams. The
+streams may be binary (the command line opens the files so): a line that is not UTF-8 is refused with its byte.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
+import re
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from kquotactl.core.errors import QuotaError, UsageError
 from kquotactl.core.explain import Connection
+from kquotactl.core.textinput import NUMBER, csv_problem, decode_line, json_problem, shown, utf8_message
 from kquotactl.core.wording import counted
+
+MAX_TIME_MS = 2**53  # a replay's times: whole milliseconds from 0, exact in a double
 
 USER_COLUMNS = ("user", "user-principal", "principal")
 CLIENT_COLUMNS = ("client-id", "client_id", "clientid", "client")
@@ -37,7 +43,7 @@ def _pick(row: dict[str, Any], names: tuple[str, ...]) -> str | None:
             if v is None:
                 return None
             if not isinstance(v, str):
-                raise ValueError(f"{n} must be a string, not {v!r}")
+                raise ValueError(f"{n} must be text, not {json.dumps(v)}")
             return v
     return None
 
@@ -46,9 +52,21 @@ def _connection(row: dict[str, Any]) -> Connection:
     return Connection.of(user=_pick(row, USER_COLUMNS), client_id=_pick(row, CLIENT_COLUMNS), ip=_pick(row, IP_COLUMNS))
 
 
-def read_connections(stream: IO[str], name: str = "connections") -> Iterator[Connection]:
+def _text(stream: Iterable[str | bytes], name: str) -> Iterator[str]:
+    """A stream's lines as text; a binary line that is not UTF-8 is refused with its byte and line."""
+    for n, raw in enumerate(stream, start=1):
+        if isinstance(raw, str):
+            yield raw
+            continue
+        text = decode_line(raw)
+        if isinstance(text, int):
+            raise InputError(f"{name}: line {n}: {utf8_message(raw, text - 1, text)}")
+        yield text
+
+
+def read_connections(stream: IO[str] | IO[bytes], name: str = "connections") -> Iterator[Connection]:
     """Connections from CSV (a header naming ``user``, ``client-id``, ``ip`` columns) or JSON lines."""
-    lines = iter(stream)
+    lines = _text(stream, name)
     first, lines = _first_line(lines)
     if first is None:
         return
@@ -66,8 +84,11 @@ def _json_lines(first: str, lines: Iterable[str], name: str) -> Iterator[Connect
             continue
         try:
             row = json.loads(raw)
+        except ValueError as e:
+            raise InputError(f"{name}: line {lineno}: {json_problem(e)}") from None
+        try:
             if not isinstance(row, dict):
-                raise ValueError("expected a JSON object")
+                raise ValueError("not a JSON object")
             yield _connection({k.lower(): v for k, v in row.items()})
         except (ValueError, QuotaError) as e:
             raise InputError(
@@ -82,9 +103,23 @@ def _column(header: list[str], names: tuple[str, ...]) -> int | None:
     return None
 
 
+def _records(reader: Any, name: str) -> Iterator[list[str]]:
+    """CSV records; a quoting error names the line its record starts on."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise InputError(f"{name}: line {start}: {csv_problem(e)}") from None
+        yield row
+
+
 def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connection]:
-    reader = csv.reader(_chain_one(first, lines))
-    header = [h.strip().lower() for h in next(reader)]
+    reader = csv.reader(_chain_one(first, lines), strict=True)
+    records = _records(reader, name)
+    header = [h.strip().lower() for h in next(records)]
     ui, ci, ii = (_column(header, names) for names in (USER_COLUMNS, CLIENT_COLUMNS, IP_COLUMNS))
     if ui is None and ci is None and ii is None:
         raise InputError(
@@ -93,7 +128,7 @@ def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connectio
         )
     width = len(header)
     of = Connection.of
-    for row in reader:
+    for row in records:
         n = len(row)
         if n > width:
             raise InputError(f"{name}: line {reader.line_num}: {counted(n, 'field')} but the header has {width}")
@@ -118,30 +153,35 @@ def _chain_one(first: str, rest: Iterable[str]) -> Iterator[str]:
     yield from rest
 
 
-def read_events(stream: IO[str], name: str = "events") -> list[tuple[int, float]]:
+def read_events(stream: IO[str] | IO[bytes], name: str = "events") -> list[tuple[int, float]]:
     """Replay events: ``TIME_MS VALUE`` (blank or comma separated; a header and ``#`` comments are
     skipped) or JSON lines ``{"time_ms": 0, "value": 400}``."""
     out: list[tuple[int, float]] = []
-    for lineno, raw in enumerate(stream, start=1):
+    example = "(expected 'TIME_MS VALUE', e.g. '10500 2300')"
+    for lineno, raw in enumerate(_text(stream, name), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         try:
             if line.startswith("{"):
-                obj = json.loads(line)
+                try:
+                    obj = json.loads(line)
+                except ValueError as e:
+                    raise ValueError(json_problem(e)) from None
+                missing = [k for k in ("time_ms", "value") if not isinstance(obj, dict) or k not in obj]
+                if missing:
+                    raise ValueError(f"no {' and no '.join(missing)}")
                 t, v = obj["time_ms"], obj["value"]
             else:
                 parts = line.replace(",", " ").split()
                 if len(parts) != 2:
-                    raise ValueError("expected TIME_MS VALUE")
-                if not out and not _is_number(parts[0]):
+                    raise ValueError(f"{counted(len(parts), 'field')}")
+                if not out and _number(parts[0]) is None and _number(parts[1]) is None:
                     continue  # a header line
                 t, v = parts
-            t_ms, value = int(float(t)), float(v)
-            if t_ms != float(t):
-                raise ValueError(f"time {t} is not a whole number of milliseconds")
-        except (ValueError, KeyError, TypeError) as e:
-            raise InputError(f"{name}: line {lineno}: {e} (expected 'TIME_MS VALUE', e.g. '10500 2300')") from None
+            t_ms, value = _time_ms(t), _value(v)
+        except ValueError as e:
+            raise InputError(f"{name}: line {lineno}: {e} {example}") from None
         if out and t_ms < out[-1][0]:
             raise InputError(f"{name}: line {lineno}: time {t_ms} ms is before the previous event ({out[-1][0]} ms)")
         out.append((t_ms, value))
@@ -150,9 +190,39 @@ def read_events(stream: IO[str], name: str = "events") -> list[tuple[int, float]
     return out
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+def _number(v: Any) -> float | None:
+    """A number given as a JSON number or as text (:data:`~kquotactl.core.textinput.NUMBER`, a minus allowed);
+    None for anything else, NaN and infinity included."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | float):
+        try:
+            x = float(v)
+        except OverflowError:
+            return math.inf
+        return None if math.isnan(x) else x
+    if isinstance(v, str) and re.fullmatch(f"-?{NUMBER}", v):
+        return float(v)
+    return None
+
+
+def _time_ms(t: Any) -> int:
+    x = _number(t)
+    if x is None:
+        raise ValueError(f"time {shown(t)} is not a number of milliseconds")
+    if not 0 <= x <= MAX_TIME_MS:
+        raise ValueError(f"time {shown(t)} ms is out of range (0 to {MAX_TIME_MS:,} ms)")
+    if x != int(x):
+        raise ValueError(f"time {shown(t)} is not a whole number of milliseconds")
+    return int(x)
+
+
+def _value(v: Any) -> float:
+    x = _number(v)
+    if x is None:
+        raise ValueError(f"value {shown(v)} is not a number")
+    if x < 0:
+        raise ValueError(f"value {shown(v)} is negative; a recording is 0 or more")
+    if math.isinf(x):
+        raise ValueError(f"value {shown(v)} is too large")
+    return x

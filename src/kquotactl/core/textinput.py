@@ -9,18 +9,6 @@ from __future__ import annotations
 SHOWN_CHARS = 40  # a value quoted in a message is cut to this many characters
 
 
-def utf8_error(data: bytes, start: int = 0) -> tuple[int, int, int] | None:
-    """``(offset, line, column)`` of the first byte of ``data[start:]`` that is not UTF-8 (offset into ``data``,
-    line and column 1-based, the column counted in bytes), or None."""
-    try:
-        data[start:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        offset = start + e.start
-        line_start = data.rfind(b"\n", 0, offset) + 1
-        return offset, data.count(b"\n", 0, offset) + 1, offset - line_start + 1
-    return None
-
-
 def utf8_message(data: bytes, offset: int, column: int) -> str:
     """What is wrong at a bad byte: ``byte 5 (0xE9) is not UTF-8; expected UTF-8 text``."""
     return f"byte {column} (0x{data[offset]:02X}) is not UTF-8; expected UTF-8 text"
@@ -41,3 +29,27 @@ def shown(value: object) -> str:
         text = value if len(value) <= SHOWN_CHARS else value[:SHOWN_CHARS] + "…"
         return repr(text)
     return str(value)
+
+
+# A number as the readers accept it in text: digits, an optional fraction and exponent; no sign (a minus is
+# "negative", said apart), no spaces, no NaN or infinity, no 1_000 or 0x10.
+NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
+CSV_ERRORS = {
+    "unexpected end of data": "a quoted field is never closed (it runs to the end of the file)",
+    "',' expected after '\"'": 'a quote inside a quoted field must be doubled ("")',
+    "new-line character seen in unquoted field": "a carriage return (\\r) inside a field; put the field in quotes",
+}
+
+
+def csv_problem(error: Exception) -> str:
+    """What Python's CSV reader refused, in words about the file (not about the parser)."""
+    return CSV_ERRORS.get(str(error), "not valid CSV")
+
+
+def json_problem(error: Exception) -> str:
+    """A JSON syntax error in words about the line: where in it, and what the parser expected there."""
+    msg = getattr(error, "msg", "") or "not JSON"
+    col = getattr(error, "colno", None)
+    at = f" at character {col}" if col else ""
+    return f"not valid JSON{at}: {msg[0].lower()}{msg[1:]}"

@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from kquotactl.core.errors import UsageError
-from kquotactl.core.textinput import decode_line, shown, utf8_message
+from kquotactl.core.textinput import CSV_ERRORS, NUMBER, decode_line, json_problem, shown, utf8_message
 from kquotactl.impact.model import ID_COLUMNS, USAGE
 
 MAX_UNITS = 2**53
-NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
 TS_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z in epoch seconds
 TS_EXPECTED = "epoch seconds or an ISO 8601 time with a zone, e.g. 2026-11-25T10:00:00Z"
@@ -387,12 +386,10 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         start = end + 1
 
 
-CSV_ERRORS = {
-    "unexpected end of data": "a quoted field is not closed on its line (one row per line: a name with a line "
-    "break needs Parquet or JSON lines)",
-    "',' expected after '\"'": 'a quote inside a quoted field must be doubled ("")',
-    "new-line character seen in unquoted field": "a carriage return (\\r) inside a field; put the field in quotes",
-}
+# CSV here is one row per line, so a quote left open is said about its line
+NOT_CLOSED = (
+    "a quoted field is not closed on its line (one row per line: a name with a line break needs Parquet or JSON lines)"
+)
 
 
 def _csv(path: Path) -> tuple[dict[str, list[str]], list[int], str | None]:
@@ -414,7 +411,8 @@ def _csv(path: Path) -> tuple[dict[str, list[str]], list[int], str | None]:
         try:
             rows = list(csv.reader([text + "\n"], strict=True))
         except csv.Error as e:
-            return columns, lines, f"line {n}: {CSV_ERRORS.get(str(e), 'not valid CSV')}"
+            words = NOT_CLOSED if str(e) == "unexpected end of data" else CSV_ERRORS.get(str(e), "not valid CSV")
+            return columns, lines, f"line {n}: {words}"
         if len(rows) != 1:
             return columns, lines, f"line {n}: {CSV_ERRORS['new-line character seen in unquoted field']}"
         row = rows[0]
@@ -485,7 +483,7 @@ def _json_lines(path: Path) -> tuple[dict[str, Any], list[int], str | None]:
             problem = f"line {n}: key {e.args[0]} appears twice"
             break
         except json.JSONDecodeError as e:
-            problem = f"line {n}: not valid JSON at character {e.colno}: {e.msg[0].lower()}{e.msg[1:]}"
+            problem = f"line {n}: {json_problem(e)}"
             break
         except ValueError as e:
             problem = f"line {n}: {e}"

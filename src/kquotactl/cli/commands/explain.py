@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--connections",
-    type=click.File("r", encoding="utf-8"),
+    type=click.File("rb"),
     metavar="FILE",
     help="Explain many connections: CSV with a user,client-id,ip header, or JSON lines ('-' = stdin). "
     "With -o json: one JSON object per input line, in order.",
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 @click.option("--chain", "with_chain", is_flag=True, help="JSON/YAML: include every level of the chain per key.")
 @click.option(
     "--replay",
-    type=click.File("r", encoding="utf-8"),
+    type=click.File("rb"),
     metavar="EVENTS",
     help="Replay recordings ('TIME_MS VALUE' lines or JSON lines) through Kafka's sampled Rate for one key and "
     "show each recording's throttle.",

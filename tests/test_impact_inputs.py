@@ -223,3 +223,70 @@ def test_spark_stays_quiet_on_the_terminal_unless_debug(tmp_path, quotas):
     # --debug asks for Spark's own output
     loud = run_subprocess_cli("--debug", "impact", "run", str(path), "-f", str(quotas), "--engine", "spark")
     assert loud.returncode == 0 and "log4j" in loud.stderr
+
+
+# -- Prometheus answers (--from-prometheus): a value that is no number, or an answer of another shape, is one line;
+# NaN and infinite readings (an idle or stale sensor) are skipped, as docs/impact.md says.
+
+
+@pytest.fixture
+def prometheus_answering():
+    """A local HTTP server answering every query with the JSON document the test sets (not a real Prometheus:
+    a real one never sends these)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answer: dict = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(answer["doc"]).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def set_answer(result):
+        answer["doc"] = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield set_answer
+    server.shutdown()
+
+
+def _series(values):
+    metric = {"__name__": "kafka_quota_byte_rate", "instance": "b1:7071", "quota_type": "Produce", "user": "alice"}
+    return [{"metric": metric, "values": values}]
+
+
+@pytest.mark.parametrize(
+    ("result", "fragment"),
+    [
+        (_series([[1764064800, "abc"]]), "kafka_quota_byte_rate: value 'abc' is not a number"),
+        ([{"metric": {}}], "not a Prometheus API answer (a series without metric and values)"),
+        ([{"metric": {}, "values": [[1764064800]]}], "not a Prometheus API answer"),
+    ],
+)
+def test_a_bad_prometheus_answer_is_one_line(quotas, prometheus_answering, result, fragment):
+    url = prometheus_answering(result)
+    r = run_cli("impact", "run", "--from-prometheus", url, "--since", "60s", "-f", str(quotas), "--engine", "local")
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"kquotactl: error: {url}: ") and fragment in lines[0], lines[0]
+
+
+def test_nan_and_infinite_prometheus_readings_are_skipped(quotas, prometheus_answering):
+    import time
+
+    now = int(time.time()) - 5
+    url = prometheus_answering(_series([[now - 2, "NaN"], [now - 1, "+Inf"], [now, "3000"]]))
+    r = run_cli("-o", "json", "impact", "run", "--from-prometheus", url, "--since", "60s", "-f", str(quotas))
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["summary"]["traffic"]["producer_byte_rate"]["usage"] == 3000

@@ -394,45 +394,60 @@ NOT_CLOSED = (
 
 def _csv(path: Path) -> tuple[dict[str, list[str]], list[int], str | None]:
     """The known columns of a CSV file as text, each data row's line, and the first structural problem (the rows
-    before it are returned)."""
+    before it are returned). One reader over the whole text; a record that takes more than one line is refused."""
     data = _read(path)
     if data.startswith(b"\xef\xbb\xbf"):
         return {}, [], "line 1: starts with a byte-order mark (EF BB BF); save it as UTF-8 without one"
+    late: str | None = None  # a bad byte: the lines before it are read, then it is the problem
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        cut = data.rfind(b"\n", 0, e.start) + 1
+        line = data.count(b"\n", 0, cut) + 1
+        late = f"line {line}: {utf8_message(data, e.start, e.start - cut + 1)}"
+        text = data[:cut].decode("utf-8")
+    at = [0]  # the line the reader has read up to
+
+    def feed() -> Iterator[str]:
+        for line in text.split("\n"):
+            at[0] += 1
+            yield line
+
+    reader = csv.reader(feed(), strict=True)
     header: list[str] | None = None
-    keep: list[tuple[str, int]] = []
-    columns: dict[str, list[str]] = {}
+    header_line = 0
+    rows: list[list[str]] = []
     lines: list[int] = []
-    for n, raw in _lines(data):
-        text = decode_line(raw)
-        if isinstance(text, int):
-            return columns, lines, f"line {n}: {utf8_message(raw, text - 1, text)}"
-        if not text or text == "\r":
-            continue
-        try:
-            rows = list(csv.reader([text + "\n"], strict=True))
-        except csv.Error as e:
-            words = NOT_CLOSED if str(e) == "unexpected end of data" else CSV_ERRORS.get(str(e), "not valid CSV")
-            return columns, lines, f"line {n}: {words}"
-        if len(rows) != 1:
-            return columns, lines, f"line {n}: {CSV_ERRORS['new-line character seen in unquoted field']}"
-        row = rows[0]
-        if header is None:
-            header = row
-            twice = sorted({c for c in header if header.count(c) > 1})
-            if twice:
-                return columns, lines, f"line {n}: column {twice[0]} appears twice"
-            _require(path, set(header), header)
-            keep = [(c, i) for i, c in enumerate(header) if c == "ts" or c in USAGE_BY_COLUMN or c in NAME_COLUMNS]
-            columns = {c: [] for c, _ in keep}
-            continue
-        if len(row) != len(header):
-            return columns, lines, f"line {n}: {len(row)} fields, but the header (line 1) has {len(header)}"
-        for c, i in keep:
-            columns[c].append(row[i])
-        lines.append(n)
-    if header is None:
-        return columns, lines, "empty; expected a header line naming the columns, then one row per line"
-    return columns, lines, None
+    problem: str | None = None
+    done = 0  # the last line of the last record
+    try:
+        for row in reader:
+            n = at[0]
+            if n - done > 1:
+                problem = f"line {done + 1}: {NOT_CLOSED}"
+                break
+            done = n
+            if not row:
+                continue
+            if header is None:
+                header, header_line = row, n
+                twice = sorted({c for c in row if row.count(c) > 1})
+                if twice:
+                    return {}, [], f"line {n}: column {twice[0]} appears twice"
+                _require(path, set(row), row)
+                continue
+            if len(row) != len(header):
+                problem = f"line {n}: {len(row)} fields, but the header (line {header_line}) has {len(header)}"
+                break
+            rows.append(row)
+            lines.append(n)
+    except csv.Error as e:
+        words = NOT_CLOSED if str(e) == "unexpected end of data" else CSV_ERRORS.get(str(e), "not valid CSV")
+        problem = f"line {done + 1}: {words}"
+    if header is None and problem is None and late is None:
+        problem = "empty; expected a header line naming the columns, then one row per line"
+    keep = [(c, i) for i, c in enumerate(header or []) if c == "ts" or c in USAGE_BY_COLUMN or c in NAME_COLUMNS]
+    return {c: [r[i] for r in rows] for c, i in keep}, lines, problem or late
 
 
 def _read(path: Path) -> bytes:

@@ -114,6 +114,29 @@ def range_query(
     return result
 
 
+def _reading(base: str, series: Any, raw: Any) -> float:
+    """One value of a query answer as a float (NaN and infinities kept: each caller skips them, a stale or idle
+    sensor's reading); a value that is no number is refused, naming the series."""
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        name = series.get("metric", {}).get("__name__", "a series") if isinstance(series, dict) else "a series"
+        raise QuotaError(f"{base}: {name}: value {raw!r} is not a number; expected a Prometheus sample value") from None
+
+
+def _points(base: str, result: list[Any], key: str) -> Iterator[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """``(labels, [(time, value)])`` of each series of a query answer (``key``: ``value`` for an instant vector,
+    ``values`` for a range matrix); an answer of another shape is refused in one line."""
+    for series in result:
+        try:
+            labels = dict(series["metric"])
+            pairs = [series["value"]] if key == "value" else series["values"]
+            points = [(_reading(base, series, at), _reading(base, series, v)) for at, v in pairs]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise QuotaError(f"{base}: not a Prometheus API answer (a series without metric and {key})") from None
+        yield labels, points
+
+
 def _sample(series: dict[str, Any], value: float) -> Sample | None:
     labels = dict(series["metric"])
     name = labels.pop("__name__", "")
@@ -132,7 +155,7 @@ def wait_scraped_after(base: str, since: float, timeout: float = FRESH_TIMEOUT, 
     deadline = time.monotonic() + timeout
     last: list[float] = []
     while True:
-        last = [float(s["value"][1]) for s in instant(base, SCRAPED_AT)]
+        last = [points[0][1] for _, points in _points(base, instant(base, SCRAPED_AT), "value")]
         if last and min(last) >= since:
             return
         if time.monotonic() >= deadline:
@@ -161,16 +184,20 @@ def from_prometheus(
     ended a few seconds ago still shows. The step defaults to 1 s, coarser for long ranges (at most ~250 points
     a series)."""
     if lookback <= 0:
-        out = [_sample(s, float(s["value"][1])) for s in instant(base, at=now)]
+        out = [
+            _sample({"metric": labels}, points[0][1])
+            for labels, points in _points(base, instant(base, at=now), "value")
+        ]
         return [s for s in out if s is not None]
     end = time.time() if now is None else now
     result: list[Sample] = []
     step = step or max(1.0, lookback / 250)
-    for series in range_query(base, SELECTOR, end - lookback, end, step):
-        values = [v for v in (float(x[1]) for x in series["values"]) if math.isfinite(v)]
+    for labels, points in _points(base, range_query(base, SELECTOR, end - lookback, end, step), "values"):
+        series = {"metric": labels}
+        values = [v for _, v in points if math.isfinite(v)]
         if not values:
             continue
-        name = series["metric"].get("__name__", "")
+        name = labels.get("__name__", "")
         if name in THROTTLE_SERIES:
             sample = _sample(series, max(values))
         else:  # the average usage, and its peak: what says whether a throttle in the range was current then
@@ -195,11 +222,10 @@ def range_samples(
     t = start
     while t <= end:
         last = min(end, t + chunk - step)
-        for series in range_query(base, query, t, last, step, timeout):
-            labels = dict(series["metric"])
+        for labels, points in _points(base, range_query(base, query, t, last, step, timeout), "values"):
             name = labels.pop("__name__", "")
-            for at, value in series["values"]:
-                sample = sample_from_labels(name, labels, float(value), labels.get("instance", ""), float(at))
+            for at, value in points:
+                sample = sample_from_labels(name, labels, value, labels.get("instance", ""), at)
                 if sample is not None:
                     yield sample
         t = last + step

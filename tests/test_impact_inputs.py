@@ -35,7 +35,7 @@ CASES = [
     ("blank.csv", HEADER + "1,alice,c,1,0\n\n\n2,alice,c,x,0\n", "line 5, column produce_bytes: 'x'"),
     ("fields.csv", HEADER + "1,alice,c,1\n", "line 2: 4 fields, but the header (line 1) has 5"),
     ("quote.csv", HEADER + '1,"alice,c,1,0\n2,alice,c,1,0\n', "line 2: a quoted field is not closed on its line"),
-    ("twice.csv", "ts,ts,produce_bytes\n1,2,3\n", "line 1: column ts appears twice"),
+    ("twice.csv", "ts,ts,produce_bytes\n1,2,3\n", "line 1: column 'ts' appears twice"),
     ("bom.csv", "\ufeff" + HEADER + "1,alice,c,1,0\n", "line 1: starts with a byte-order mark"),
     ("nots.csv", "time,produce_bytes\n1,2\n", "no ts column"),
     ("nousage.csv", "ts,user\n1,alice\n", "none of the usage columns"),
@@ -50,7 +50,7 @@ CASES = [
     ("array.jsonl", "[1, 2]\n", "line 1: not a JSON object"),
     ("nots.jsonl", '{"ts": 1, "produce_bytes": 1}\n{"produce_bytes": 1}\n', "line 2: no ts"),
     ("tstext.jsonl", '{"ts": "1", "produce_bytes": 1}\n', "line 1, column ts: '1' is text but not a time"),
-    ("dup.jsonl", '{"ts": 1, "ts": 2, "produce_bytes": 1}\n', "line 1: key ts appears twice"),
+    ("dup.jsonl", '{"ts": 1, "ts": 2, "produce_bytes": 1}\n', "line 1: key 'ts' appears twice"),
     ("user.jsonl", '{"ts": 1, "user": 1.5, "produce_bytes": 1}\n', "line 1, column user: 1.5 is a number"),
 ]
 

@@ -39,12 +39,14 @@ CSV_ERRORS = {
     "unexpected end of data": "a quoted field is never closed (it runs to the end of the file)",
     "',' expected after '\"'": 'a quote inside a quoted field must be doubled ("")',
     "new-line character seen in unquoted field": "a carriage return (\\r) inside a field; put the field in quotes",
+    "field larger than field limit": "a field longer than 131,072 characters",
 }
 
 
 def csv_problem(error: Exception) -> str:
     """What Python's CSV reader refused, in words about the file (not about the parser)."""
-    return CSV_ERRORS.get(str(error), "not valid CSV")
+    text = str(error)
+    return next((words for start, words in CSV_ERRORS.items() if text.startswith(start)), "not valid CSV")
 
 
 def json_problem(error: Exception) -> str:

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from kquotactl.core.errors import UsageError
-from kquotactl.core.textinput import CSV_ERRORS, NUMBER, decode_line, json_problem, shown, utf8_message
+from kquotactl.core.textinput import NUMBER, csv_problem, decode_line, json_problem, shown, utf8_message
+from kquotactl.core.wording import counted
 from kquotactl.impact.model import ID_COLUMNS, USAGE
 
 MAX_UNITS = 2**53
@@ -343,7 +344,7 @@ def _parquet_batches(path: Path) -> Iterator[Any]:
         raise TrafficError(f"{path}: cannot be read as Parquet: {_arrow_words(e)}") from None
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise TrafficError(f"{path}: column {twice[0]} appears twice")
+        raise TrafficError(f"{path}: column {twice[0]!r} appears twice")
     _require(path, set(names), None)
     wanted = [n for n in names if n == "ts" or n in USAGE_BY_COLUMN or n in NAME_COLUMNS]
     offset = 0
@@ -433,16 +434,18 @@ def _csv(path: Path) -> tuple[dict[str, list[str]], list[int], str | None]:
                 header, header_line = row, n
                 twice = sorted({c for c in row if row.count(c) > 1})
                 if twice:
-                    return {}, [], f"line {n}: column {twice[0]} appears twice"
+                    return {}, [], f"line {n}: column {twice[0]!r} appears twice"
                 _require(path, set(row), row)
                 continue
             if len(row) != len(header):
-                problem = f"line {n}: {len(row)} fields, but the header (line {header_line}) has {len(header)}"
+                problem = (
+                    f"line {n}: {counted(len(row), 'field')}, but the header (line {header_line}) has {len(header)}"
+                )
                 break
             rows.append(row)
             lines.append(n)
     except csv.Error as e:
-        words = NOT_CLOSED if str(e) == "unexpected end of data" else CSV_ERRORS.get(str(e), "not valid CSV")
+        words = NOT_CLOSED if str(e) == "unexpected end of data" else csv_problem(e)
         problem = f"line {done + 1}: {words}"
     if header is None and problem is None and late is None:
         problem = "empty; expected a header line naming the columns, then one row per line"
@@ -495,7 +498,7 @@ def _json_lines(path: Path) -> tuple[dict[str, Any], list[int], str | None]:
         try:
             obj = json.loads(text, object_pairs_hook=_object, parse_constant=_no_constant, parse_float=_JsonFloat)
         except _Duplicate as e:
-            problem = f"line {n}: key {e.args[0]} appears twice"
+            problem = f"line {n}: key {e.args[0]!r} appears twice"
             break
         except json.JSONDecodeError as e:
             problem = f"line {n}: {json_problem(e)}"

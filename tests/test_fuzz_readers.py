@@ -287,3 +287,20 @@ def test_fuzzed_files_give_the_same_line_on_both_engines(tmp_path):
 
 def _fmt(path: Path) -> str:
     return "csv" if path.suffix == ".csv" else "json"
+
+
+@pytest.mark.spark
+@pytest.mark.reliability
+def test_fuzzed_files_that_pass_are_read_alike_by_both_engines(spark, tmp_path):
+    """A mutation that is still valid (odd names, quoting, numbers in every spelling the check accepts) must give
+    the same report on both engines: the check promises that a file it passes is one both read alike."""
+    from impact_cases import run_engine
+    from kquotactl.core.entities import Entity
+
+    quotas = {Entity(user="alice"): {"producer_byte_rate": 100}, Entity(client_id="app"): {"request_rate": 1}}
+    files = fuzzed_files(tmp_path, 60, SEED + 6)
+    good = [p for p in files if check_outcome(p, _fmt(p), "spark valid sample") == "ok"]
+    assert good, f"KQUOTACTL_FUZZ_SEED={SEED}: no valid mutation in the sample"
+    for path in good[:4]:
+        note = f"KQUOTACTL_FUZZ_SEED={SEED} {path.name}: {path.read_bytes()[:300]!r}"
+        assert run_engine("spark", str(path), quotas, spark=spark) == run_engine("local", str(path), quotas), note

@@ -290,3 +290,35 @@ def test_nan_and_infinite_prometheus_readings_are_skipped(quotas, prometheus_ans
     r = run_cli("-o", "json", "impact", "run", "--from-prometheus", url, "--since", "60s", "-f", str(quotas))
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["summary"]["traffic"]["producer_byte_rate"]["usage"] == 3000
+
+
+def test_the_files_of_a_directory_share_one_header_and_one_form_of_ts(tmp_path, quotas):
+    """Spark reads a directory's CSV files by position with the first file's header, and a ts column mixing
+    numbers and times as text (dropping rows): both are refused, naming the file."""
+    headers = tmp_path / "headers"
+    headers.mkdir()
+    (headers / "a.csv").write_text("ts,user,produce_bytes\n1,alice,5000\n")
+    (headers / "b.csv").write_text("ts,produce_bytes,user\n2,6000,alice\n")
+    r = run_cli("impact", "run", str(headers), "-f", str(quotas), "--engine", "local")
+    one_error_line(r.stderr, r.exit_code, headers / "b.csv", f"differs from {headers / 'a.csv'}'s")
+    forms = tmp_path / "forms"
+    forms.mkdir()
+    (forms / "a.jsonl").write_text('{"ts": 1, "produce_bytes": 5}\n')
+    (forms / "b.jsonl").write_text('{"ts": "2026-11-25T10:00:00Z", "produce_bytes": 5}\n')
+    r = run_cli("impact", "run", str(forms), "-f", str(quotas), "--engine", "local")
+    one_error_line(r.stderr, r.exit_code, forms / "b.jsonl", f"column ts holds times where {forms / 'a.jsonl'}")
+    # Parquet timestamps of different units and zones are one clock
+    import pyarrow as pa
+
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    parquet(
+        stamps / "a.parquet",
+        {"ts": pa.array([1_764_064_800_000_000], pa.timestamp("us", tz="UTC")), "produce_bytes": [5000]},
+    )
+    parquet(
+        stamps / "b.parquet", {"ts": pa.array([1_764_064_801_000_000_000], pa.timestamp("ns")), "produce_bytes": [5000]}
+    )
+    r = run_cli("-o", "json", "impact", "run", str(stamps), "-f", str(quotas), "--engine", "local")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["summary"]["seconds"] == 2

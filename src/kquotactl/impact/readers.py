@@ -40,10 +40,10 @@ def read_table(path: str | Path) -> Any:
     """The traffic as one pyarrow Table, every file checked (:mod:`kquotactl.impact.validation`)."""
     import pyarrow as pa
 
-    from kquotactl.impact.validation import read_file
+    from kquotactl.impact.validation import read_all
 
     fmt, files = detect_format(path)
-    tables = [read_file(f, fmt) for f in files]
+    tables = read_all(files, fmt)
     return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
 
 

@@ -79,12 +79,52 @@ def read_file(path: Path, fmt: str) -> Any:
 
 def check_input(files: list[Path], fmt: str) -> None:
     """Check local traffic files before the Spark engine reads them (Parquet a batch at a time)."""
+    read_all(files, fmt, keep=False)
+
+
+def read_all(files: list[Path], fmt: str, keep: bool = True) -> list[Any]:
+    """Every file of an input checked (:func:`read_file`; the tables, with ``keep``), and the files checked against
+    each other: one header for the CSV files of a directory (Spark reads them by position, with the first file's
+    header), and one form of ``ts`` (epoch seconds or times) in all of them."""
+    import pyarrow as pa
+
+    tables: list[Any] = []
+    first: tuple[Path, bool | None, list[str] | None] | None = None
     for f in files:
-        if fmt == "parquet":
-            for _ in _parquet_batches(f):
-                pass
+        ts_type = None
+        if fmt == "parquet" and not keep:
+            for batch in _parquet_batches(f):
+                ts_type = batch.schema.field("ts").type
         else:
-            read_file(f, fmt)
+            table = read_file(f, fmt)
+            ts_type = table.schema.field("ts").type if table.num_rows else None
+            if keep:
+                tables.append(table)
+        times = None if ts_type is None else pa.types.is_timestamp(ts_type)
+        header = _csv_header(f) if fmt == "csv" else None
+        if first is None:
+            first = (f, times, header)
+            continue
+        if header != first[2]:
+            raise TrafficError(
+                f"{f}: its header ({', '.join(header or [])}) differs from {first[0]}'s "
+                f"({', '.join(first[2] or [])}); the CSV files of a directory need one header"
+            )
+        if times is not None and first[1] is None:
+            first = (f, times, header)  # the first file with rows sets the form
+        elif times is not None and times != first[1]:
+            forms = ("times", "epoch seconds") if times else ("epoch seconds", "times")
+            raise TrafficError(f"{f}: column ts holds {forms[0]} where {first[0]} holds {forms[1]}; use one form")
+    return tables
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The header of a CSV file that passed the check (its first line that is not blank)."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        for line in fh:
+            if line.strip("\r\n"):
+                return next(csv.reader([line]))
+    return []
 
 
 def _require(path: Path, names: set[str], header: list[str] | None) -> None:
@@ -243,7 +283,9 @@ def _ts(arr: Any, text_numbers: bool, where: Callable[[int], str]) -> tuple[Any,
         bad = _first([(pc.is_null(arr), "empty"), (pc.less(pc.cast(arr, pa.int64()), 0), "before 1970")])
         if bad is not None:
             return None, _ts_words(arr, *bad, where)
-        return arr, None
+        # one type for every file of a directory: microseconds (the replay's clock, truncated), UTC (a time
+        # without a zone is read as UTC, as Spark's session time zone is)
+        return pc.cast(arr, pa.timestamp("us", tz="UTC"), safe=False), None
     return f"holds {_kind(arr.type)}; expected {TS_EXPECTED}", None
 
 

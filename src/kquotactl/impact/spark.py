@@ -134,6 +134,7 @@ def session(master: str | None = "local[*]", conf: dict[str, str] | None = None)
         builder = builder.config(k, v)
     try:
         if not _debugging():
+            _quiet_python_loggers()
             _quiet_gateway(
                 {"spark.app.name": "kquotactl-impact", **({"spark.master": master} if master else {})}, settings
             )
@@ -156,6 +157,17 @@ def _debugging() -> bool:
     import logging
 
     return logging.getLogger("kquotactl").isEnabledFor(logging.DEBUG)
+
+
+def _quiet_python_loggers() -> None:
+    """pyspark logs a failed query's context to stderr itself (its own handler, as JSON): off the terminal; the
+    failure is reported as one line (:func:`failure`)."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _quiet_gateway(identity: dict[str, str], settings: dict[str, str]) -> None:
@@ -270,7 +282,58 @@ def read_traffic(spark: Any, path: str, window: Window, checked: bool = False) -
         df = reader.json(path)
     else:
         df = reader.parquet(path)
+    if "://" in path:
+        check_remote(df, path)
     return normalize(df, window)
+
+
+def check_remote(df: Any, source: str) -> None:
+    """A remote input (s3a://, hdfs://, file://), which only Spark reads: one pass finds a cell the local check
+    would refuse (an empty, non-numeric, NaN, negative or too large usage value; a ts that is empty, not a time,
+    or outside 1970 to 9999) and names its file and column (Spark keeps no line numbers)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from kquotactl.impact.validation import EXPECTED, MAX_UNITS, TS_EXPECTED, TS_MAX, USAGE_BY_COLUMN, TrafficError
+
+    checks: list[tuple[str, Any, str]] = []
+    for c in df.columns:
+        if c not in USAGE_BY_COLUMN:
+            continue
+        x = F.col(c).try_cast("double")  # (ANSI mode: a plain cast fails the job on 'abc')
+        limit = MAX_UNITS // USAGE_BY_COLUMN[c].scale
+        bad = F.col(c).isNull() | x.isNull() | F.isnan(x) | (x < 0) | (x > F.lit(float(limit)))
+        checks.append((c, bad, f"{EXPECTED[c][0]}, 0 or more, at most {limit:,} {EXPECTED[c][1]}"))
+    if "ts" in df.columns:
+        t = df.schema["ts"].dataType
+        if isinstance(t, T.NumericType):
+            x = F.col("ts").try_cast("double")
+            seconds = F.when(~F.isnan(x), x)
+        elif isinstance(t, T.StringType | T.TimestampType | T.TimestampNTZType):
+            stamp = (
+                F.try_to_timestamp(F.col("ts")) if isinstance(t, T.StringType) else F.col("ts").try_cast("timestamp")
+            )
+            seconds = F.unix_micros(stamp) / F.lit(1e6)
+        else:
+            seconds = F.lit(None).cast("double")
+        checks.append(("ts", seconds.isNull() | (seconds < 0) | (seconds > F.lit(float(TS_MAX))), TS_EXPECTED))
+    if not checks:
+        return
+    cond = reduce(operator.or_, (bad for _, bad, _ in checks))
+    flags = [F.coalesce(bad, F.lit(True)).alias(f"_bad{i}") for i, (_, bad, _) in enumerate(checks)]
+    values = [F.col(c).cast("string").alias(f"_value{i}") for i, (c, _, _) in enumerate(checks)]
+    rows = df.where(F.coalesce(cond, F.lit(True))).select(F.col("_metadata.file_path"), *flags, *values).limit(1)
+    found = rows.collect()
+    if not found:
+        return
+    row = found[0]
+    i = next(i for i in range(len(checks)) if row[f"_bad{i}"])
+    value = row[f"_value{i}"]
+    said = "the cell is empty" if value in (None, "") else f"{value!r} is not valid"
+    raise TrafficError(
+        f"{row['file_path']}: column {checks[i][0]}: {said}; expected {checks[i][2]} (a remote input: Spark names "
+        f"no line)"
+    )
 
 
 # Rotated logs Spark's text reader decompresses itself (Hadoop's gzip and bzip2 codecs ship with every Spark); the

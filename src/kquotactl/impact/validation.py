@@ -335,8 +335,6 @@ def _ts_words(arr: Any, i: int, problem: str, where: Callable[[int], str]) -> tu
 
 
 def _looks_like_time(v: Any) -> bool:
-    import re
-
     return isinstance(v, str) and re.fullmatch(TIME, v) is not None
 
 

@@ -361,3 +361,16 @@ def test_a_remote_input_is_checked_by_spark_and_names_its_file_and_column(spark,
     good.write_text(HEADER + "1,alice,c,1500,0\n2,alice,c,2500,0\n")
     quotas = {Entity(user="alice"): {"producer_byte_rate": 1000}}
     assert run_engine("spark", good.as_uri(), quotas, spark=spark) == run_engine("local", str(good), quotas)
+
+
+def test_a_request_log_that_does_not_decompress_is_one_line(tmp_path, quotas):
+    """Request logs skip and count malformed lines (docs/impact.md); a file that is not what its suffix says is
+    one line naming it, in words about the file, not Python's bytes."""
+    path = tmp_path / "kafka-request.log.gz"
+    path.write_bytes(b"not gzip at all")
+    r = run_cli(
+        "impact", "run", "--input-format", "kafka-request-log", str(path), "-f", str(quotas), "--engine", "local"
+    )
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1, r.stderr
+    assert f"'{path}': not a valid .gz file (its name says so)" in lines[0] and "b'" not in lines[0], lines[0]

@@ -8,6 +8,7 @@ reads the same files with Spark's readers and applies the same normalisation (``
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -224,7 +225,12 @@ def request_log_lines(path: Path) -> Iterator[str]:
         with open(path, "rb") as raw:
             yield from decoded_lines(path.name, raw)
     except (OSError, EOFError, lzma.LZMAError, zlib.error, zipfile.BadZipFile) as e:
-        raise UsageError(f"cannot read request log {str(path)!r}: {e}") from None
+        compression = compression_of(path.name)
+        if isinstance(e, OSError) and e.errno is not None:  # the file itself: missing, a directory, no permission
+            raise UsageError(f"cannot read request log {str(path)!r}: {e.strerror}") from None
+        detail = re.sub(r"\s*\(b'.*'\)$", "", str(e)).rstrip(".") or "unreadable"
+        what = f"not a valid {compression} file (its name says so): {detail}" if compression else detail
+        raise UsageError(f"cannot read request log {str(path)!r}: {what}") from None
 
 
 def first_malformed_line(path: Path) -> int | None:

@@ -22,6 +22,7 @@ from kquotactl.cli.kit import (
     AppState,
     LazyGroup,
     collector_paused,
+    guard_stdout,
     is_own_option,
     pass_state,
 )
@@ -350,8 +351,9 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             completion.install(cli)  # --user, --add-config... complete by option name (completion.BY_OPTION)
             cli.main(args=args, prog_name=prog_name)
             return
+        guard_stdout()  # a closed stdout (`plan | head -1`) stops the output, never decides the exit code
         _invoke(args, prog_name)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        sys.stdout.flush()
     except QuotaError as e:
         click.echo(f"{prog_name}: error: {one_line(worded(e))}", err=True)
         sys.exit(e.exit_code)
@@ -376,11 +378,6 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
-    except BrokenPipeError:
-        # The reader went away (`describe | head`): not a failure of ours. Nothing more can reach stdout; point it at
-        # /dev/null so the interpreter's final flush does not complain either.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
     except OSError as e:  # a file named on the command line that cannot be read or written: one line, no traceback
         where = f"{e.filename}: " if e.filename else ""
         click.echo(f"{prog_name}: error: {one_line(where + (e.strerror or str(e)))}", err=True)

@@ -145,7 +145,11 @@ def exit_codes() -> list[tuple[str, str]]:
     from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PENDING
 
     return [
-        (str(EXIT_OK), "Success."),
+        (
+            str(EXIT_OK),
+            "Success. Every status is the command's result, in a pipeline too: a reader that stops early "
+            "(| head) only cuts the output short.",
+        ),
         (
             str(EXIT_ERROR),
             "Error: bad input, connection, authentication or conflict (a partial apply says what was applied).",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -170,6 +171,46 @@ def terminal_columns() -> int:
         except (AttributeError, ValueError, OSError):
             columns = 0
     return columns or 80
+
+
+class _ClosableStdout(io.FileIO):
+    """Standard output whose reader may go away (``plan | head -1``): the first write to a closed pipe points the
+    descriptor at /dev/null and the command carries on, so its exit code is still the one its result decides."""
+
+    closed_by_reader = False
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data) or 0
+        except BrokenPipeError:
+            _ClosableStdout.closed_by_reader = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.fileno())
+            os.close(devnull)
+            return len(data)
+
+
+def guard_stdout() -> None:
+    """Make a closed standard output only stop the output (see :class:`_ClosableStdout`). Only the real stdout
+    (not a test runner's capture) is replaced, keeping its encoding, error handler and line buffering."""
+    out = sys.stdout
+    if not isinstance(out, io.TextIOWrapper) or out is not sys.__stdout__:  # a capture, or already guarded
+        return
+    try:
+        fd = out.fileno()
+    except (AttributeError, ValueError, OSError):
+        return
+    out.flush()
+    raw = _ClosableStdout(fd, "w", closefd=False)
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(raw), encoding=out.encoding, errors=out.errors, line_buffering=out.line_buffering
+    )
+
+
+def stdout_closed() -> bool:
+    """Whether the reader of standard output went away: a command that would go on only to print (``top --watch``)
+    stops."""
+    return _ClosableStdout.closed_by_reader
 
 
 class AppContext(click.Context):

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand, manifest_quotas_option
+from kquotactl.cli.kit import OnceCommand, manifest_quotas_option, stdout_closed
 
 
 @click.command(cls=OnceCommand)
@@ -111,7 +111,7 @@ def top(
 
     with Live(_table(rows(), show_all), console=console, auto_refresh=False) as live:
         try:
-            while True:
+            while not stdout_closed():  # `top --watch | head`: nobody reads on
                 time.sleep(watch)
                 live.update(_table(rows(), show_all), refresh=True)
         except KeyboardInterrupt:

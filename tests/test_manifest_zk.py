@@ -63,7 +63,7 @@ def test_plan_exit_codes_apply_converges_and_a_second_apply_writes_nothing(chroo
     before = chroot.snapshot()
     r = zk_cli(chroot, "plan", "-f", m)
     assert r.exit_code == 2, r.stderr
-    assert "users/alice/clients/batch job" in r.stdout and "OPS-1" in r.stdout
+    assert "users/alice/clients/'batch job'" in r.stdout and "OPS-1" in r.stdout
     assert "6 entities to change: 6 to create" in r.stdout
     assert chroot.snapshot() == before  # plan writes nothing
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kquotactl import __version__
-from kquotactl.cli.argv import normalize_argv
+from kquotactl.cli.argv import normalize_argv, refuse_non_utf8
 from kquotactl.cli.errorwords import worded
 from kquotactl.cli.kit import (
     CI_REPORTS,
@@ -323,6 +323,7 @@ install(cli)
 
 
 def _invoke(argv: Sequence[str], prog_name: str = "kquotactl", parse_only: bool = False) -> Any:
+    refuse_non_utf8(argv)
     args, flat = normalize_argv(argv, cli)
     with cli.make_context(prog_name, args) as ctx:
         ctx.meta["kquotactl.flat"] = flat

@@ -26,6 +26,7 @@ from typing import Any
 
 from kquotactl.config.cluster import ENV_CONTEXT, ConnectionOptions, typed_cluster
 from kquotactl.core.errors import UsageError
+from kquotactl.core.wording import decoded
 
 ENV_CONFIG = "KQUOTACTL_CONFIG"
 
@@ -252,11 +253,13 @@ def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, st
 def _read_yaml(p: Path) -> Any:
     """The file's YAML document; FileNotFoundError if absent, UsageError (one line) if unreadable or bad YAML."""
     try:
-        text = p.read_text(encoding="utf-8")
+        text = decoded(p.read_bytes())
     except FileNotFoundError:
         raise
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read config file {p}: {getattr(e, 'strerror', None) or e}") from None
+    except OSError as e:
+        raise UsageError(f"cannot read config file {p}: {e.strerror or e}") from None
+    except ValueError as e:  # not UTF-8: which byte, where
+        raise UsageError(f"config file {p}: {e}") from None
     import yaml
 
     try:

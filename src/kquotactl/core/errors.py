@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kquotactl.core.wording import escaped
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_PENDING = 2  # manifests: changes pending (plan, apply --dry-run, a declined apply)
@@ -20,8 +22,7 @@ def one_line(text: str, limit: int = 1000) -> str:
     bidi overrides or bytes that are not UTF-8; those are shown escaped (``\\n``, ``\\x00``, ``\\udcff``), and a
     message is cut at ``limit`` characters (a 1 MB name is not echoed back).
     """
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = escaped(text)
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text)} characters)"
     return text

@@ -9,6 +9,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from kquotactl.core.keys import KEYS
 from kquotactl.core.sanitizer import desanitize
+from kquotactl.core.wording import shown_name
 
 if TYPE_CHECKING:
     from kquotactl.impact.model import Sid
@@ -27,8 +28,9 @@ COLUMNS = (
 
 
 def qid_label(qid: Mapping[str, str]) -> str:
-    """``user=alice,client-id=app1`` / ``ip=10.0.0.1``, the broker's metric-tag spelling."""
-    return ",".join(f"{k}={v}" for k, v in qid.items())
+    """``user=alice,client-id=app1`` / ``ip=10.0.0.1``, the broker's metric-tag spelling (an empty tag: not part of
+    the quota-id; a name that holds spaces or control characters quoted and escaped)."""
+    return ",".join(f"{k}={shown_name(v) if v else ''}" for k, v in qid.items())
 
 
 def row_label(row: Mapping[str, Any]) -> str:

@@ -22,7 +22,7 @@ from kquotactl.core.explain import (
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
 from kquotactl.core.throttlemath import json_double
-from kquotactl.core.wording import counted
+from kquotactl.core.wording import counted, shown_name
 
 if TYPE_CHECKING:  # rich loads with the first table
     from rich.console import Console
@@ -38,10 +38,10 @@ def _console(out: IO[str], color: bool) -> Console:
 def connection_title(conn: Connection) -> str:
     parts = []
     if conn.user is not None:
-        parts.append(f"user {conn.user}")
-        parts.append(f"client-id {conn.client_id!r}" if conn.client_id == "" else f"client-id {conn.client_id}")
+        parts.append(f"user {shown_name(conn.user)}")
+        parts.append(f"client-id {shown_name(conn.client_id or '')}")
     if conn.ip is not None:
-        parts.append(f"ip {conn.ip}")
+        parts.append(f"ip {shown_name(conn.ip)}")
     return ", ".join(parts)
 
 

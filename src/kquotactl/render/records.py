@@ -19,7 +19,7 @@ from kquotactl.core.javafmt import (
 )
 from kquotactl.core.keys import KEYS, human_and_raw, not_applied_reason
 from kquotactl.core.model import EntityResult, Outcome, QuotaRecord
-from kquotactl.core.wording import counted
+from kquotactl.core.wording import counted, escaped, shown_name
 
 FORMATS = ("table", "json", "yaml", "kafka")
 
@@ -53,13 +53,13 @@ def _plain(v: int | float) -> str:
 
 def kafka_bootstrap_entity(pairs: Sequence[tuple[str, str | None]]) -> str:
     """kafka-configs' entity words, always in user, client-id, ip order, from (entity type, name or None for the
-    default) pairs: the names as the broker sent them, when there is a response."""
+    default) pairs: the names as the broker sent them, when there is a response (control characters escaped)."""
     names = dict(pairs)
     parts = []
     for t in (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP):
         if t.value in names:
             n = names[t.value]
-            parts.append(f"the default {t.principal_word}" if n is None else f"{t.principal_word} '{n}'")
+            parts.append(f"the default {t.principal_word}" if n is None else f"{t.principal_word} '{escaped(n)}'")
     return ", ".join(parts)
 
 
@@ -288,7 +288,8 @@ def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType,
     t, name = head
     if not name:
         return f"Completed updating default config for {t.plural} in the cluster."
-    return f"Completed updating config for {t.plural[:-1]} {name}."
+    shown = escaped(name) if name.strip() else shown_name(name)  # kafka-configs' line; a blank name quoted
+    return f"Completed updating config for {t.plural[:-1]} {shown}."
 
 
 def partial_report(failure: PartialFailure) -> tuple[list[str], QuotaError]:

@@ -87,14 +87,17 @@ class SavedPlan:
 def read_plan_file(path: str) -> SavedPlan:
     """A plan saved by ``plan --out`` (every entity and value validated again: plans are files people can edit)."""
     from kquotactl.core.plan import Plan
+    from kquotactl.core.wording import decoded, json_problem
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        with open(path, "rb") as fh:
+            data = json.loads(decoded(fh.read()))
     except OSError as e:
         raise UsageError(f"cannot read the plan {path}: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
-        raise UsageError(f"cannot read the plan {path}: {e}") from None
+    except json.JSONDecodeError as e:  # (a ValueError: first)
+        raise UsageError(f"the plan {path} is not JSON: {json_problem(e.msg, e.doc, e.lineno, e.colno)}") from None
+    except ValueError as e:  # not UTF-8: which byte, where
+        raise UsageError(f"the plan {path}: {e}") from None
     the_plan = Plan.from_json(data, path)
     target = (data.get("target") or {}).get("cluster")
     return SavedPlan(the_plan, path, str(target) if target else None)
@@ -132,7 +135,7 @@ def result_record(result: EntityResult, diff: EntityDiff | None) -> dict[str, An
 
     out = result.to_json()
     if diff is not None:
-        out["path"] = entity_path_text(diff.entity)
+        out["path"] = entity_path_text(diff.entity, quoted=False)
         if diff.source:
             out["source"] = diff.source
         out.update(diff.meta)

@@ -253,6 +253,7 @@ class StagedLog:
 def read_staged_log(path: str) -> StagedLog:
     """The last staged apply in the log file ``path`` (a log can hold several runs: the last header wins)."""
     from kquotactl.core import entities, stages
+    from kquotactl.core.wording import record_problem
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -278,7 +279,7 @@ def read_staged_log(path: str) -> StagedLog:
                 if entity in done:
                     done[entity] = max(done[entity], int(data["stage"]))
         except (ValueError, KeyError, TypeError, AttributeError, QuotaError) as e:
-            raise UsageError(f"{path}:{number}: not a line of a staged apply log ({type(e).__name__}: {e})") from None
+            raise UsageError(f"{path}:{number}: not a line of a staged apply log ({record_problem(e)})") from None
     if staged is None:
         raise UsageError(f"{path}: no staged apply in this log (apply --stages N --log FILE writes one)")
     return StagedLog(staged, done, target, interval)

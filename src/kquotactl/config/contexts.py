@@ -293,7 +293,10 @@ def apply_context(
         current = getattr(opts, attr)
         if current == getattr(defaults, attr) or current in (None, [], ""):
             changes[attr] = ctx.settings[key]
-    return replace(opts, **changes) if changes else opts
+    if not changes:
+        return opts
+    sources = {**opts.sources, **{attr: f"context {ctx.name!r}" for attr in changes}}
+    return replace(opts, **changes, sources=sources)
 
 
 def select_context(

@@ -404,17 +404,27 @@ def open_admin_backend(opts: ConnectionOptions) -> AdminBackend:
     """Called lazily by :func:`kquotactl.backends.factory.open_backend` for ``--bootstrap-server/-controller``."""
     from kquotactl.config.clientprops import ClientSettings, load_client_settings
 
-    settings, warnings = load_client_settings(opts.command_config) if opts.command_config else (ClientSettings(), [])
+    settings, warnings = (
+        load_client_settings(opts.command_config, opts.said("command_config", opts.command_config))
+        if opts.command_config
+        else (ClientSettings(), [])
+    )
     timeout = opts.timeout
     if settings.request_timeout is not None and opts.timeout == 30.0:  # --timeout left at its default
         timeout = settings.request_timeout
     controller = not opts.bootstrap_server and bool(opts.bootstrap_controller)
     bootstrap = opts.bootstrap_server or opts.bootstrap_controller or ""
-    return AdminBackend.connect(
-        bootstrap,
-        settings,
-        connect_timeout=opts.connect_timeout,
-        timeout=timeout,
-        controller=controller,
-        warnings=warnings,
-    )
+    try:
+        return AdminBackend.connect(
+            bootstrap,
+            settings,
+            connect_timeout=opts.connect_timeout,
+            timeout=timeout,
+            controller=controller,
+            warnings=warnings,
+        )
+    except BackendUnavailable as e:  # name where the address came from when it was not typed as a flag
+        source = opts.sources.get("bootstrap_server" if not controller else "bootstrap_controller")
+        if source:
+            e.message += f" (the address from {source})"
+        raise

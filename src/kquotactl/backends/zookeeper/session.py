@@ -76,6 +76,12 @@ class ZkSettings:
     tls: TlsSettings | None = None
     secure_acl: bool = False
     allow_no_brokers: bool = False  # write even where no broker has registered (see ZooKeeperBackend.check_writable)
+    source: str = ""  # where the connect string came from when not --zookeeper (KQUOTACTL_ZOOKEEPER, context 'prod')
+
+    @property
+    def where(self) -> str:
+        """``ZooKeeper at zk:2181``, with where the address came from when it was not typed as ``--zookeeper``."""
+        return f"ZooKeeper at {self.connect}" + (f" (from {self.source})" if self.source else "")
 
     def __repr__(self) -> str:  # never print credentials
         return f"ZkSettings(connect={self.connect!r}, tls={self.tls is not None}, secure_acl={self.secure_acl})"
@@ -155,7 +161,7 @@ class ZkSession:
 
         why = unreachable(collect_hosts(s.connect)[0], s.connect_timeout)
         if why:
-            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {why}")
+            raise BackendUnavailable(f"cannot connect to {s.where}: {why}")
         log.debug("connecting to ZooKeeper %s (timeout %.1fs)", s.connect, s.connect_timeout)
         # Not client.start(): on a time-out it joins its connection thread for up to 10 s more (a hung server
         # keeps that thread busy), and its chroot check is a synchronous call that can block forever.
@@ -163,7 +169,7 @@ class ZkSession:
             client.start_async().wait(timeout=s.connect_timeout)
         except Exception as e:
             stop_bounded(client)
-            raise BackendUnavailable(f"cannot connect to ZooKeeper at {s.connect}: {short(e)}") from None
+            raise BackendUnavailable(f"cannot connect to {s.where}: {short(e)}") from None
         if not client.connected:
             stop_bounded(client, wait=0.1)  # no session to close
             hint = (
@@ -171,9 +177,7 @@ class ZkSession:
                 if s.tls
                 else " (timed out: a firewall, a slow network, or a port that is not ZooKeeper's)"
             )
-            raise BackendUnavailable(
-                f"cannot connect to ZooKeeper at {s.connect}: no session within {s.connect_timeout:g}s{hint}"
-            )
+            raise BackendUnavailable(f"cannot connect to {s.where}: no session within {s.connect_timeout:g}s{hint}")
         self.client = client
         # SASL failures arrive only after start() returned: probe once, bounded.
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from test_observe_model import exporter  # noqa: F401  (the fixture: a real HTTP exporter)
 
 KQ = f"{shlex.quote(sys.executable)} -m kquotactl"
 
@@ -153,3 +154,14 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_error_not_success(tmp_path) -> N
     finally:
         mp.undo()
     assert r.exit_code == 1 and "Broken pipe" in r.stderr, (r.exit_code, r.stderr)
+
+
+def test_top_watch_stops_when_its_reader_goes_away(chroot, exporter) -> None:  # noqa: F811
+    """`top --watch` into `head`: it would refresh into a closed pipe forever; it ends, exit 0."""
+    run_cli("--zookeeper", chroot.connect, "alter", "--client-id", 'a "b"', "--add-config", "producer_byte_rate=2000")
+    rc, head, out, err = piped(
+        f"--zookeeper {chroot.connect} top --scrape {exporter} --watch 0.5 -o table", reader="head -c 100", timeout=60
+    )
+    assert (rc, head) == (0, 0) and out, err
+    rc, _, out, err = piped(f"--zookeeper {chroot.connect} top --scrape {exporter} -o json")
+    assert rc == 0 and out.strip(), err

@@ -107,11 +107,22 @@ def top(
     if watch is None:
         console.print(_table(rows(), show_all))
         return
+    if not console.is_terminal:  # a pipe or a file: each refresh appended (rich's Live draws only on a terminal)
+        try:
+            while True:
+                console.print(_table(rows(), show_all))
+                sys.stdout.flush()
+                if stdout_closed():  # `top --watch | head`: nobody reads on
+                    break
+                time.sleep(watch)
+        except KeyboardInterrupt:
+            pass
+        return
     from rich.live import Live
 
     with Live(_table(rows(), show_all), console=console, auto_refresh=False) as live:
         try:
-            while not stdout_closed():  # `top --watch | head`: nobody reads on
+            while True:
                 time.sleep(watch)
                 live.update(_table(rows(), show_all), refresh=True)
         except KeyboardInterrupt:

@@ -219,3 +219,15 @@ def test_a_bad_value_from_the_environment_or_a_context_is_named_as_such(chroot, 
     _one_line(run_cli(*c, "--context", "down", "describe"), "connection refused (the address from context 'down')")
     # typed on the command line, the flag is named
     _one_line(run_cli("--zookeeper", "127.0.0.1:0", "describe"), "--zookeeper '127.0.0.1:0': the port '0'")
+
+
+def test_a_bad_value_is_named_by_the_option_it_came_from(tmp_path) -> None:
+    """`verify --drive abc` said `--observed`; `explain --limit abc` named only the key."""
+    from conftest import run_cli
+
+    events = tmp_path / "events.txt"
+    events.write_text("0 400\n")
+    r = run_cli("explain", "--replay", str(events), "--key", "producer_byte_rate", "--limit", "abc")
+    _one_line(r, "--limit 'abc': ", "not a number")
+    r = run_cli("--bootstrap-server", "127.0.0.1:1", "verify", "--user", "a", "--drive", "abc")
+    assert "--observed" not in _one_line(r, "--drive 'abc': 'abc' is not a rate")

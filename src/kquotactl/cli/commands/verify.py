@@ -152,10 +152,13 @@ def verify(
 
 def _rate(text: str) -> float:
     """``--drive RATE``: a byte rate as ``explain --observed`` takes it (units such as 100KiB), above 0."""
-    from kquotactl.core.errors import UsageError
+    from kquotactl.core.errors import InputError, InputValueError, UsageError
     from kquotactl.core.explain import parse_observed
 
-    rate = parse_observed([f"producer_byte_rate={text}"])["producer_byte_rate"]
+    try:
+        rate = parse_observed([f"producer_byte_rate={text}"])["producer_byte_rate"]
+    except (InputError, InputValueError) as e:  # said as --drive, the option the rate came from
+        raise UsageError(f"--drive {text!r}: {e.detail}") from None
     if rate <= 0:
         raise UsageError(f"--drive {text}: the rate must be above 0 bytes/s")
     return rate

@@ -231,3 +231,29 @@ def test_a_bad_value_is_named_by_the_option_it_came_from(tmp_path) -> None:
     _one_line(r, "--limit 'abc': ", "not a number")
     r = run_cli("--bootstrap-server", "127.0.0.1:1", "verify", "--user", "a", "--drive", "abc")
     assert "--observed" not in _one_line(r, "--drive 'abc': 'abc' is not a rate")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("quotas: [\n", "a value is missing (a '[' or '{' not closed"),
+        (
+            "quotas:\n- {entity: {user: a}, config: {producer_byte_rate: 1}\n",
+            "expected ',' or '}': a '{' is not closed",
+        ),
+        ("quotas: a: b\n", "a ': ' where no key can start (quote a value that holds ': ')"),
+        ("quotas: 'abc\n", "a quoted value is not closed"),
+        ("quotas: *nope\n", "an alias '*NAME' that refers to no anchor '&NAME'"),
+        ("a:\n  b: 1\n c: 2\n", "the indentation does not line up"),
+    ],
+)
+def test_bad_yaml_is_said_in_words_in_manifests_and_the_contexts_file(tmp_path, text, words) -> None:
+    from conftest import run_cli
+
+    f = tmp_path / "q.yaml"
+    f.write_text(text)
+    r = run_cli("validate", "-f", str(f))
+    assert r.exit_code == 1 and f"invalid YAML: {words}" in r.stderr, r.stderr
+    assert not re.search(r"while (parsing|scanning)|<stream end>|<block end>", r.stderr), r.stderr
+    r = run_cli("--config", str(f), "describe")
+    _one_line(r, "is not valid YAML", words)

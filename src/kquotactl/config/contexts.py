@@ -26,7 +26,7 @@ from typing import Any
 
 from kquotactl.config.cluster import ENV_CONTEXT, ConnectionOptions, typed_cluster
 from kquotactl.core.errors import UsageError
-from kquotactl.core.wording import decoded
+from kquotactl.core.wording import decoded, yaml_problem
 
 ENV_CONFIG = "KQUOTACTL_CONFIG"
 
@@ -267,7 +267,8 @@ def _read_yaml(p: Path) -> Any:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{p}:{at} is not valid YAML ({getattr(e, 'problem', None) or e})") from None
+        what = yaml_problem(getattr(e, "context", None), getattr(e, "problem", None)) or str(e).splitlines()[0]
+        raise UsageError(f"{p}:{at} is not valid YAML ({what})") from None
 
 
 def apply_context(

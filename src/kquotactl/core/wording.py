@@ -103,3 +103,30 @@ def record_problem(e: Exception) -> str:
     if isinstance(e, ValueError) and ("could not convert" in str(e) or "invalid literal" in str(e)):
         return "a field that holds a number holds something else"
     return str(e)
+
+
+#: the YAML parser's words (its problem and context, joined) -> what is wrong, in the user's words
+_YAML_WORDS = (
+    ("expected ',' or '}'", "expected ',' or '}': a '{' is not closed, or a value holds ': ' unquoted"),
+    ("expected ',' or ']'", "expected ',' or ']': a '[' is not closed, or a value holds ', ' unquoted"),
+    ("expected node content", "a value is missing (a '[' or '{' not closed, or a document that stops early)"),
+    ("expected the node content", "a value is missing (a '[' or '{' not closed, or a document that stops early)"),
+    ("mapping values are not allowed", "a ': ' where no key can start (quote a value that holds ': ')"),
+    ("found character '\\t' that cannot start any token", "a tab: YAML indents with spaces"),
+    ("that cannot start any token", "a value starts with a character YAML reserves (quote the value)"),
+    ("scanning a quoted scalar", "a quoted value is not closed"),
+    ("undefined alias", "an alias '*NAME' that refers to no anchor '&NAME' (quote a value starting with '*')"),
+    ("expected <block end>", "the indentation does not line up with the lines above"),
+    ("did not find expected key", "the indentation does not line up with the lines above"),
+    ("did not find expected '-' indicator", "the indentation of a list does not line up"),
+    ("could not find expected ':'", "a key without ':' (or a multi-line key)"),
+    ("expected a single document", "more than one document ('---') where one is expected"),
+)
+
+
+def yaml_problem(context: str | None, problem: str | None) -> str:
+    """A YAML parse error (PyYAML's ``context`` and ``problem``) in the user's words, the parser's own text when no
+    wording is known (its ``'<stream end>'`` said as the end of the file)."""
+    text = " ".join(x for x in (context, problem) if x)
+    words = next((w for head, w in _YAML_WORDS if head in text), None)
+    return words or text.replace("'<stream end>'", "the end of the file").replace("<stream end>", "the end of the file")

@@ -50,7 +50,7 @@ from kquotactl.core.manifest import (
     check_prune_pattern,
     entity_path_text,
 )
-from kquotactl.core.wording import decoded
+from kquotactl.core.wording import decoded, yaml_problem
 
 if TYPE_CHECKING:
     from kquotactl.core.principals import BrokerPrincipals
@@ -157,8 +157,7 @@ class _Reader:
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             where = f"{self.name}:{mark.line + 1}" if mark is not None else self.name
-            what = " ".join(x for x in (e.context, e.problem) if x)
-            self.problems.append(f"{where}: invalid YAML: {what}")
+            self.problems.append(f"{where}: invalid YAML: {yaml_problem(e.context, e.problem)}")
         except yaml.YAMLError as e:
             self.problems.append(f"{self.name}: invalid YAML: {str(e).splitlines()[0]}")
 

@@ -257,3 +257,15 @@ def test_bad_yaml_is_said_in_words_in_manifests_and_the_contexts_file(tmp_path, 
     assert not re.search(r"while (parsing|scanning)|<stream end>|<block end>", r.stderr), r.stderr
     r = run_cli("--config", str(f), "describe")
     _one_line(r, "is not valid YAML", words)
+
+
+def test_a_context_or_config_file_named_by_the_environment_is_named_as_such(tmp_path) -> None:
+    from conftest import run_cli
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("contexts:\n  prod: {zookeeper: '127.0.0.1:1'}\n")
+    r = run_cli("--config", str(cfg), "describe", env={"KQUOTACTL_CONTEXT": "prd"})
+    _one_line(r, "KQUOTACTL_CONTEXT='prd': context 'prd' not found", "did you mean prod?")
+    missing = tmp_path / "nope.yaml"
+    r = run_cli("--context", "prod", "describe", env={"KQUOTACTL_CONFIG": str(missing)})
+    _one_line(r, f"the config file {missing} does not exist (from KQUOTACTL_CONFIG)")

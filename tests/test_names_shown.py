@@ -143,3 +143,11 @@ def test_through_a_real_broker_kafka_lines_verify_and_alter_show_names_escaped(k
     assert r.exit_code == 0, r.stderr
     _only_visible(r.stdout)
     assert "user='\\u202eevil'" in r.stdout, r.stdout
+
+
+def test_impact_names_a_quota_id_escaped_and_keeps_the_metric_tag_spelling() -> None:
+    from kquotactl.impact.output import qid_label
+
+    assert qid_label({"user": "svc-700", "client-id": ""}) == "user=svc-700,client-id="  # empty: not in the quota-id
+    assert qid_label({"user": " ", "client-id": "a\nb"}) == "user=' ',client-id='a\\nb'"
+    assert qid_label({"ip": "10.0.0.1"}) == "ip=10.0.0.1"

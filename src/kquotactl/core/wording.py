@@ -1,4 +1,6 @@
-"""Plural wording for what kquotactl prints: pure, so the core (``plan``) and the renderers share one home."""
+"""How what kquotactl prints is worded, pure so the core, the readers and the renderers share one home: plurals, names
+shown escaped (one entity reads as one entity), and parse errors (bytes that are not UTF-8, JSON, YAML) said in the
+user's words: which byte or character, where, and what was expected."""
 
 from __future__ import annotations
 

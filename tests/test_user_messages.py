@@ -269,3 +269,22 @@ def test_a_context_or_config_file_named_by_the_environment_is_named_as_such(tmp_
     missing = tmp_path / "nope.yaml"
     r = run_cli("--context", "prod", "describe", env={"KQUOTACTL_CONFIG": str(missing)})
     _one_line(r, f"the config file {missing} does not exist (from KQUOTACTL_CONFIG)")
+
+
+def test_a_chroot_from_the_environment_is_named_as_such(zk_server, zk_admin) -> None:
+    """A forgotten or mistyped chroot in KQUOTACTL_ZOOKEEPER: the hint names the variable, not --zookeeper."""
+    import uuid
+
+    from conftest import run_cli
+
+    root = f"/bare-{uuid.uuid4().hex[:12]}"
+    zk_admin.ensure_path(root)
+    try:
+        env = {"KQUOTACTL_ZOOKEEPER": f"{zk_server.connect}{root}"}
+        r = run_cli("alter", "--user", "a", "--add-config", "producer_byte_rate=5", env=env)
+        assert "--zookeeper?" not in _one_line(r, "(forgotten chroot in KQUOTACTL_ZOOKEEPER?); nothing written")
+        env = {"KQUOTACTL_ZOOKEEPER": f"{zk_server.connect}{root}/nope"}
+        _one_line(run_cli("describe", env=env), "check the chroot in KQUOTACTL_ZOOKEEPER ")
+        assert zk_admin.get_children(root) == []
+    finally:
+        zk_admin.delete(root, recursive=True)

@@ -145,11 +145,11 @@ class ZooKeeperBackend:
         where = f"ZooKeeper {self.settings.connect} has no /brokers node: no Kafka broker uses this chroot"
         if writing and not self.settings.allow_no_brokers:
             raise UsageError(
-                f"{where} (forgotten chroot in --zookeeper?); nothing written. To prepare quotas before the brokers "
-                "start, pass --allow-no-brokers"
+                f"{where} (forgotten chroot in {self.settings.option}?); nothing written. To prepare quotas before "
+                "the brokers start, pass --allow-no-brokers"
             )
         if not self.settings.allow_no_brokers and not writing:
-            self.warnings.append(f"{where} (forgotten chroot in --zookeeper?)")
+            self.warnings.append(f"{where} (forgotten chroot in {self.settings.option}?)")
 
     def check_writable(self) -> None:
         """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``)."""

@@ -79,6 +79,11 @@ class ZkSettings:
     source: str = ""  # where the connect string came from when not --zookeeper (KQUOTACTL_ZOOKEEPER, context 'prod')
 
     @property
+    def option(self) -> str:
+        """What named the connect string: ``--zookeeper``, or its source (``KQUOTACTL_ZOOKEEPER``, a context)."""
+        return self.source or "--zookeeper"
+
+    @property
     def where(self) -> str:
         """``ZooKeeper at zk:2181``, with where the address came from when it was not typed as ``--zookeeper``."""
         return f"ZooKeeper at {self.connect}" + (f" (from {self.source})" if self.source else "")
@@ -193,7 +198,7 @@ class ZkSession:
             chroot = client.chroot or "/"
             self.close()
             raise BackendUnavailable(
-                f"ZooKeeper path {chroot} does not exist: check the chroot in --zookeeper {s.connect}"
+                f"ZooKeeper path {chroot} does not exist: check the chroot in {s.option} {s.connect}"
             )
         return client
 

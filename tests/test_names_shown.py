@@ -113,6 +113,7 @@ def test_explain_names_the_connection_and_its_entity_escaped(chroot, tmp_path) -
     assert r.exit_code == 0, r.stderr
     _only_visible(r.stdout)
     assert "user 'a\\tb', client-id '\\x1b[2J'" in r.stdout, r.stdout
+    assert "shared by every client of user 'a\\tb'" in r.stdout, r.stdout
     r = run_cli("-o", "table", "explain", "-f", m, "--user", " ")
     assert "user ' ', client-id ''" in r.stdout, r.stdout
 

@@ -28,6 +28,7 @@ from kquotactl.core.keys import KEYS, UNIT_FACTORS, Number, human, human_and_raw
 from kquotactl.core.precedence import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, steady_state_throttle_ms
 from kquotactl.core.values import DUPLICATE_RULE
+from kquotactl.core.wording import shown_name
 
 ANONYMOUS = "ANONYMOUS"  # the principal brokers give unauthenticated (PLAINTEXT) clients
 _canonical_ip = lru_cache(maxsize=65536)(canonical_ip)
@@ -148,15 +149,16 @@ def _sharing_words(s: Sharing, level: int | None, conn: Connection, key: str = "
 def _who_shares(s: Sharing, level: int | None, conn: Connection) -> str:
     if s is Sharing.NONE:
         return "unlimited (not enforced)"
+    user, client, ip = (shown_name(n or "") for n in (conn.user, conn.client_id, conn.ip))
     if s is Sharing.PAIR:
-        return f"exclusive to user {conn.user} with client-id {conn.client_id if conn.client_id else repr('')}"
+        return f"exclusive to user {user} with client-id {client}"
     if s is Sharing.USER:
-        return f"shared by every client of user {conn.user}"
+        return f"shared by every client of user {user}"
     if s is Sharing.CLIENT:
-        return f"shared by every user's connections with client-id {conn.client_id}"
+        return f"shared by every user's connections with client-id {client}"
     if level == 1:
-        return f"every connection from {conn.ip}"
-    return f"every connection from {conn.ip} (each ip has its own count)"
+        return f"every connection from {ip}"
+    return f"every connection from {ip} (each ip has its own count)"
 
 
 def level_words(res: Resolution) -> str:

@@ -33,7 +33,7 @@ def shown_name(name: str) -> str:
     """A name as one readable token: itself when it is plain; quoted, with :func:`escaped`'s escapes, when it is
     blank, holds whitespace or a character that is not printable, or starts with a quote (so that a quoted name is
     never mistaken for a plain one). A user named ``' '`` shows as ``' '``, never as nothing."""
-    if name and name.isprintable() and not any(c.isspace() for c in name) and name[0] not in "'\"":
+    if name and name.isprintable() and " " not in name and name[0] not in "'\"":  # (a space: the printable blank)
         return name
     quote = "'" if "'" not in name or '"' in name else '"'
     body = escaped(name.replace("\\", "\\\\"))

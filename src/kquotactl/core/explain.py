@@ -149,16 +149,15 @@ def _sharing_words(s: Sharing, level: int | None, conn: Connection, key: str = "
 def _who_shares(s: Sharing, level: int | None, conn: Connection) -> str:
     if s is Sharing.NONE:
         return "unlimited (not enforced)"
-    user, client, ip = (shown_name(n or "") for n in (conn.user, conn.client_id, conn.ip))
     if s is Sharing.PAIR:
-        return f"exclusive to user {user} with client-id {client}"
+        return f"exclusive to user {shown_name(conn.user or '')} with client-id {shown_name(conn.client_id or '')}"
     if s is Sharing.USER:
-        return f"shared by every client of user {user}"
+        return f"shared by every client of user {shown_name(conn.user or '')}"
     if s is Sharing.CLIENT:
-        return f"shared by every user's connections with client-id {client}"
+        return f"shared by every user's connections with client-id {shown_name(conn.client_id or '')}"
     if level == 1:
-        return f"every connection from {ip}"
-    return f"every connection from {ip} (each ip has its own count)"
+        return f"every connection from {conn.ip}"  # (an address literal: nothing to escape)
+    return f"every connection from {conn.ip} (each ip has its own count)"
 
 
 def level_words(res: Resolution) -> str:

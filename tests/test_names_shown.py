@@ -152,3 +152,31 @@ def test_impact_names_a_quota_id_escaped_and_keeps_the_metric_tag_spelling() -> 
     assert qid_label({"user": "svc-700", "client-id": ""}) == "user=svc-700,client-id="  # empty: not in the quota-id
     assert qid_label({"user": " ", "client-id": "a\nb"}) == "user=' ',client-id='a\\nb'"
     assert qid_label({"ip": "10.0.0.1"}) == "ip=10.0.0.1"
+
+
+@pytest.mark.kafka
+def test_o_kafka_is_kafka_configs_own_output_with_control_characters_escaped(kraft, kafka_oracle) -> None:
+    """The differential: kafka-configs 4.x's describe lines for hostile names, byte for byte, once its control
+    characters are escaped; a blank, spaced or quoted name is exactly kafka-configs' line."""
+    from fixtures_oracle import NEWEST_VERSION
+
+    b = ["--bootstrap-server", kraft.bootstrap]
+    for name, _ in HOSTILE:
+        assert run_cli(*b, "alter", "--user", name, "--add-config", "producer_byte_rate=5").exit_code == 0
+    forms = [["--entity-type", "users"], *(["--entity-type", "users", "--entity-name", n] for n, _ in HOSTILE)]
+    head = ["--bootstrap-server", kraft.bootstrap, "--describe"]
+    kafka = kafka_oracle(NEWEST_VERSION, "ConfigCommandOracle").ask_many([{"args": [*head, *f]} for f in forms])
+    for form, k in zip(forms, kafka, strict=True):
+        assert k["exit"] == 0, (form, k)
+        ours = run_cli("-o", "kafka", *head, *form)
+        lines = [ln for ln in k["out"].split("\n") if ln and not ln.startswith("SCRAM credential configs")]
+        # a name holding a line break splits kafka-configs' own line in two: rejoin what one record printed
+        records: list[str] = []
+        for ln in lines:
+            if ln.startswith("Quota configs for ") or not records:
+                records.append(ln)
+            else:
+                records[-1] += "\n" + ln
+        assert records and ours.exit_code == 0, (form, k, ours.stderr)
+        assert sorted(ours.stdout.splitlines()) == sorted(escaped(r) for r in records), (form, ours.stdout, k["out"])
+        assert len(records) == (len(HOSTILE) if form == forms[0] else 1), (form, records)  # one line per entity

@@ -165,3 +165,16 @@ def test_top_watch_stops_when_its_reader_goes_away(chroot, exporter) -> None:  #
     assert (rc, head) == (0, 0) and out, err
     rc, _, out, err = piped(f"--zookeeper {chroot.connect} top --scrape {exporter} -o json")
     assert rc == 0 and out.strip(), err
+
+
+def test_a_closed_stdout_from_the_start_is_no_crash_and_keeps_the_exit_code(chroot, tmp_path) -> None:
+    """`kquotactl plan ... >&-` (stdout closed before start): no internal error; the result decides the status."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("quotas: [\n")
+    for command, want in (
+        (f"--zookeeper {chroot.connect} plan -f {many(tmp_path, 10)}", 2),
+        (f"validate -f {shlex.quote(str(bad))}", 1),
+        (f"--zookeeper {chroot.connect} describe", 0),
+    ):
+        p = subprocess.run(["bash", "-c", f"{KQ} {command} >&-"], capture_output=True, text=True, timeout=120)
+        assert p.returncode == want and "internal error" not in p.stderr, (command, p.returncode, p.stderr)

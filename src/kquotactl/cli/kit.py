@@ -194,6 +194,10 @@ def guard_stdout() -> None:
     """Make a closed standard output only stop the output (see :class:`_ClosableStdout`). Only the real stdout
     (not a test runner's capture) is replaced, keeping its encoding, error handler and line buffering."""
     out = sys.stdout
+    if out is None:  # started with stdout closed (`>&-`): the output goes nowhere, the result still decides
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - stdout for the rest of the run
+        _ClosableStdout.closed_by_reader = True
+        return
     if not isinstance(out, io.TextIOWrapper) or out is not sys.__stdout__:  # a capture, or already guarded
         return
     try:

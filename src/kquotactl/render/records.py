@@ -291,19 +291,50 @@ def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType,
     return f"Completed updating config for {t.plural[:-1]} {name}."
 
 
-def partial_report(failure: PartialFailure) -> tuple[list[str], QuotaError]:
-    """The one rendering of a :class:`PartialFailure` (an apply that stopped midway): the lines to print (the cause,
-    then one line per entity applied / not applied / of unknown outcome) and the error to exit with (its summary;
-    exit 130 after Ctrl-C)."""
-    lines = [f"kquotactl: error: {failure}"]
-    lines += [f"applied: {label}" for label in failure.applied]
-    lines += [f"not applied: {label}" for label in failure.not_applied]
-    lines += [f"outcome unknown: {label}" for label in failure.unknown]
-    stopped = "interrupted" if failure.exit_code == EXIT_INTERRUPTED else "partial"
-    final = QuotaError(
-        f"{stopped} apply: {counted(len(failure.applied), 'entity')} applied, {len(failure.not_applied)} not applied"
-        + (f", {len(failure.unknown)} unknown (one transaction: all or none of them)" if failure.unknown else "")
-        + " (listed above); re-run apply to converge"
+#: entities a stopped apply lists on the terminal; every one of them is in the report file
+PARTIAL_SHOWN = 20
+
+
+def partial_lines(failure: PartialFailure) -> list[str]:
+    """One line per entity of a stopped apply, the ones to look at first: of unknown outcome, not applied, applied
+    (the full report; :func:`partial_report` shows the first :data:`PARTIAL_SHOWN`)."""
+    return (
+        [f"outcome unknown: {label}" for label in failure.unknown]
+        + [f"not applied: {label}" for label in failure.not_applied]
+        + [f"applied: {label}" for label in failure.applied]
     )
+
+
+def partial_report(
+    failure: PartialFailure,
+    *,
+    how: str = "re-run apply to converge",
+    notes: Sequence[str] = (),
+    report: str | None = None,
+    stopped: str | None = None,
+    shown: int = PARTIAL_SHOWN,
+) -> tuple[list[str], QuotaError]:
+    """The one rendering of a :class:`PartialFailure` (an apply that stopped midway), summary first: the lines to
+    print (why it stopped, the counts, ``notes``, where the full per-entity report is, then at most ``shown``
+    entities, those of unknown outcome first) and the error to exit with (the counts and ``how`` to continue;
+    exit 130 after Ctrl-C). ``report``: the file holding every entity's line (:func:`partial_lines`), named
+    when not all of them are shown; ``stopped``: the cause in other words (a signal's name)."""
+    every = partial_lines(failure)
+    verb = "interrupted" if failure.exit_code == EXIT_INTERRUPTED else "partial"
+    if stopped and failure.exit_code == EXIT_INTERRUPTED:
+        verb = stopped.split()[0]  # "terminated (SIGTERM)": a terminated apply
+    counts = f"{counted(len(failure.applied), 'entity')} applied, {len(failure.not_applied)} not applied" + (
+        f", {len(failure.unknown)} of unknown outcome" if failure.unknown else ""
+    )
+    lines = [f"kquotactl: apply stopped: {stopped or failure.cause}", f"  {counts}"]
+    lines += [f"  {note}" for note in notes]
+    listed = every[:shown]
+    if len(every) > len(listed):
+        where = f" in {report}" if report else ""
+        lines.append(f"  every entity{where}; the first {len(listed)}:")
+    lines += listed
+    if len(every) > len(listed):
+        lines.append(f"... and {len(every) - len(listed)} more" + (f" in {report}" if report else ""))
+    final = QuotaError(f"{verb} apply: {counts}; {how}")
     final.exit_code = failure.exit_code
     return lines, final

@@ -47,7 +47,10 @@ def test_the_cli_processes_run_this_checkout() -> None:
 
 
 def log_lines(log: Path) -> list[dict]:
-    return [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    """The log's lines (but a last line cut short by a full disk)."""
+    text = log.read_text()
+    whole = text if text.endswith("\n") else text.rpartition("\n")[0]
+    return [json.loads(x) for x in whole.splitlines() if x.strip()]
 
 
 def logged_applied(log: Path) -> list[str]:
@@ -175,6 +178,47 @@ def test_a_lost_zookeeper_mid_apply_logs_every_committed_transaction(tmp_path) -
         r = run_cli(*target, "apply", "--resume", str(log), "--yes")
         assert r.exit_code == 0, r.stderr
         assert run_cli(*target, "plan", "-f", m).exit_code == 0
+
+
+def test_a_log_that_cannot_be_written_stops_the_apply_and_resume_reads_the_cluster(chroot, tmp_path) -> None:
+    """The disk fills up (a file size limit) while the second transaction's lines are written: the apply stops
+    at once (exit 1) saying the log misses them, the report still counts them applied (they were committed), and
+    resume, reading past the cut last line, finds them on the cluster and does only the rest."""
+    import resource
+
+    n = 1500  # three transactions of 500
+    m = manifest(tmp_path, n)
+    # the same apply into a twin chroot (same name length) gives the size of the header and the first 500 lines
+    twin = chroot.root[:-1] + ("x" if chroot.root[-1] != "x" else "y")
+    chroot.zk.ensure_path(twin + "/brokers/ids")
+    try:
+        full = tmp_path / "full.log"
+        twin_target = ["--zookeeper", chroot.connect.replace(chroot.root, twin)]
+        assert run_cli(*twin_target, "apply", "-f", m, "--yes", "--log", str(full)).exit_code == 0
+    finally:
+        chroot.zk.delete(twin, recursive=True)
+    limit = len("".join(x + "\n" for x in full.read_text().splitlines()[:501]).encode()) + 100
+    target, log = ["--zookeeper", chroot.connect], tmp_path / "apply.log"
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    p = cli(*target, "apply", "-f", m, "--yes", "--log", str(log), stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, preexec_fn=small_files)  # fmt: skip
+    _out, err = p.communicate(timeout=180)
+    assert p.returncode == 1, err[-3000:]
+    lines = err.splitlines()
+    assert lines[0].startswith(f"kquotactl: apply stopped: cannot write the log {log}: File too large;"), lines[0]
+    assert "the last 500 entities applied may be missing from it" in lines[0]
+    applied, missing, unknown = report_of(err)
+    live = set(live_users(target))
+    assert len(applied) == 1000 and applied == live and len(missing) == 500 and not unknown
+    logged = logged_applied(log)
+    assert len(logged) == 500 and set(logged) < live and not log.read_text().endswith("\n")  # a cut last line
+    r = run_cli(*target, "apply", "--resume", str(log), "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert f"resuming {log}: 1000 entities of {n} done" in r.stderr and "applied 500 entities" in r.stdout + r.stderr
+    assert run_cli(*target, "plan", "-f", m).exit_code == 0
 
 
 def test_resume_refuses_when_the_live_values_are_not_what_the_log_expects(chroot, tmp_path) -> None:

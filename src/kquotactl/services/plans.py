@@ -181,6 +181,7 @@ def apply(
     cluster does not answer for stay unknown.
     """
     from kquotactl.core.plan import DEFAULT_MAX_DELETIONS, check_deletions
+    from kquotactl.core.wording import counted
 
     if max_deletions is None:
         max_deletions = DEFAULT_MAX_DELETIONS
@@ -197,14 +198,21 @@ def apply(
             fresh = [r for r in results if r.entity not in seen]
             if log is not None and fresh:
                 extra = log_extra or {}
-                log.write(
-                    "".join(
-                        json.dumps({"time": stamp, **result_record(r, by_entity.get(r.entity)), **extra},
-                                   ensure_ascii=False) + "\n"
-                        for r in fresh
-                    )
+                text = "".join(
+                    json.dumps({"time": stamp, **result_record(r, by_entity.get(r.entity)), **extra},
+                               ensure_ascii=False) + "\n"
+                    for r in fresh
                 )  # fmt: skip
-                log.flush()
+                try:
+                    log.write(text)
+                    log.flush()
+                except OSError as e:  # a full disk: the writes happened all the same; stop and say so
+                    seen.update((r.entity, r) for r in fresh)
+                    name = getattr(log, "name", "the log")
+                    raise QuotaError(
+                        f"cannot write the log {name}: {e.strerror or e}; stopped, the last "
+                        f"{counted(len(fresh), 'entity', 'entities')} applied may be missing from it"
+                    ) from None
             seen.update((r.entity, r) for r in fresh)
         if progress is not None and fresh:
             progress(fresh)
@@ -385,6 +393,8 @@ def read_apply_log(path: str) -> LoggedApply | None:
             if record.get("outcome") in ("applied", "unchanged"):
                 done.add(Entity.from_json(record["entity"]))
         except (ValueError, KeyError, TypeError, AttributeError, QuotaError):
+            if at == len(lines) and not line.endswith("}"):
+                break  # a last line cut short (a full disk, a crash): its entity is read back from the cluster
             raise UsageError(f"{path}:{at}: not a line of an apply log (one JSON object per entity)") from None
     target = (data[LOG_PLAN].get("target") or None) if isinstance(data[LOG_PLAN], dict) else None
     return LoggedApply(the_plan, frozenset(done), target)

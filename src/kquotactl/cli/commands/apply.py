@@ -8,6 +8,7 @@ Exit status: 0 applied (or nothing to do), 2 ``--dry-run`` with changes / declin
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -567,7 +568,8 @@ def _apply_with_progress(
         )
     finally:
         if log is not None:
-            log.close()
+            with contextlib.suppress(OSError):  # flushed after every write: a failure was reported already
+                log.close()
         if progress_bar is not None:
             progress_bar.stop()
 

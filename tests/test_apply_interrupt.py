@@ -111,7 +111,7 @@ def test_a_5000_entity_apply_stopped_half_way_logs_exactly_what_changed_and_resu
         target = ["--bootstrap-server", request.getfixturevalue("kraft").bootstrap]
         wait_for = 2000  # the first of three AlterClientQuotas requests (2,000 entries each) answered
     rc, err, log, m = stop_half_way(target, tmp_path, sig, wait_for)
-    print(err)
+    print(err)  # (shown when it fails)
     lines = err.splitlines()
     assert rc == code, err[-3000:]
     assert "Traceback" not in err and "internal error" not in err

@@ -81,3 +81,25 @@ def test_a_large_stop_prints_the_summary_first_and_names_the_full_report() -> No
     assert str(final).endswith("; to continue: X") and final.exit_code == 1
     # nothing claims one transaction across requests in any wording of a stop
     assert all("all or none" not in x and "one transaction" not in x for x in [*lines, str(final)])
+
+
+def test_the_entities_in_flight_are_read_back_with_one_filter_as_narrow_as_they_allow() -> None:
+    from kquotactl.core.entities import DEFAULT
+    from kquotactl.core.entities import EntityType as T
+    from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
+
+    users = [Entity(user=f"u{i}") for i in range(3)]
+    assert EntityFilter.covering(users[:1]) == EntityFilter.exact(users[0])
+    assert EntityFilter.covering(users) == EntityFilter((FilterComponent(T.USER, MatchType.ANY),), strict=True)
+    pairs = [Entity(user="alice", client_id=c) for c in ("a", "b", DEFAULT)]
+    flt = EntityFilter.covering(pairs)
+    assert flt.component(T.USER) == FilterComponent(T.USER, MatchType.EXACT, "alice")
+    assert flt.component(T.CLIENT_ID) == FilterComponent(T.CLIENT_ID, MatchType.ANY)
+    assert EntityFilter.covering([Entity(user=DEFAULT, client_id="x"), Entity(user=DEFAULT, client_id="y")]).component(
+        T.USER
+    ) == FilterComponent(T.USER, MatchType.DEFAULT)
+    assert EntityFilter.covering([*users, *pairs]) == EntityFilter.all()
+    for group in (users, pairs, [*users, *pairs]):  # every one of them matches, nothing of another shape does
+        flt = EntityFilter.covering(group)
+        assert all(flt.matches(e) for e in group)
+    assert not EntityFilter.covering(users).matches(pairs[0])

@@ -308,6 +308,7 @@ def _read_back(
     words. A cluster that does not answer (or a second Ctrl-C) leaves them all unknown."""
     import time
 
+    from kquotactl.core.filters import EntityFilter
     from kquotactl.core.wording import counted
 
     if not in_flight:
@@ -315,11 +316,12 @@ def _read_back(
     settle = READ_BACK_SETTLE if getattr(backend, "wait_visible", False) else 0.0
     deadline = time.monotonic() + settle
     wanted = {d.entity for d in in_flight}
+    covering = EntityFilter.covering(wanted)  # one describe request (one scan) that reads them all
     pending = list(in_flight)
     found: list[EntityResult] = []
     try:
         while True:
-            live = {r.entity: dict(r.config) for r in backend.describe() if r.entity in wanted}
+            live = {r.entity: dict(r.config) for r in backend.describe(covering) if r.entity in wanted}
             landed = {d.entity for d in pending if live.get(d.entity, {}) == dict(d.after)}
             found += [
                 EntityResult(d.entity, Outcome.APPLIED, d.before, d.after, message="read back")

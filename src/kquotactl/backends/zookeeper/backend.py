@@ -139,7 +139,9 @@ class ZooKeeperBackend:
             return
         self._brokers_checked = True
         session = self._session
-        brokers = session.ride_out(lambda: session.wait(session.client.exists_async("/brokers"), "exists /brokers"))
+        brokers = session.ride_out(
+            lambda: session.wait(session.submit(session.client.exists_async, "/brokers"), "exists /brokers")
+        )
         if brokers is not None:
             return
         where = f"ZooKeeper {self.settings.connect} has no /brokers node: no Kafka broker uses this chroot"

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kquotactl.backends.base import signals_held
 from kquotactl.backends.zookeeper.codec import CHANGES_PATH, CONFIG_ROOT, Node, decode_entity
 from kquotactl.config.extras import missing_extra
 from kquotactl.core.errors import BackendUnavailable, UsageError
@@ -177,7 +178,7 @@ class ZkSession:
         self.client = client
         # SASL failures arrive only after start() returned: probe once, bounded.
         try:
-            root = self.wait(client.exists_async("/"), "probe")
+            root = self.wait(self.submit(client.exists_async, "/"), "probe")
         except BackendUnavailable as e:
             self.close()
             if s.sasl:
@@ -198,6 +199,14 @@ class ZkSession:
         if client is not None:
             self.client = None
             stop_bounded(client)
+
+    @staticmethod
+    def submit(call: Any, *args: Any, **kwargs: Any) -> Any:
+        """``call(*args, **kwargs)``, one of kazoo's ``*_async`` requests, with SIGINT and SIGTERM held until it is
+        queued: kazoo wakes its connection thread inside a bare ``except:``, which swallowed a Ctrl-C landing there
+        (one apply in six ran to the end; found by tests/test_apply_interrupt.py). Held, it lands just after."""
+        with signals_held():
+            return call(*args, **kwargs)
 
     def wait(self, async_result: Any, what: str, timeout: float | None = None) -> Any:
         """Wait for one async result with the op timeout (or ``timeout`` where the caller already waited); map
@@ -308,7 +317,7 @@ class ZkSession:
                     raise ConnectionTrouble(f"lost the ZooKeeper connection ({what} {p}): not connected")
                 if debug:
                     log.debug("%s %s", verb, p)
-                window.append((p, call(p)))
+                window.append((p, self.submit(call, p)))
             if not window:
                 return
             timeout = None
@@ -350,7 +359,7 @@ class ZkSession:
             )
         for path in dict.fromkeys([*paths, CONFIG_ROOT, CHANGES_PATH]):
             try:
-                acls, _ = self.wait(self.client.get_acls_async(path), f"read the ACL of {path}")
+                acls, _ = self.wait(self.submit(self.client.get_acls_async, path), f"read the ACL of {path}")
             except Exception:  # the explanation is best effort; the refusal stands
                 continue
             digest_ids = [a.id.id for a in acls if a.id.scheme == "digest"]

@@ -408,4 +408,4 @@ def _main(args: list[str], prog_name: str) -> None:
             err=True,
         )
         sys.exit(EXIT_ERROR)
-    sys.exit(0)
+    sys.exit(EXIT_TERMINATED if terminated() else 0)  # a command that stops on SIGTERM as on Ctrl-C (top --watch)

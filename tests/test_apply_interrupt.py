@@ -303,3 +303,70 @@ def test_ctrl_c_sigterm_or_end_of_input_at_the_prompt_write_nothing(chroot, tmp_
     assert err.strip().splitlines()[-1] == f"kquotactl: error: {said}", err
     assert "Aborted" not in err and "Traceback" not in err
     assert chroot.snapshot() == before
+
+
+# -- the writes in flight, read back (the service, on a real ZooKeeper) ------------------------------------------
+
+
+class AnswerLost:
+    """The real ZooKeeper backend, except that Ctrl-C comes after its writes land and before their answers: every
+    entity of the call is of unknown outcome to the caller, as with a transaction on the wire."""
+
+    def __init__(self, backend, meddle=None) -> None:
+        self.backend, self.meddle = backend, meddle
+        self.name, self.warnings = backend.name, backend.warnings
+
+    def alter(self, changes, **kw):
+        from kquotactl.core.errors import Interrupted
+
+        kw.pop("progress", None)
+        self.backend.alter(changes, **kw)  # landed
+        if self.meddle:
+            self.meddle()
+        raise Interrupted("interrupted", [], [], [c.entity.label() for c in changes])
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+
+def test_writes_whose_answer_never_came_are_read_back_logged_and_counted(chroot, tmp_path) -> None:
+    import io
+
+    from kquotactl.backends.factory import open_backend
+    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.model import build_change
+    from kquotactl.manifests.loader import load_text
+    from kquotactl.render.records import partial_report
+    from kquotactl.services.plans import apply, plan
+    from kquotactl.services.quotas import alter
+
+    text = Path(manifest(tmp_path, 6)).read_text()
+    with open_backend(ConnectionOptions(zookeeper=chroot.connect)) as real:
+        the_plan = plan(real, load_text(text)).plan
+        log = io.StringIO()
+        result = apply(AnswerLost(real), the_plan, log=log, chunk=3)
+        assert result.partial is not None and result.partial.exit_code == 130
+        # the first chunk's 3 writes landed: read back, counted applied, logged; the second chunk was never sent
+        assert result.partial.applied == ["user=u00000", "user=u00001", "user=u00002"]
+        assert result.partial.not_applied == ["user=u00003", "user=u00004", "user=u00005"]
+        assert not result.partial.unknown and result.counts["applied"] == 3
+        assert result.read_back == "read back the 3 entities in flight: 3 applied, 0 not applied"
+        lines = [json.loads(x) for x in log.getvalue().splitlines()]
+        assert [(x["entity"]["user"], x["outcome"], x["message"]) for x in lines] == [
+            (f"u0000{i}", "applied", "read back") for i in range(3)
+        ]
+        # someone else changes one of them between the write and the read: it stays unknown, and is said so
+        the_plan = plan(real, load_text(Path(manifest(tmp_path, 6, base=100)).read_text())).plan
+
+        def meddle() -> None:
+            alter(real, build_change(Entity(user="u00001"), {"producer_byte_rate": "7"}))
+
+        result = apply(AnswerLost(real, meddle), the_plan, chunk=3)
+        assert result.partial is not None and result.partial.unknown == ["user=u00001"]
+        assert (
+            result.read_back
+            == "read back the 3 entities in flight: 2 applied, 0 not applied, 1 changed by someone else"
+        )
+        lines, final = partial_report(result.partial)
+        assert lines[2] == "outcome unknown: user=u00001" and "1 of unknown outcome" in str(final)

@@ -106,7 +106,9 @@ def test_three_stages_reach_the_target_and_the_log_holds_every_stage(target, tmp
     assert live(target)["alice"]["producer_byte_rate"] == 1000000
 
 
-def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, tmp_path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, tmp_path, sig, code) -> None:
+    """Ctrl-C, or SIGTERM as a CI runner sends it (exit 143), in the wait before stage 3."""
     after, log = start(target, tmp_path)
     cmd = [sys.executable, "-m", "kquotactl", *target, "apply", "-f", after, "--stages", "3"]
     proc = subprocess.Popen(
@@ -124,9 +126,9 @@ def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, 
             break
     else:
         pytest.fail("".join(seen))
-    proc.send_signal(signal.SIGINT)  # within the 3 s wait (the line is its first act)
+    proc.send_signal(sig)  # within the 3 s wait (the line is its first act)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, "".join(seen) + err
+    assert proc.returncode == code, "".join(seen) + err
     assert "stopped at stage 3 of 3: interrupted" in err
     assert f"users/alice: stage 2 of 3 (producer_byte_rate={ALICE[1]}, consumer_byte_rate=2000)" in err
     assert "users/bob: done (consumer_byte_rate=1000)" in err

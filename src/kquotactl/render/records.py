@@ -141,8 +141,7 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
             elif v is None:
                 row.append("")
             else:
-                text = _plain(v) if not isinstance(v, float) else f"{v:g}"
-                row.append(human_and_raw(KEYS[k], v) if KEYS[k].byte_rate and v >= 1000 else text)
+                row.append(human_and_raw(KEYS[k], v))  # as explain and plan show a limit
         rows.append(row)
     lines = None if color else plain_table(headers, right, rows, PIPE_WIDTH)
     if lines is not None:
@@ -250,7 +249,7 @@ def _fix_widths(table: Any, widths: list[int]) -> None:
 
 
 def change_words(result: EntityResult) -> str:
-    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50.0)``."""
+    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50 %)``."""
     parts = []
     for k in sorted(set(result.before) | set(result.after), key=list(KEYS).index):
         b, a = result.before.get(k), result.after.get(k)

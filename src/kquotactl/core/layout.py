@@ -95,7 +95,8 @@ def wrap(text: str, width: int | None, indent: str = "", first: str = "") -> lis
 
 def blocks(header: Sequence[str], rows: Sequence[Sequence[str]], ident: int, width: int | None) -> list[str]:
     """One block per row: its first ``ident`` cells on one line (each on a line of its own when together they do
-    not fit), then its other non-empty cells as ``header: value``, packed on indented lines."""
+    not fit), then its other non-empty cells as ``header: value``, packed on indented lines (a value longer than
+    the line wraps at its spaces)."""
     out: list[str] = []
     for row in rows:
         head = [c for c in row[:ident] if c]
@@ -104,7 +105,12 @@ def blocks(header: Sequence[str], rows: Sequence[Sequence[str]], ident: int, wid
         else:
             out.extend(head)
         details = [f"{h}: {c}" for h, c in zip(header[ident:], row[ident:], strict=True) if c]
-        out.extend(pack(details, width))
+        for line in pack(details, width):
+            out.extend(
+                wrap(line.lstrip(), width, INDENT + "  ", INDENT)
+                if width is not None and cell_width(line) > width
+                else [line]
+            )
     return out
 
 

@@ -72,7 +72,7 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
         dump_yaml(rows, sys.stdout)
     elif rows:
         from kquotactl.cli.manifestargs import terminal_width
-        from kquotactl.core.layout import table_or_blocks
+        from kquotactl.core.layout import fits, table_or_blocks
 
         broken = any(r["problem"] for r in rows)
         header = ["CURRENT", "NAME", "CLUSTER", "AUTH"] + (["PROBLEM"] if broken else [])
@@ -81,7 +81,10 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
             + ([f"BROKEN: {r['problem']}" if r["problem"] else "-"] if broken else [])
             for r in rows
         ]
-        for line in table_or_blocks(header, cells, terminal_width(), ident=2):
+        width = terminal_width()
+        if not fits(header, cells, width):  # one block per context: a cluster's addresses may wrap between them
+            cells = [[*c[:2], c[2].replace(",", ", "), *c[3:]] for c in cells]
+        for line in table_or_blocks(header, cells, width, ident=2):
             click.echo(line)
     elif not config.problem:
         click.echo(f"no contexts in {config.path}", err=True)

@@ -426,6 +426,9 @@ def generate(
         f" ({len(written)} files)" if len(written) > 1 else ""
     )
     if quotas_out:
-        gen.write_manifest(gen.quotas(users, clients), quotas_out)
+        quota_set = gen.quotas(users, clients)
+        gen.write_manifest(quota_set, quotas_out)
         msg += f"; quotas to {quotas_out}"
+        if (note := gen.offline_only_note(quota_set)) is not None:
+            click.echo(f"kquotactl: note: {quotas_out} is {note}", err=True)
     click.echo(msg)

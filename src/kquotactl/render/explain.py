@@ -19,6 +19,7 @@ from kquotactl.core.explain import (
     sharing_words,
     step_words,
 )
+from kquotactl.core.keys import KEYS, limit_text
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
 from kquotactl.core.throttlemath import json_double
@@ -315,7 +316,8 @@ def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[st
     bucket = key == "controller_mutation_rate"
     console = _console(out, color)
     how = "a token bucket (KIP-599)" if bucket else "Kafka's sampled Rate"
-    console.print(f"[bold]Replay of {counted(len(steps), 'recording')} of {key} through {how}, quota {limit:g}[/bold]")
+    quota = limit_text(KEYS[key], limit)
+    console.print(f"[bold]Replay of {counted(len(steps), 'recording')} of {key} through {how}, quota {quota}[/bold]")
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
     cols = (
         ("TIME MS", "VALUE", "TOKENS LEFT", "THROTTLE MS")

@@ -186,20 +186,24 @@ def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from kquotactl.core.verify import config_words
+    from kquotactl.core.keys import KEYS, human, human_and_raw, limit_text
+
+    def words(config: Any) -> str:  # each limit as every command shows one
+        return ", ".join(f"{k} {human_and_raw(KEYS[k], v)}" for k, v in sorted(config.items())) or "no quotas"
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     late = {v.broker for v in conv.lagging}
-    table = Table(title=escape(f"{conv.entity.label()}: expected {config_words(conv.expected)}"), title_justify="left")
+    table = Table(title=escape(f"{conv.entity.label()}: expected {words(conv.expected)}"), title_justify="left")
     for col in ("BROKER", "REPORTS", "STATE"):
         table.add_column(col)
     for v in conv.views:
-        table.add_row(escape(v.broker), escape(config_words(v.config)), "lags" if v.broker in late else "applied")
+        table.add_row(escape(v.broker), escape(words(v.config)), "lags" if v.broker in late else "applied")
     console.print(table)
     if verdict is None:
         return
-    limit = "no limit" if verdict.limit is None else f"a limit of {verdict.limit:.0f} B/s"
-    drive = Table(title=f"driven at {verdict.rate:.0f} B/s under {limit}", title_justify="left")
+    key = KEYS["producer_byte_rate"]
+    limit = "no limit" if verdict.limit is None else f"a limit of {limit_text(key, verdict.limit)}"
+    drive = Table(title=f"driven at {human(key, verdict.rate)} under {limit}", title_justify="left")
     for col in ("", "FIRST THROTTLE AT", "FIRST THROTTLE ms", "AVG ms", "MAX ms"):
         drive.add_column(col)
     drive.add_row(

@@ -329,3 +329,16 @@ def test_generated_manifest_says_it_is_offline_and_plans_on_kraft_without_the_dr
     r = run_cli(*cluster, "apply", "-f", str(live), "--yes")
     assert r.exit_code == 0, r.stderr
     assert run_cli(*cluster, "plan", "-f", str(live)).exit_code == 0  # and it applied as written
+
+
+@pytest.mark.kafka
+def test_verify_shows_limits_as_describe_does(kraft) -> None:
+    cluster = ("--bootstrap-server", kraft.bootstrap)
+    config = "producer_byte_rate=20000,request_percentage=12.5"
+    assert run_cli(*cluster, "alter", "--client-id", "lay-v", "--add-config", config).exit_code == 0
+    r = run_cli(*cluster, "verify", "--client-id", "lay-v", "-o", "table")
+    assert r.exit_code == 0, r.stderr
+    shown = "producer_byte_rate 19.5 KiB/s (20000), request_percentage 12.5 %"
+    assert f"expected {shown}" in " ".join(r.stdout.split())
+    described = run_cli(*cluster, "describe", "--client-id", "lay-v", "-o", "table").stdout
+    assert "19.5 KiB/s (20000)" in described and "12.5 %" in described

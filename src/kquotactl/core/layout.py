@@ -93,24 +93,31 @@ def wrap(text: str, width: int | None, indent: str = "", first: str = "") -> lis
     return lines
 
 
-def blocks(header: Sequence[str], rows: Sequence[Sequence[str]], ident: int, width: int | None) -> list[str]:
+def blocks(
+    header: Sequence[str], rows: Sequence[Sequence[str]], ident: int, width: int | None, *, group: bool = False
+) -> list[str]:
     """One block per row: its first ``ident`` cells on one line (each on a line of its own when together they do
     not fit), then its other non-empty cells as ``header: value``, packed on indented lines (a value longer than
-    the line wraps at its spaces)."""
+    the line wraps at its spaces). ``group``: consecutive rows with the same first cell share it as a heading,
+    each row's other identifying cells indented below it."""
     out: list[str] = []
+    previous: str | None = None
     for row in rows:
-        head = [c for c in row[:ident] if c]
+        if group:
+            if row[0] != previous:
+                out.append(row[0])
+            previous = row[0]
+            head = ["  " + GAP.join(c for c in row[1:ident] if c)]
+        else:
+            head = [c for c in row[:ident] if c]
         if width is None or cell_width(GAP.join(head)) <= width:
             out.append(GAP.join(head))
         else:
             out.extend(head)
         details = [f"{h}: {c}" for h, c in zip(header[ident:], row[ident:], strict=True) if c]
         for line in pack(details, width):
-            out.extend(
-                wrap(line.lstrip(), width, INDENT + "  ", INDENT)
-                if width is not None and cell_width(line) > width
-                else [line]
-            )
+            too_long = width is not None and cell_width(line) > width
+            out.extend(wrap(line.lstrip(), width, INDENT + "  ", INDENT) if too_long else [line])
     return out
 
 

@@ -128,7 +128,7 @@ HEADER = ["QUOTA-ID", "KEY", "USAGE", "LIMIT/BROKER", "THROTTLE", "LEVEL FROM", 
 
 def _lines(rows: list[Any], show_all: bool, width: int | None) -> list[str]:
     """The title, one table row per quota-id and key when the table fits ``width`` (None: a pipe, any width; the
-    quota-id on its first row only), else a block per quota-id and key; then the note on what "now", "recent"
+    quota-id on its first row only), else per quota-id a block per key; then the note on what "now", "recent"
     and "past" mean, wrapped."""
     from kquotactl.core.keys import KEYS, human, limit_text
     from kquotactl.core.layout import blocks, fits, table_lines, wrap
@@ -164,7 +164,7 @@ def _lines(rows: list[Any], show_all: bool, width: int | None) -> list[str]:
         shown = [[r[0] if i == 0 or r[0] != table[i - 1][0] else "", *r[1:]] for i, r in enumerate(table)]
         out += table_lines(HEADER, shown)
     else:
-        out += blocks(HEADER, table, 2, width)
+        out += blocks(HEADER, table, 2, width, group=True)
     note = (
         "throttle-time averages over the last minute (metrics.num.samples × metrics.sample.window.ms): "
         f"a throttle is now when its usage is at least {CURRENT_SHARE:.0%} of the limit; recent where throttled "

@@ -353,3 +353,9 @@ def test_verify_shows_limits_as_describe_does(kraft) -> None:
     assert f"expected {shown}" in " ".join(r.stdout.split())
     described = run_cli(*cluster, "describe", "--client-id", "lay-v", "-o", "table").stdout
     assert "19.5 KiB/s (20000)" in described and "12.5 %" in described
+    r = run_cli(*cluster, "verify", "--client-id", "lay-v", "--drive", "100000", "--seconds", "4", "-o", "table")
+    assert r.exit_code in (0, 2), r.stderr  # agrees, or not: both are shown
+    flat = " ".join(r.stdout.split())
+    assert "under a limit of 19.5 KiB/s (20000)" in flat and re.search(r"driven at [\d.]+ KiB/s", flat), flat
+    assert re.search(r"broker +[\d.]+ s +\d+ ms +\d+ ms +\d+ ms", r.stdout), r.stdout
+    assert not [line for line in r.stdout.splitlines() if line != line.rstrip()]

@@ -360,3 +360,22 @@ def test_verify_shows_limits_as_describe_does(kraft) -> None:
     assert "under a limit of 19.5 KiB/s (20000)" in flat and re.search(r"driven at [\d.]+ KiB/s", flat), flat
     assert re.search(r"broker +[\d.]+ s +\d+ ms +\d+ ms +\d+ ms", r.stdout), r.stdout
     assert not [line for line in r.stdout.splitlines() if line != line.rstrip()]
+
+
+@pytest.mark.zookeeper
+def test_describe_without_colour_fits_the_terminal_it_is_on(terminal, chroot, tmp_path) -> None:
+    """NO_COLOR on a terminal: the terminal's width, not the 200 columns of a pipe."""
+    pair = ("--user", LONG_USER, "--client-id", LONG_CLIENT)
+    config = "producer_byte_rate=4000,consumer_byte_rate=1048576,request_percentage=12.5,controller_mutation_rate=2"
+    assert run_cli("--zookeeper", chroot.connect, "alter", *pair, "--add-config", config).exit_code == 0
+    assert (
+        run_cli(
+            "--zookeeper", chroot.connect, "alter", "--ip", "192.0.2.7", "--add-config", "connection_creation_rate=20"
+        ).exit_code
+        == 0
+    )
+    for env in ("", "NO_COLOR=1 "):
+        rows, joined = terminal.run(f"{env}kquotactl --zookeeper {chroot.connect} describe")
+        _readable(terminal, rows, joined, [LONG_USER, LONG_CLIENT, "192.0.2.7"])
+        flat = " ".join(joined.split())
+        assert "3.91 KiB/s (4000)" in flat and "12.5 %" in flat and "20 connections/s" in flat, flat

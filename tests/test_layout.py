@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from kquotactl.core import layout
@@ -379,3 +381,32 @@ def test_describe_without_colour_fits_the_terminal_it_is_on(terminal, chroot, tm
         _readable(terminal, rows, joined, [LONG_USER, LONG_CLIENT, "192.0.2.7"])
         flat = " ".join(joined.split())
         assert "3.91 KiB/s (4000)" in flat and "12.5 %" in flat and "20 connections/s" in flat, flat
+
+
+_cells = st.text(alphabet=st.sampled_from("ab-=/<>_ 日é"), min_size=0, max_size=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.text(alphabet="ABCK ", min_size=1, max_size=12), min_size=n, max_size=n),
+            st.lists(st.lists(_cells, min_size=n, max_size=n), max_size=6),
+        )
+    ),
+    st.integers(20, 120) | st.none(),
+    st.integers(1, 3),
+)
+def test_any_table_fits_or_becomes_blocks_with_every_cell_whole(table, width, ident) -> None:
+    header, rows = table
+    ident = min(ident, len(header))
+    lines = layout.table_or_blocks(header, rows, width, ident=ident)
+    assert all(line == line.rstrip() for line in lines)  # never padded
+    text = "\n".join(lines)
+    words = {w for row in rows for c in row for w in c.split(" ") if w}
+    assert all(w in text for w in words)  # every word of every cell is there, whole (never cut, never "…")
+    if width is not None:
+        names = {c for row in rows for c in row[:ident]}  # identifying cells: kept whole on their own line
+        for line in lines:  # a line is too wide only when it is a name alone, or holds a word alone too wide
+            if layout.cell_width(line) > width and line not in names:
+                assert any(layout.cell_width(w) + 8 > width for w in line.split(" ") if w), (line, width)

@@ -118,7 +118,7 @@ def blocks(
         for line in pack(details, width):
             too_long = width is not None and cell_width(line) > width
             out.extend(wrap(line.lstrip(), width, INDENT + "  ", INDENT) if too_long else [line])
-    return out
+    return [line.rstrip() for line in out]  # as table_lines: a line never ends in spaces
 
 
 def table_or_blocks(

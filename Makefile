@@ -6,14 +6,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-dev.txt scripts/bootstrap.sh | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-dev.txt scripts/bootstrap.sh scripts/dev-man.sh | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-fast lint lock bench clean docs docs-check impact-zip
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements-dev.txt scripts/bootstrap.sh
+$(STAMP): pyproject.toml requirements-dev.txt scripts/bootstrap.sh scripts/dev-man.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap.sh
 	touch $@
 

@@ -143,3 +143,71 @@ def test_every_optional_module_maps_to_the_extra_that_installs_it() -> None:
         names = set(_closure(extras[extra]))  # what `pip install 'kquotactl[extra]'` brings, transitively
         provided_by = {d.lower().replace("_", "-") for d in dists.get(module, [])}
         assert provided_by & names, f"{module} is not installed by kquotactl[{extra}] ({provided_by} vs {names})"
+
+
+# -- the development venv that `make setup` builds ----------------------------------------------------------
+
+
+def _fake_checkout(tmp_path: Path) -> Path:
+    """The files bootstrap.sh reads, copied: pages can be added to its man/ and the real one stays untouched."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT / "man", checkout / "man")
+    shutil.copytree(ROOT / "scripts", checkout / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    return checkout
+
+
+def _stub(path: Path, body: str) -> None:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def test_make_setup_gives_man_kquotactl_in_the_dev_venv(tmp_path: Path) -> None:
+    """``make setup`` installs the package editable, which leaves out the wheel's man pages; bootstrap.sh links
+    the checkout's pages into the venv, so ``man kquotactl`` works there as after a wheel install, and says
+    how. Runs the real bootstrap.sh with a stand-in for the venv's python (and for apt-get, should anything be
+    missing), then asks the real man-db."""
+    if shutil.which("man") is None or shutil.which("groff") is None:
+        pytest.fail("man and groff are needed (scripts/bootstrap.sh installs them)")
+    checkout = _fake_checkout(tmp_path)
+    venv = checkout / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    calls = tmp_path / "calls"
+    _stub(venv / "bin" / "python", f'echo "python $*" >> {calls}; [ "$*" = "-m kquotactl --version" ] && echo v0 || :')
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    _stub(stubs / "apt-get", f'echo "apt-get $*" >> {calls}')
+    _stub(stubs / "sudo", '"$@"')
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    out = subprocess.run(
+        ["bash", "scripts/bootstrap.sh"], cwd=checkout, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert "python -m pip install -q --no-deps -e ." in calls.read_text()  # the editable install it makes up for
+    assert "'man kquotactl' once .venv/bin is on PATH" in out.stdout and "man -M .venv/man kquotactl" in out.stdout
+
+    with_venv = {**env, "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "MANWIDTH": "100"}
+    where = _run("man", "-w", "kquotactl", env=with_venv).stdout.strip()
+    assert Path(where).resolve() == (checkout / "man" / "kquotactl.1").resolve()
+    page = _run("man", "kquotactl-config-set-context", env=with_venv).stdout
+    assert "NAME" in page and "kquotactl config set-context" in page
+    assert _run("man", "-M", venv / "man", "-w", "kquotactl-alter", env=env).returncode == 0
+    # without the venv on PATH man does not look there: the PATH entry is what finds the pages, as for a wheel
+    assert subprocess.run(["man", "-w", "kquotactl"], env=env, capture_output=True).returncode != 0
+    # a page `make docs` adds later is found with no new setup, a page it removes is gone
+    shutil.copy(checkout / "man" / "kquotactl-alter.1", checkout / "man" / "kquotactl-later.1")
+    assert _run("man", "-w", "kquotactl-later", env=with_venv).stdout.strip().endswith("kquotactl-later.1")
+    (checkout / "man" / "kquotactl-later.1").unlink()
+    assert subprocess.run(["man", "-w", "kquotactl-later"], env=with_venv, capture_output=True).returncode != 0
+    # setup again (a new stamp): the link is replaced, nothing is written into the checkout's man/
+    before = sorted(p.name for p in (checkout / "man").iterdir())
+    subprocess.run(["bash", "scripts/bootstrap.sh"], cwd=checkout, env=env, capture_output=True, check=True)
+    assert sorted(p.name for p in (checkout / "man").iterdir()) == before
+    assert _run("man", "-w", "kquotactl", env=with_venv).stdout.strip() == where
+
+
+def test_the_setup_stamp_covers_the_man_link_script() -> None:
+    """A change to scripts/dev-man.sh re-runs setup (the stamp's checksum and prerequisites name it)."""
+    makefile = (ROOT / "Makefile").read_text()
+    stamp = next(line for line in makefile.splitlines() if line.startswith("STAMP"))
+    assert "scripts/dev-man.sh" in stamp
+    assert re.search(r"^\$\(STAMP\):.*scripts/dev-man\.sh", makefile, re.M)

@@ -200,8 +200,11 @@ def test_group_options_are_offered_after_the_command_name(shell: str, tmp_path) 
     # given once, before or after the command: not offered again (the parser refuses it twice)
     assert complete(shell, "kquotactl describe --zookeeper z:1 --zoo") == []
     assert complete(shell, "kquotactl --zookeeper z:1 describe --zoo") == []
-    # a command's own option of the same name is offered once
+    # a command's own option of the same name is offered once, with the command's own values
     assert complete(shell, "kquotactl config get-contexts --out") == ["--output"]
+    assert complete(shell, "kquotactl config get-contexts -o ") == ["table", "json", "yaml"]
+    assert complete(shell, "kquotactl top -o ") == ["table", "json"]
+    assert complete(shell, "kquotactl top --output=j") == (["json"] if shell == "bash" else ["--output=json"])
     # and their values, in both spellings
     config = tmp_path / "config.yaml"
     config.write_text("contexts:\n  lab-east: {zookeeper: 'z:1'}\n  lab-west: {zookeeper: 'z:2'}\n")
@@ -522,6 +525,8 @@ def test_normalize_moves_group_options_and_keeps_a_pending_one() -> None:
         "a",
     ]
     assert normalize_completion_args(cli, ["--zookeeper", "z:1", "alter", "-o"]) == ["--zookeeper", "z:1", "-o"]
+    # unless the command has an option of that name itself: its values are the ones it takes
+    assert normalize_completion_args(cli, ["config", "get-contexts", "-o"]) == ["config", "get-contexts", "-o"]
 
 
 # -- the scripts: generated, shipped, valid, and working in real shells ----------------------------

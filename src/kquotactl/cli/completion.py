@@ -243,6 +243,8 @@ def normalize_completion_args(cli: click.Group, args: list[str]) -> list[str]:
         return args + pending
     if not pending:
         return out
+    if _command_has_option(cli, out, pending[0]):  # ``config get-contexts -o``: the command's own values
+        return out + pending
     head: list[str] = []  # the group options normalize_argv moved to the front
     i = 0
     while i < len(out) and out[i].split("=", 1)[0] in glob:
@@ -250,6 +252,14 @@ def normalize_completion_args(cli: click.Group, args: list[str]) -> list[str]:
         head += out[i : i + 2] if takes else out[i : i + 1]
         i += 2 if takes else 1
     return head + pending
+
+
+def _command_has_option(cli: click.Group, args: list[str], name: str) -> bool:
+    """Whether the command ``args`` name (not the group) has an option spelt ``name`` of its own."""
+    ctx = _resolve_context(cli, {}, PROG, list(args))
+    return ctx.command is not cli and any(
+        name in (*p.opts, *p.secondary_opts) for p in ctx.command.params if isinstance(p, click.Option)
+    )
 
 
 def split_group_option_value(cli: click.Group, args: list[str], incomplete: str) -> tuple[list[str], str]:

@@ -252,6 +252,9 @@ def test_the_readme_installs_from_a_checkout_and_from_the_wheel_with_pipx(tmp_pa
         "PATH": f"{home}/.local/bin:{tools}:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "PIP_CACHE_DIR": cache.strip(),  # what make setup downloaded: no second download of PySpark
+        # pipx picks uv when it finds one (the dev venv has it); uv neither reads that cache nor, by default, the
+        # system's certificate store that pip uses here: pip is the backend every pipx has
+        "PIPX_DEFAULT_BACKEND": "pip",
     }
     venv_python = home / ".local/share/pipx/venvs/kquotactl/bin/python"
     by_extra: dict[str, set[str]] = {}

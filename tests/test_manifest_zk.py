@@ -121,7 +121,7 @@ def test_changes_show_old_and_new_and_apply_updates_in_place(chroot, tmp_path) -
     r = zk_cli(chroot, "plan", "-f", m)
     assert r.exit_code == 2
     row = next(line for line in r.stdout.splitlines() if "producer_byte_rate" in line).split()
-    assert " ".join(row) == f"update users/alice producer_byte_rate change 1 kB/s (1000) 2 kB/s (2000) {m}:2"
+    assert " ".join(row) == f"update users/alice producer_byte_rate change 1000 B/s 1.95 KiB/s (2000) {m}:2"
     assert "request_percentage" not in r.stdout  # not pruned: without --prune, keys are only added/changed
     assert zk_cli(chroot, "apply", "-f", m, "--yes").exit_code == 0
     assert live(chroot) == {Entity(user="alice"): {"producer_byte_rate": 2000, "request_percentage": 10.0}}

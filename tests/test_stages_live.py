@@ -130,8 +130,11 @@ def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, 
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, "".join(seen) + err
     assert "stopped at stage 3 of 3: interrupted" in err
-    assert f"users/alice: stage 2 of 3 (producer_byte_rate={ALICE[1]}, consumer_byte_rate=2000)" in err
-    assert "users/bob: done (consumer_byte_rate=1000)" in err
+    assert (
+        f"users/alice: stage 2 of 3 (producer_byte_rate 210 KiB/s ({ALICE[1]}), consumer_byte_rate 1.95 KiB/s (2000))"
+        in err
+    )
+    assert "users/bob: done (consumer_byte_rate 1000 B/s)" in err
     assert f"to continue: kquotactl apply --resume {log}" in err
     assert live(target)["alice"]["producer_byte_rate"] == ALICE[1]
     r = run_cli(*target, "apply", "--resume", log, "-f", after, "--yes")
@@ -153,7 +156,9 @@ def test_a_value_changed_by_someone_else_between_stages_stops_it_and_resume_refu
         result = apply_stages(backend, staged, interval=0, sleep=someone_else)
     assert result.stopped_at == 2
     assert result.stopped == "the live values are not what stage 1 left (changed by someone else)"
-    assert result.details == [f"users/alice: producer_byte_rate is 777 on the cluster, expected {ALICE[0]}"]
+    assert result.details == [
+        f"users/alice: producer_byte_rate is 777 B/s on the cluster, expected 453 KiB/s ({ALICE[0]})"
+    ]
     assert result.done == {Entity(user="alice"): 1, Entity(user="bob"): 1}
     # the CLI: stopped after stage 1 by Ctrl-C, then someone changes a value: resume refuses in one line
     r = run_cli(
@@ -180,6 +185,6 @@ def test_a_value_changed_by_someone_else_between_stages_stops_it_and_resume_refu
     assert r.exit_code == 1
     assert r.stderr.strip().splitlines()[-1] == (
         "kquotactl: error: not resumed, nothing written: the live values of users/alice, users/bob are not what "
-        "the log says stage 1 left (someone else changed them): users/alice: producer_byte_rate is 100000 on the "
-        f"cluster, expected {ALICE[0]}"
+        "the log says stage 1 left (someone else changed them): users/alice: producer_byte_rate is 97.7 KiB/s "
+        f"(100000) on the cluster, expected 453 KiB/s ({ALICE[0]})"
     )

@@ -141,14 +141,21 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
             elif v is None:
                 row.append("")
             else:
-                text = _plain(v) if not isinstance(v, float) else f"{v:g}"
-                row.append(human_and_raw(KEYS[k], v) if KEYS[k].byte_rate and v >= 1000 else text)
+                row.append(human_and_raw(KEYS[k], v))  # as explain and plan show a limit
         rows.append(row)
-    lines = None if color else plain_table(headers, right, rows, PIPE_WIDTH)
+    terminal = out.isatty()  # a terminal without colour (NO_COLOR) is still as wide as it is, not PIPE_WIDTH
+    lines = None if color else plain_table(headers, right, rows, _columns() if terminal else PIPE_WIDTH)
     if lines is not None:
         out.write("".join(line + "\n" for line in lines))
         return
     _rich_table(records, headers, right, rows, out, color)
+
+
+def _columns() -> int:
+    """The terminal's width (``COLUMNS`` first), as rich measures it."""
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 def plain_table(
@@ -188,7 +195,7 @@ def _rich_table(
         markup=False,  # names are data: "[/x]" must print as itself, not be parsed as console markup
         emoji=False,  # nor ":smile:" as an emoji
         soft_wrap=False,
-        width=PIPE_WIDTH if not color else None,
+        width=None if color or out.isatty() else PIPE_WIDTH,
     )
     if not records:
         console.print(NO_QUOTAS)
@@ -250,7 +257,7 @@ def _fix_widths(table: Any, widths: list[int]) -> None:
 
 
 def change_words(result: EntityResult) -> str:
-    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50.0)``."""
+    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50 %)``."""
     parts = []
     for k in sorted(set(result.before) | set(result.after), key=list(KEYS).index):
         b, a = result.before.get(k), result.after.get(k)

@@ -369,7 +369,7 @@ def _run_stages(
 
 def _stage_report(result: StagedApplied, log_path: str | None) -> None:
     """Where a stopped staged apply is: why, then per entity its stage and the values written, then how to resume."""
-    from kquotactl.core.keys import KEYS, format_value
+    from kquotactl.core.keys import KEYS, human_and_raw
     from kquotactl.core.manifest import entity_path_text
 
     n = result.staged.count
@@ -378,7 +378,7 @@ def _stage_report(result: StagedApplied, log_path: str | None) -> None:
         echo_err(f"  {line}")
     for e in result.staged.entities:
         k = result.done[e.entity]
-        values = ", ".join(f"{key}={format_value(KEYS[key], v)}" for key, v in e.at(k).items()) or "no quota"
+        values = ", ".join(f"{key} {human_and_raw(KEYS[key], v)}" for key, v in e.at(k).items()) or "no quota"
         total = len(e.steps)
         state = "done" if k >= total else f"stage {k} of {total}"
         echo_err(f"{entity_path_text(e.entity)}: {state} ({values})")

@@ -288,7 +288,7 @@ def test_markdown_plan_comment_structure() -> None:
         "quotas.yaml:7 owner=team-a",
     ]
     assert rows[(f"clients/{SHOWN}", "consumer_byte_rate")][0] == "create"  # *x* not emphasis, <b> not a tag
-    assert ["", "", "request_rate", "add", "-", "5", ""] in changes  # the same entity's next key
+    assert ["", "", "request_rate", "add", "-", "5 requests/s", ""] in changes  # the same entity's next key
     assert rows[("users/svc-old", "request_percentage")][:4] == [
         "delete",
         "users/svc-old",

@@ -109,7 +109,15 @@ def zk_tls_settings(path: str, given: str = "--zk-tls-config-file") -> TlsSettin
 
 
 def open_backend(opts: ConnectionOptions) -> QuotaBackend:
-    opts = opts.check()
+    """The backend ``opts`` name, connected. Its client threads start with SIGINT and SIGTERM blocked, so that
+    Ctrl-C reaches the main thread (:func:`kquotactl.backends.base.signals_held`)."""
+    from kquotactl.backends.base import signals_held
+
+    with signals_held():
+        return _open_backend(opts.check())
+
+
+def _open_backend(opts: ConnectionOptions) -> QuotaBackend:
     if opts.zookeeper:
         from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 

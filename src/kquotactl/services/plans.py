@@ -371,15 +371,23 @@ def read_apply_log(path: str) -> LoggedApply | None:
         raise UsageError(f"cannot read the log {path}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise UsageError(f"cannot read the log {path}: byte {e.start} is not UTF-8") from None
+    from kquotactl.core.wording import record_problem
+
+    records: list[tuple[int, Any]] = []  # (line number, its JSON), a last line cut short left out
     header: tuple[int, dict[str, Any]] | None = None
     for number, line in enumerate(lines, 1):
-        if line.startswith('{"time"') and (f'"{LOG_PLAN}": {{' in line or '"staged": {' in line):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(data, dict) and (LOG_PLAN in data or "staged" in data):
-                header = number, data
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as e:
+            if header is not None and number == len(lines) and not line.endswith("}"):
+                break  # a last line cut short (a full disk, a crash): its entity is read back from the cluster
+            raise UsageError(f"{path}:{number}: not a line of an apply log ({record_problem(e)})") from None
+        if isinstance(data, dict) and (LOG_PLAN in data or "staged" in data):
+            header, records = (number, data), []
+        else:
+            records.append((number, data))
     if header is None:
         raise UsageError(f"{path}: no apply in this log to resume (apply --log FILE writes one)")
     number, data = header
@@ -390,17 +398,12 @@ def read_apply_log(path: str) -> LoggedApply | None:
     except QuotaError as e:
         raise UsageError(str(e)) from None
     done: set[Entity] = set()
-    for at, line in enumerate(lines[number:], number + 1):
-        if not line.strip():
-            continue
+    for at, record in records:
         try:
-            record = json.loads(line)
             if record.get("outcome") in ("applied", "unchanged"):
                 done.add(Entity.from_json(record["entity"]))
-        except (ValueError, KeyError, TypeError, AttributeError, QuotaError):
-            if at == len(lines) and not line.endswith("}"):
-                break  # a last line cut short (a full disk, a crash): its entity is read back from the cluster
-            raise UsageError(f"{path}:{at}: not a line of an apply log (one JSON object per entity)") from None
+        except (ValueError, KeyError, TypeError, AttributeError, QuotaError) as e:
+            raise UsageError(f"{path}:{at}: not a line of an apply log ({record_problem(e)})") from None
     target = (data[LOG_PLAN].get("target") or None) if isinstance(data[LOG_PLAN], dict) else None
     return LoggedApply(the_plan, frozenset(done), target)
 

@@ -61,7 +61,12 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
         {"name": n, "current": n == active, "cluster": c.cluster, "auth": c.auth, "problem": c.problem}
         for n, c in sorted(config.contexts.items())
     ]
-    fmt = fmt or ctx.find_root().params.get("output") or ("table" if sys.stdout.isatty() else "json")
+    from kquotactl.core.errors import UsageError
+
+    fmt = fmt or ctx.find_root().params.get("output")
+    if fmt not in (None, "table", "json", "yaml"):
+        raise UsageError(f"-o {fmt}: get-contexts shows a table, json or yaml")
+    fmt = fmt or ("table" if sys.stdout.isatty() else "json")
     if fmt == "json":
         from kquotactl.render.records import dump_json
 

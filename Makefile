@@ -6,14 +6,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-dev.txt scripts/bootstrap.sh | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-dev.txt scripts/bootstrap.sh scripts/dev-man.sh | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast lint lock bench clean docs docs-check impact-zip
+.PHONY: setup demo test test-fast lint lock bench clean docs docs-check impact-zip wheel
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements-dev.txt scripts/bootstrap.sh
+$(STAMP): pyproject.toml requirements-dev.txt scripts/bootstrap.sh scripts/dev-man.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap.sh
 	touch $@
 
@@ -47,6 +47,12 @@ docs: setup
 
 docs-check: setup
 	$(BIN)/python -m kquotactl.cli.docsgen --check
+
+# The wheel to install until a release is on PyPI (README "Install"): needs only a Python with pip, not `make setup`.
+wheel:
+	rm -f dist/kquotactl-*.whl
+	$(PYTHON) -m pip wheel -q --no-deps -w dist .
+	@w=$$(ls dist/kquotactl-*.whl); echo "built $$w: pipx install $$w   (with extras: pipx install '$$w[admin,sasl]')"
 
 impact-zip: setup  # the package as a zip for spark-submit --py-files (see docs/impact.md)
 	$(BIN)/python -m kquotactl.impact.package dist/kquotactl.zip

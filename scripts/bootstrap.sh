@@ -10,7 +10,9 @@ need_apt=()
 # a JDK, not only a JRE: the differential tests compile small drivers against Kafka's jars
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn  >/dev/null 2>&1 || need_apt+=(maven)
-# docs and completion tests: man pages rendered by groff, completion driven in real bash (tmux), zsh, fish
+# docs and completion tests: man pages found by man-db and rendered by groff, completion driven in real bash
+# (tmux), zsh, fish
+command -v man   >/dev/null 2>&1 || need_apt+=(man-db)
 command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 command -v tmux  >/dev/null 2>&1 || need_apt+=(tmux)
 command -v zsh   >/dev/null 2>&1 || need_apt+=(zsh)
@@ -32,7 +34,10 @@ fi
 # then the package itself without letting pip pick anything else. Users get pyproject's loose ranges instead.
 "$VENV/bin/python" -m pip install -q --require-hashes -r requirements-dev.txt
 "$VENV/bin/python" -m pip install -q --no-deps -e .
+# `man kquotactl` in this venv, as after a wheel install (an editable install leaves the man pages out)
+bash scripts/dev-man.sh "$VENV"
 
 # Java artifacts: resolved once, reused by tests, the demo and benchmarks.
 "$VENV/bin/python" -m kquotactl.testing.fetch
 echo "bootstrap: ready ($("$VENV/bin/python" -m kquotactl --version))"
+echo "bootstrap: man pages: 'man kquotactl' once $VENV/bin is on PATH ('. $VENV/bin/activate'), or 'man -M $VENV/man kquotactl'"

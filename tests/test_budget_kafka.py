@@ -75,9 +75,9 @@ def test_plan_divides_by_three_brokers_every_broker_enforces_the_share_and_a_los
     bs = ("--bootstrap-server", kraft3.nodes[0].bootstrap)
     r = run_cli(*bs, "plan", "-f", path)
     assert r.exit_code == 2, r.stderr
-    assert "200 MiB/s (209715200) cluster-wide = 66.67 MiB/s (69905066) per broker × 3 brokers" in r.stderr
-    assert "2 bytes/s of the budget is unassigned" in r.stderr
-    assert "controller_mutation_rate 10.0 cluster-wide = 10.0 as configured" in r.stderr
+    assert "200 MiB/s (209715200) cluster-wide = 66.7 MiB/s (69905066) per broker × 3 brokers" in r.stderr
+    assert "2 B/s of the budget is unassigned" in r.stderr
+    assert "controller_mutation_rate 10 mutations/s cluster-wide = 10 mutations/s as configured" in r.stderr
     r = run_cli(*bs, "apply", "-f", path, "--yes")
     assert r.exit_code == 0, r.stderr
     want = {"producer_byte_rate": 69905066, "consumer_byte_rate": MiB, "controller_mutation_rate": 10.0}

@@ -33,7 +33,7 @@ def test_byte_rates_divide_by_floor_and_report_the_remainder() -> None:
     s = per_broker(PBR, 200 * MiB, 3)
     assert (s.per_broker, s.remainder, s.uneven) == (69905066, 2, True)
     assert s.per_broker * 3 + s.remainder == 200 * MiB
-    assert "69905066" in s.describe() and "2 bytes/s" in s.describe() and "3 brokers" in s.describe()
+    assert "69905066" in s.describe() and "2 B/s of the budget" in s.describe() and "3 brokers" in s.describe()
     even = per_broker(PBR, 300 * MiB, 3)
     assert (even.per_broker, even.remainder, even.uneven) == (100 * MiB, 0, False)
     assert "unassigned" not in even.describe()

@@ -262,7 +262,7 @@ def test_alter_updates_and_removes_keys_and_reports_the_change(chroot) -> None:
     assert r.exit_code == 0
     assert (
         "updated user=alice" in r.stdout
-        and "producer_byte_rate = 10 MiB/s (10485760) (new), consumer_byte_rate = 1 MB/s (1000000) (new)" in r.stdout
+        and "producer_byte_rate = 10 MiB/s (10485760) (new), consumer_byte_rate = 977 KiB/s (1000000) (new)" in r.stdout
     )
     r = zk(
         chroot,

@@ -180,6 +180,49 @@ def test_group_options_after_the_command_and_the_flat_form(shell: str) -> None:
     assert complete(shell, "kquotactl --alter --entity-type ips --add-config ") == ["connection_creation_rate="]
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_group_options_are_offered_after_the_command_name(shell: str, tmp_path) -> None:
+    """The parser takes the group's options after the command (kafka-configs' habit), so Tab offers them there:
+    after the command's own, before ``--help``; not the eager ``--version``, not one already on the line."""
+    from kquotactl.cli.app import cli
+
+    group = [o for p in cli.params if isinstance(p, click.Option) and not p.is_eager for o in p.opts if o[:2] == "--"]
+    assert {"--zookeeper", "--bootstrap-server", "--context", "--config", "--output"} <= set(group)
+    offered = complete(shell, "kquotactl describe --")
+    own = offered[: offered.index("--zookeeper")]
+    assert "--user" in own and "--entity-type" in own and "--help" not in own
+    assert offered[len(own) :] == [*group, "--help"]
+    assert "--version" not in offered
+    assert complete(shell, "kquotactl describe --zoo") == ["--zookeeper"]
+    assert complete(shell, "kquotactl plan -f q.yaml --cont") == ["--context"]
+    assert complete(shell, "kquotactl config set-context lab --bootstrap-s") == ["--bootstrap-server"]
+    assert complete(shell, "kquotactl --alter --entity-type users --zo") == ["--zookeeper"]  # the flat form
+    # given once, before or after the command: not offered again (the parser refuses it twice)
+    assert complete(shell, "kquotactl describe --zookeeper z:1 --zoo") == []
+    assert complete(shell, "kquotactl --zookeeper z:1 describe --zoo") == []
+    # a command's own option of the same name is offered once, with the command's own values
+    assert complete(shell, "kquotactl config get-contexts --out") == ["--output"]
+    assert complete(shell, "kquotactl config get-contexts -o ") == ["table", "json", "yaml"]
+    assert complete(shell, "kquotactl top -o ") == ["table", "json"]
+    assert complete(shell, "kquotactl top --output=j") == (["json"] if shell == "bash" else ["--output=json"])
+    # and their values, in both spellings
+    config = tmp_path / "config.yaml"
+    config.write_text("contexts:\n  lab-east: {zookeeper: 'z:1'}\n  lab-west: {zookeeper: 'z:2'}\n")
+    env = {"KQUOTACTL_CONFIG": str(config)}
+    assert complete(shell, "kquotactl describe --context lab-e", env=env) == ["lab-east"]
+    eq = complete(shell, "kquotactl describe --context=lab-w", env=env)
+    assert eq == (["lab-west"] if shell == "bash" else ["--context=lab-west"])  # bash's word starts after '='
+    assert complete(shell, "kquotactl describe --output=ya") == (["yaml"] if shell == "bash" else ["--output=yaml"])
+
+
+def test_the_parser_takes_group_options_after_the_command_name() -> None:
+    """What completion offers after the command is what a run accepts there."""
+    from conftest import run_cli
+
+    r = run_cli("describe", "--user", "a", "--zookeeper", "127.0.0.1:9", "--connect-timeout", "1", "-o", "json")
+    assert r.exit_code == 1 and r.stderr.startswith("kquotactl: error: cannot connect to ZooKeeper at 127.0.0.1:9")
+
+
 def test_completion_through_the_real_entry_point_prints_nothing_on_stderr() -> None:
     assert complete("bash", "kquotactl alter --ip 192.0.2.1 --add-config ", subprocess_=True) == [
         "connection_creation_rate="
@@ -482,6 +525,8 @@ def test_normalize_moves_group_options_and_keeps_a_pending_one() -> None:
         "a",
     ]
     assert normalize_completion_args(cli, ["--zookeeper", "z:1", "alter", "-o"]) == ["--zookeeper", "z:1", "-o"]
+    # unless the command has an option of that name itself: its values are the ones it takes
+    assert normalize_completion_args(cli, ["config", "get-contexts", "-o"]) == ["config", "get-contexts", "-o"]
 
 
 # -- the scripts: generated, shipped, valid, and working in real shells ----------------------------
@@ -685,6 +730,26 @@ def test_real_fish_session_in_tmux(tmp_path) -> None:
         sh.wait_for(r"--add-config connection_creation_rate=")
         sh.type("20")
         sh.wait_for(r"--add-config connection_creation_rate=20$")  # fish adds no space after '='
+    finally:
+        sh.close()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_real_shells_complete_group_options_after_the_command_name(shell: str, tmp_path) -> None:
+    """In a real interactive shell, Tab after the command name completes the group's options and their
+    values, and the line it builds runs with exactly those words."""
+    _need("tmux", shell)
+    (tmp_path / "config.yaml").write_text("contexts:\n  lab-east: {zookeeper: 'z:1'}\n  lab-west: {zookeeper: 'z:2'}\n")
+    sh, prompt = _start(shell, tmp_path)
+    out = tmp_path / "argv.json"
+    try:
+        sh.wait_for(prompt + r"?$")
+        argv = _argv_after_tab(sh, prompt, "kquotactl describe --user a --zook", out, then="z:1")
+        assert argv == ["describe", "--user", "a", "--zookeeper", "z:1"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, "kquotactl describe --cont", out, more=("lab-e",))
+        assert argv == ["describe", "--context", "lab-east"], (shell, argv)
+        argv = _argv_after_tab(sh, prompt, "kquotactl config set-context lab --bootstrap-s", out, then="b:9092")
+        assert argv == ["config", "set-context", "lab", "--bootstrap-server", "b:9092"], (shell, argv)
     finally:
         sh.close()
 

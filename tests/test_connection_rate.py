@@ -81,7 +81,7 @@ def test_set_show_delete_against_kraft(kraft):
     try:
         r = kq("--broker", "1", "--set", "50")
         assert r.exit_code == 0, r.stderr
-        assert r.stdout == "set broker 1: max.connection.creation.rate = 50\n"
+        assert r.stdout == "set broker 1: max.connection.creation.rate = 50 connections/s\n"
         assert r.stderr == ""  # no "does not show the change yet" warning: the command waited until it did
         r = kq("--broker", "1", "--listener", "PLAINTEXT", "--set", "20")
         assert r.exit_code == 0, r.stderr
@@ -96,7 +96,11 @@ def test_set_show_delete_against_kraft(kraft):
         assert not any(x["listener"] == "plaintext" for x in shown())
         # the cluster-wide default (an empty BROKER resource name)
         r = kq("--broker-defaults", "--set", "70")
-        assert (r.exit_code, r.stdout, r.stderr) == (0, "set cluster default: max.connection.creation.rate = 70\n", "")
+        assert (r.exit_code, r.stdout, r.stderr) == (
+            0,
+            "set cluster default: max.connection.creation.rate = 70 connections/s\n",
+            "",
+        )
         r = kq("--broker-defaults", "--listener", "PLAINTEXT", "--set", "7", "--dry-run")
         assert r.exit_code == 0 and r.stdout.startswith("would set cluster default"), r.stderr
         got = shown()

@@ -173,6 +173,14 @@ def test_get_contexts_never_prints_secrets(cli, cfg: Path) -> None:
     assert table.stdout.splitlines()[1].startswith("*")
 
 
+def test_get_contexts_refuses_the_kafka_output_it_has_no_form_for(cli, cfg: Path) -> None:
+    """The group's -o kafka (describe's flat form) is refused, never a table printed in its place."""
+    fmt = "kafka"
+    r = cli("--config", str(cfg), "-o", fmt, "config", "get-contexts")
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [f"kquotactl: error: -o {fmt}: get-contexts shows a table, json or yaml"]
+
+
 def test_use_context_and_current_context(cli, cfg: Path) -> None:
     assert cli("--config", str(cfg), "config", "current-context").stdout == "prod\n"
     mode = os.stat(cfg).st_mode

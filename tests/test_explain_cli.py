@@ -173,8 +173,8 @@ def test_table_shows_the_chain_with_shadowed_levels(quotas) -> None:
     r = explain(quotas, "--user", "userB", "--client-id", "client1", "-o", "table")
     assert r.exit_code == 0, r.stderr
     out = r.stdout
-    assert "users/userB/clients/client1" in out and "applied 7000 B/s" in out
-    assert "shadowed 8000 B/s" in out and "shadowed 6000 B/s" in out
+    assert "users/userB/clients/client1" in out and "applied 6.84 KiB/s (7000)" in out
+    assert "shadowed 7.81 KiB/s (8000)" in out and "shadowed 5.86 KiB/s (6000)" in out
     assert "exclusive to user userB with client-id client1" in out
 
 

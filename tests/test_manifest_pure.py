@@ -516,7 +516,7 @@ def test_anchors_aliases_and_several_documents_in_one_file() -> None:
     }
     assert [r.pattern for r in m.prune] == ["users/*"] and m.get(Entity(user="d")).source == Source("m.yaml", 9)
     assert problems("quotas:\n- entity: {user: a}\n  config: *nope\n") == [
-        "m.yaml:3: invalid YAML: found undefined alias 'nope'"
+        "m.yaml:3: invalid YAML: an alias '*NAME' that refers to no anchor '&NAME' (quote a value starting with '*')"
     ]
 
 

@@ -63,7 +63,7 @@ def test_plan_exit_codes_apply_converges_and_a_second_apply_writes_nothing(chroo
     before = chroot.snapshot()
     r = zk_cli(chroot, "plan", "-f", m)
     assert r.exit_code == 2, r.stderr
-    assert "users/alice/clients/batch job" in r.stdout and "OPS-1" in r.stdout
+    assert "users/alice/clients/'batch job'" in r.stdout and "OPS-1" in r.stdout
     assert "6 entities to change: 6 to create" in r.stdout
     assert chroot.snapshot() == before  # plan writes nothing
 
@@ -99,7 +99,8 @@ def test_plan_json_and_apply_json_carry_sources_and_metadata(chroot, tmp_path) -
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["summary"]["applied"] == 6
-    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    header, *lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(header["plan"]["changes"]) == 6  # the plan first: what apply --resume LOG continues
     assert {x["outcome"] for x in lines} == {"applied"} and len(lines) == 6
     assert next(x for x in lines if x.get("owner")) | {"time": None} == {
         "time": None,
@@ -120,7 +121,7 @@ def test_changes_show_old_and_new_and_apply_updates_in_place(chroot, tmp_path) -
     r = zk_cli(chroot, "plan", "-f", m)
     assert r.exit_code == 2
     row = next(line for line in r.stdout.splitlines() if "producer_byte_rate" in line).split()
-    assert " ".join(row) == f"update users/alice producer_byte_rate change 1 kB/s (1000) 2 kB/s (2000) {m}:2"
+    assert " ".join(row) == f"update users/alice producer_byte_rate change 1000 B/s 1.95 KiB/s (2000) {m}:2"
     assert "request_percentage" not in r.stdout  # not pruned: without --prune, keys are only added/changed
     assert zk_cli(chroot, "apply", "-f", m, "--yes").exit_code == 0
     assert live(chroot) == {Entity(user="alice"): {"producer_byte_rate": 2000, "request_percentage": 10.0}}
@@ -391,11 +392,15 @@ def test_a_connection_lost_midway_reports_exactly_what_was_applied_and_a_rerun_c
         monkeypatch.setattr(ZooKeeperBackend, "alter", alter_then_crash)
         r = run_cli("--zookeeper", connect, "--timeout", "3", "apply", "-f", m, "--yes")
         assert r.exit_code == 1
-        applied = [x.split(": ", 1)[1] for x in r.stderr.splitlines() if x.startswith("applied: ")]
-        missing = [x.split(": ", 1)[1] for x in r.stderr.splitlines() if x.startswith("not applied: ")]
-        unknown = [x.split(": ", 1)[1] for x in r.stderr.splitlines() if x.startswith("outcome unknown: ")]
+        (report,) = {w.rstrip(";:") for x in r.stderr.splitlines() for w in x.split() if "kquotactl-apply-" in w}
+        every = Path(report).read_text().splitlines()
+        Path(report).unlink()
+        applied = [x.split(": ", 1)[1] for x in every if x.startswith("applied: ")]
+        missing = [x.split(": ", 1)[1] for x in every if x.startswith("not applied: ")]
+        unknown = [x.split(": ", 1)[1] for x in every if x.startswith("outcome unknown: ")]
         # the commit after the crash may have been sent before kazoo saw the connection drop: then its
-        # outcome is unknown (all or none), otherwise it is plainly not applied
+        # outcome is unknown (all or none; the server is gone, so it cannot be read back), otherwise it is
+        # plainly not applied
         assert len(applied) == 500 and len(missing) + len(unknown) == n - 500 and len(unknown) in (0, 500)
         assert "partial apply: 500 entities applied, " in r.stderr
         monkeypatch.setattr(ZooKeeperBackend, "alter", original)

@@ -203,7 +203,7 @@ def test_watch_refreshes_a_live_table_until_interrupted(exporter: str, chroot) -
         os.close(main)
     text = seen.decode(errors="replace")
     assert text.count("throttled quota-ids") >= 3  # the first draw and two refreshes
-    assert 'client-id a "b"' in text and "2500 B/s" in text and "2000 B/s" in text
+    assert "client-id 'a \"b\"'" in text and "2.44 KiB/s" in text and "1.95 KiB/s (2000)" in text
     assert "7 clients/a%20%22b%22" in text
 
 

@@ -41,7 +41,7 @@ def test_explain_maps_the_principal_with_the_given_rules():
         (["--principal", "a@R", "--kerberos-rules", "DEFAULT"], "--kerberos-realm"),
         (["--principal", "a@R", "--kerberos-rules", "RULE:[1:$1](a.*b)s/x/y/g/Q"], "unmatched substring"),
         (["--principal", "CN=a", "--ssl-principal-mapping-rules", "RULE:^CN=(?<=a)/$1/"], "not supported"),
-        (["--principal", "CN=a", "--ssl-principal-mapping-rules", "RULE:^CN=(.*$/$1/"], "unclosed group"),
+        (["--principal", "CN=a", "--ssl-principal-mapping-rules", "RULE:^CN=(.*$/$1/"], "a '(' is never closed"),
         (["--principal", "CN=a", "--ssl-principal-mapping-rules", "RULE:^O=(.*)$/$1/"], "no ssl.principal"),
         (["--principal", "CN=a", "--user", "b", "--ssl-principal-mapping-rules", "DEFAULT"], "drop --user"),
         (["--principal-type", "ssl", "--user", "b"], "goes with --principal"),

@@ -56,6 +56,7 @@ LIVE = [
     QuotaRecord(Entity.of(user="svc-old"), {"request_percentage": 25.0}),
 ]
 NAME = "app|1 *x* <b>&amp;"
+SHOWN = repr(NAME)  # a name holding spaces is shown quoted, as one token
 
 
 @cache
@@ -164,7 +165,7 @@ def test_sarif_plan_locates_changes_warnings_and_prunes_at_the_manifest_lines() 
     assert [line_of(r) for r in by["lint/shadowed"]] == [("quotas.yaml", 6)]
     assert [line_of(r) for r in by["lint/not-enforced"]] == [("quotas.yaml", 6)]
     assert {r["level"] for r in by["lint/shadowed"] + by["lint/not-enforced"]} == {"warning"}
-    assert by["lint/shadowed"][0]["properties"]["entity"] == f"clients/{NAME}"
+    assert by["lint/shadowed"][0]["properties"]["entity"] == f"clients/{SHOWN}"
     assert run["invocations"][0]["executionSuccessful"] is True
     assert not any("users/bob" in r["message"]["text"] for r in run["results"])  # in sync: no result
 
@@ -202,12 +203,12 @@ def test_junit_plan_one_case_per_entry_prune_and_warning() -> None:
     tc = cases(root)
     assert set(tc) == {
         "users/<default>",
-        f"clients/{NAME}",
+        f"clients/{SHOWN}",
         "users/alice",
         "users/bob",
         "users/svc-old",
-        f"clients/{NAME}: lint/shadowed",
-        f"clients/{NAME}: lint/not-enforced",
+        f"clients/{SHOWN}: lint/shadowed",
+        f"clients/{SHOWN}: lint/not-enforced",
     }
     assert suite.get("tests") == root.get("tests") == "7"
     assert suite.get("failures") == root.get("failures") == "4"  # 2 creates, 1 update, 1 prune
@@ -220,8 +221,8 @@ def test_junit_plan_one_case_per_entry_prune_and_warning() -> None:
     )
     assert tc["users/alice"].get("classname") == "quotas.yaml"
     assert tc["users/svc-old"].find("failure").get("type") == "plan/delete"
-    assert tc[f"clients/{NAME}: lint/shadowed"].find("skipped").get("type") == "lint/shadowed"
-    assert tc[f"clients/{NAME}: lint/shadowed"].find("failure") is None
+    assert tc[f"clients/{SHOWN}: lint/shadowed"].find("skipped").get("type") == "lint/shadowed"
+    assert tc[f"clients/{SHOWN}: lint/shadowed"].find("failure") is None
 
 
 def test_junit_validate_strict_fails_warnings_and_errors_fail() -> None:
@@ -286,8 +287,8 @@ def test_markdown_plan_comment_structure() -> None:
         "10 MiB/s (10485760)",
         "quotas.yaml:7 owner=team-a",
     ]
-    assert rows[(f"clients/{NAME}", "consumer_byte_rate")][0] == "create"  # *x* not emphasis, <b> not a tag
-    assert ["", "", "request_rate", "add", "-", "5", ""] in changes  # the same entity's next key
+    assert rows[(f"clients/{SHOWN}", "consumer_byte_rate")][0] == "create"  # *x* not emphasis, <b> not a tag
+    assert ["", "", "request_rate", "add", "-", "5 requests/s", ""] in changes  # the same entity's next key
     assert rows[("users/svc-old", "request_percentage")][:4] == [
         "delete",
         "users/svc-old",
@@ -299,7 +300,7 @@ def test_markdown_plan_comment_structure() -> None:
     assert "<b>" not in html and "<em>" not in html
     assert (
         "#### Lint warnings (2)" in text
-        and html.count("<li><code>quotas.yaml:6</code>: clients/app|1 *x* &lt;b&gt;") == 2
+        and html.count("<li><code>quotas.yaml:6</code>: clients/'app|1 *x* &lt;b&gt;") == 2
     )
     assert "<p>Target: zk:2181/kafka (zookeeper)</p>" in html
 

@@ -73,8 +73,8 @@ def test_a_partial_failure_is_returned_as_data(backend: QuotaBackend, chroot) ->
     read_only = [make_acl("world", "anyone", read=True, admin=True)]  # admin: the ACL can be restored
     calls = []
 
-    def lock_after_the_first_chunk(n: int) -> None:  # a real refusal by ZooKeeper, between two backend calls
-        calls.append(n)
+    def lock_after_the_first_chunk(done: object) -> None:  # a real refusal by ZooKeeper, between two backend calls
+        calls.append(done)
         chroot.zk.set_acls(users, read_only)
 
     try:
@@ -82,13 +82,15 @@ def test_a_partial_failure_is_returned_as_data(backend: QuotaBackend, chroot) ->
     finally:
         chroot.zk.set_acls(users, [make_acl("world", "anyone", all=True)])
     assert calls and isinstance(result.partial, PartialFailure), result
-    # the refused transaction is reported of unknown outcome (the backend cannot tell a refusal from a lost answer)
+    # the refused transaction's answer tells nothing (a refusal looks like a lost answer): its entity is read back,
+    # found at its old values, and reported not applied; nothing stays unknown
     assert result.partial.applied == ["user=svc-a"] and result.counts["applied"] == 1
-    assert (result.partial.unknown, result.partial.not_applied) == (["user=svc-b"], ["user=svc-c"])
-    assert "refused to write" in str(result.partial)
+    assert (result.partial.unknown, result.partial.not_applied) == ([], ["user=svc-b", "user=svc-c"])
+    assert result.read_back == "read back the 1 entity in flight: 0 applied, 1 not applied"
+    assert "refused to write" in result.partial.cause
     lines, final = partial_report(result.partial)
-    assert lines[1:] == ["applied: user=svc-a", "not applied: user=svc-c", "outcome unknown: user=svc-b"]
-    assert str(final).startswith("partial apply: 1 entity applied, 1 not applied, 1 unknown") and final.exit_code == 1
+    assert lines[2:] == ["not applied: user=svc-b", "not applied: user=svc-c", "applied: user=svc-a"]
+    assert str(final).startswith("partial apply: 1 entity applied, 2 not applied;") and final.exit_code == 1
     assert [r.entity for r in describe(backend).records] == [Entity(user="svc-a")]  # what it says is what is there
 
 

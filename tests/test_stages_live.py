@@ -106,7 +106,9 @@ def test_three_stages_reach_the_target_and_the_log_holds_every_stage(target, tmp
     assert live(target)["alice"]["producer_byte_rate"] == 1000000
 
 
-def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, tmp_path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, tmp_path, sig, code) -> None:
+    """Ctrl-C, or SIGTERM as a CI runner sends it (exit 143), in the wait before stage 3."""
     after, log = start(target, tmp_path)
     cmd = [sys.executable, "-m", "kquotactl", *target, "apply", "-f", after, "--stages", "3"]
     proc = subprocess.Popen(
@@ -124,12 +126,15 @@ def test_ctrl_c_after_stage_two_reports_each_entity_and_resume_finishes(target, 
             break
     else:
         pytest.fail("".join(seen))
-    proc.send_signal(signal.SIGINT)  # within the 3 s wait (the line is its first act)
+    proc.send_signal(sig)  # within the 3 s wait (the line is its first act)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, "".join(seen) + err
+    assert proc.returncode == code, "".join(seen) + err
     assert "stopped at stage 3 of 3: interrupted" in err
-    assert f"users/alice: stage 2 of 3 (producer_byte_rate={ALICE[1]}, consumer_byte_rate=2000)" in err
-    assert "users/bob: done (consumer_byte_rate=1000)" in err
+    assert (
+        f"users/alice: stage 2 of 3 (producer_byte_rate 210 KiB/s ({ALICE[1]}), consumer_byte_rate 1.95 KiB/s (2000))"
+        in err
+    )
+    assert "users/bob: done (consumer_byte_rate 1000 B/s)" in err
     assert f"to continue: kquotactl apply --resume {log}" in err
     assert live(target)["alice"]["producer_byte_rate"] == ALICE[1]
     r = run_cli(*target, "apply", "--resume", log, "-f", after, "--yes")
@@ -151,7 +156,9 @@ def test_a_value_changed_by_someone_else_between_stages_stops_it_and_resume_refu
         result = apply_stages(backend, staged, interval=0, sleep=someone_else)
     assert result.stopped_at == 2
     assert result.stopped == "the live values are not what stage 1 left (changed by someone else)"
-    assert result.details == [f"users/alice: producer_byte_rate is 777 on the cluster, expected {ALICE[0]}"]
+    assert result.details == [
+        f"users/alice: producer_byte_rate is 777 B/s on the cluster, expected 453 KiB/s ({ALICE[0]})"
+    ]
     assert result.done == {Entity(user="alice"): 1, Entity(user="bob"): 1}
     # the CLI: stopped after stage 1 by Ctrl-C, then someone changes a value: resume refuses in one line
     r = run_cli(
@@ -178,6 +185,6 @@ def test_a_value_changed_by_someone_else_between_stages_stops_it_and_resume_refu
     assert r.exit_code == 1
     assert r.stderr.strip().splitlines()[-1] == (
         "kquotactl: error: not resumed, nothing written: the live values of users/alice, users/bob are not what "
-        "the log says stage 1 left (someone else changed them): users/alice: producer_byte_rate is 100000 on the "
-        f"cluster, expected {ALICE[0]}"
+        "the log says stage 1 left (someone else changed them): users/alice: producer_byte_rate is 97.7 KiB/s "
+        f"(100000) on the cluster, expected 453 KiB/s ({ALICE[0]})"
     )

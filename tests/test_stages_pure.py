@@ -177,7 +177,7 @@ def test_regression_rule_predicts_from_the_demand_before_the_stage() -> None:
         ),
         (["--prometheus", "http://p:9090"], "--prometheus and --scrape check between stages: they go with --stages N"),
         (["--stages", "2", "--scrape", "a:1", "--prometheus", "http://p"], "give either --prometheus URL or --scrape"),
-        (["--resume", "x.log", "--stages", "2"], "--resume LOG continues the logged stages: --plan, --stages"),
+        (["--resume", "x.log", "--stages", "2"], "--resume LOG continues the logged apply: --plan, --stages"),
     ],
 )
 def test_staged_apply_usage_errors_come_before_any_connection(tmp_path, args: list[str], message: str) -> None:

@@ -41,6 +41,8 @@ def test_a_staged_apply_checks_every_broker_after_each_stage(kraft3, tmp_path: P
     m = tmp_path / "q.yaml"
     m.write_text("quotas:\n  - entity: {user: team-a}\n    config: {producer_byte_rate: 1000000}\n")
     assert run_cli(*bs, "apply", "-f", str(m), "--yes").exit_code == 0
+    # every broker has it before the staged plan reads it (a broker answers from the metadata it has applied)
+    assert _verify(kraft3.bootstrap, "--user", "team-a", expect="producer_byte_rate=1000000")["converged"]
     m.write_text("quotas:\n  - entity: {user: team-a}\n    config: {producer_byte_rate: 125000}\n")
     log = tmp_path / "stages.log"
     r = run_cli(*bs, "apply", "-f", str(m), "--stages", "3", "--interval", "0.5s", "--log", str(log), "--yes")

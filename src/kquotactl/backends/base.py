@@ -10,7 +10,8 @@ import a Kafka client.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from kquotactl.core.entities import Entity
@@ -18,7 +19,11 @@ from kquotactl.core.filters import EntityFilter
 from kquotactl.core.keys import Number
 from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
 
-ProgressCallback = Callable[[int], None]
+#: called by :meth:`QuotaBackend.alter` with the results of each write as it completes (a committed ZooKeeper
+#: transaction, an answered AlterClientQuotas request), and with the results settled without a write (unchanged,
+#: rejected before sending): every result alter returns is passed once, before alter returns or raises, so a
+#: caller can log each write as it lands (``apply --log``)
+ProgressCallback = Callable[[Sequence[EntityResult]], None]
 
 
 @runtime_checkable
@@ -43,7 +48,7 @@ class QuotaBackend(Protocol):
         """Apply each change atomically per entity, in order.
 
         ``expected`` maps an entity to the config a plan saw; when given, an entity whose live config
-        differs is rejected (stale plan) instead of being overwritten.
+        differs is rejected (stale plan) instead of being overwritten. ``progress``: see :data:`ProgressCallback`.
         """
         ...
 
@@ -54,3 +59,23 @@ class QuotaBackend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (blocked for the calling thread, delivered when the block ends), where the platform
+    allows it. Two uses: a batch of results is logged and counted as one (a Ctrl-C lands before or after it), and
+    the client threads a backend starts inherit the block, so Ctrl-C always reaches the main thread (a signal taken
+    by a client thread would leave the main thread blocked, at a prompt for one)."""
+    import signal
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, OSError, ValueError):  # no pthread_sigmask here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

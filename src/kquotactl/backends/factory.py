@@ -31,12 +31,12 @@ def zk_settings(opts: ConnectionOptions) -> ZkSettings:
             user, _, password = cred.partition(":")
             sasl = {"mechanism": "DIGEST-MD5", "username": user, "password": password}
         else:
-            raise UsageError("--zk-auth must be digest:USER:PASSWORD or sasl:USER:PASSWORD")
+            raise UsageError(f"{opts.said('zk_auth')} must be digest:USER:PASSWORD or sasl:USER:PASSWORD")
     if opts.zk_sasl_jaas:
         from kquotactl.config.jaas import read_section, zookeeper_sasl_options
 
         sasl = zookeeper_sasl_options(read_section(opts.zk_sasl_jaas, "Client"))
-    tls = zk_tls_settings(opts.zk_tls_config_file) if opts.zk_tls_config_file else None
+    tls = zk_tls_settings(opts.zk_tls_config_file, opts.said("zk_tls_config_file")) if opts.zk_tls_config_file else None
     if opts.zk_acl not in ("open", "secure"):
         raise UsageError("--zk-acl must be 'open' or 'secure'")
     return ZkSettings(
@@ -48,16 +48,17 @@ def zk_settings(opts: ConnectionOptions) -> ZkSettings:
         tls=tls,
         secure_acl=opts.zk_acl == "secure",
         allow_no_brokers=opts.allow_no_brokers,
+        source=opts.sources.get("zookeeper", ""),
     )
 
 
-def zk_tls_settings(path: str) -> TlsSettings:
+def zk_tls_settings(path: str, given: str = "--zk-tls-config-file") -> TlsSettings:
     """Kafka's ``zookeeper.ssl.*`` client properties (``--zk-tls-config-file``), PEM stores only."""
     from kquotactl.backends.zookeeper.session import TlsSettings
     from kquotactl.core.grammar import load_properties
 
     if not os.path.isfile(path):
-        raise UsageError(f"--zk-tls-config-file {path}: no such file (a properties file with zookeeper.ssl.* keys)")
+        raise UsageError(f"{given} {path}: no such file (a properties file with zookeeper.ssl.* keys)")
     props = load_properties(path)
 
     def get(name: str) -> str | None:
@@ -108,7 +109,15 @@ def zk_tls_settings(path: str) -> TlsSettings:
 
 
 def open_backend(opts: ConnectionOptions) -> QuotaBackend:
-    opts = opts.check()
+    """The backend ``opts`` name, connected. Its client threads start with SIGINT and SIGTERM blocked, so that
+    Ctrl-C reaches the main thread (:func:`kquotactl.backends.base.signals_held`)."""
+    from kquotactl.backends.base import signals_held
+
+    with signals_held():
+        return _open_backend(opts.check())
+
+
+def _open_backend(opts: ConnectionOptions) -> QuotaBackend:
     if opts.zookeeper:
         from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 

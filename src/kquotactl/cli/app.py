@@ -15,20 +15,24 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kquotactl import __version__
-from kquotactl.cli.argv import normalize_argv
+from kquotactl.cli.argv import normalize_argv, refuse_non_utf8
 from kquotactl.cli.errorwords import worded
 from kquotactl.cli.kit import (
     CI_REPORTS,
     AppState,
     LazyGroup,
     collector_paused,
+    guard_stdout,
     is_own_option,
     pass_state,
+    stopped_by,
+    terminate_like_ctrl_c,
+    terminated,
 )
 from kquotactl.cli.options import EPILOG_EXIT, KEYS_HELP, connection_options, entity_options, principal_options
 from kquotactl.config.cluster import ConnectionOptions
 from kquotactl.config.extras import missing_extra
-from kquotactl.core.errors import EXIT_ERROR, QuotaError, UsageError, one_line
+from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, QuotaError, UsageError, one_line
 
 if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
     from kquotactl.backends.base import QuotaBackend
@@ -322,6 +326,7 @@ install(cli)
 
 
 def _invoke(argv: Sequence[str], prog_name: str = "kquotactl", parse_only: bool = False) -> Any:
+    refuse_non_utf8(argv)
     args, flat = normalize_argv(argv, cli)
     with cli.make_context(prog_name, args) as ctx:
         ctx.meta["kquotactl.flat"] = flat
@@ -340,8 +345,13 @@ def parse_request(argv: Sequence[str]) -> tuple[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> None:
-    """Console entry point: one-line errors, exit 1 on any failure, no tracebacks for user errors."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Console entry point: one-line errors, exit 1 on any failure, no tracebacks for user errors; SIGTERM ends a
+    command as Ctrl-C does (exit 143)."""
+    with terminate_like_ctrl_c():
+        _main(list(sys.argv[1:] if argv is None else argv), prog_name)
+
+
+def _main(args: list[str], prog_name: str) -> None:
     debug = "--debug" in args
     try:
         if os.environ.get("_KQUOTACTL_COMPLETE"):
@@ -350,11 +360,12 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             completion.install(cli)  # --user, --add-config... complete by option name (completion.BY_OPTION)
             cli.main(args=args, prog_name=prog_name)
             return
+        guard_stdout()  # a closed stdout (`plan | head -1`) stops the output, never decides the exit code
         _invoke(args, prog_name)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        sys.stdout.flush()
     except QuotaError as e:
         click.echo(f"{prog_name}: error: {one_line(worded(e))}", err=True)
-        sys.exit(e.exit_code)
+        sys.exit(EXIT_TERMINATED if e.exit_code == EXIT_INTERRUPTED and terminated() else e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.exceptions.UsageError as e:
@@ -370,17 +381,15 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
         e.message = one_line(e.message)  # type: ignore[misc]  # click types message Final; show() prints it
         e.show()
         sys.exit(EXIT_ERROR)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if isinstance(e.__context__, KeyboardInterrupt):  # Ctrl-C at a prompt: an interrupt, not a failure
+            click.echo(f"\n{stopped_by()}.", err=True)
+            sys.exit(EXIT_TERMINATED if terminated() else EXIT_INTERRUPTED)
         click.echo("Aborted.", err=True)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        # The reader went away (`describe | head`): not a failure of ours. Nothing more can reach stdout; point it at
-        # /dev/null so the interpreter's final flush does not complain either.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+        click.echo(f"{stopped_by()}.", err=True)
+        sys.exit(EXIT_TERMINATED if terminated() else EXIT_INTERRUPTED)
     except OSError as e:  # a file named on the command line that cannot be read or written: one line, no traceback
         where = f"{e.filename}: " if e.filename else ""
         click.echo(f"{prog_name}: error: {one_line(where + (e.strerror or str(e)))}", err=True)
@@ -397,4 +406,4 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "kquotactl") -> Non
             err=True,
         )
         sys.exit(EXIT_ERROR)
-    sys.exit(0)
+    sys.exit(EXIT_TERMINATED if terminated() else 0)  # a command that stops on SIGTERM as on Ctrl-C (top --watch)

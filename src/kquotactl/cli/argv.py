@@ -5,11 +5,13 @@ pass their click group. Only click is imported.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 import click
 
 from kquotactl.core.errors import UsageError
+from kquotactl.core.wording import not_utf8, shown_name
 
 
 def option_table(group: click.Group) -> tuple[dict[str, bool], dict[str, bool]]:
@@ -91,6 +93,8 @@ def normalize_argv(argv: Sequence[str], group: click.Group) -> tuple[list[str], 
             actions.append(name[2:])
             i += 1
             continue
+        if name in glob and glob[name] and "=" not in tok:
+            refuse_missing_value(name, args[i + 1 : i + 2], args[i + 2 :], group)
         target = head if name in glob else rest
         target.append(tok)
         if known.get(name) and "=" not in tok and i + 1 < len(args):
@@ -108,6 +112,41 @@ def normalize_argv(argv: Sequence[str], group: click.Group) -> tuple[list[str], 
     elif rest and rest[0].startswith("-") and rest[0] != "--" and not asks_help(argv):
         raise UsageError(ACTION_COUNT)  # kafka-configs' flat form without --alter/--describe (no command either)
     return head + rest, flat
+
+
+def refuse_missing_value(option: str, value: Sequence[str], after: Sequence[str], group: click.Group) -> None:
+    """``--zookeeper "$ZK" describe`` with ZK unset: the option would take the command's name (or the flat form's
+    ``--describe``, or nothing) as its value, and the line would fail far from its cause. Said here instead: the
+    option has no value. A word that names a command is a value when another command name follows it."""
+    if not value:
+        raise UsageError(f"{option} has no value (an unset variable?): give it one, or leave {option} out")
+    word = value[0]
+    if word in ("--alter", "--describe"):
+        raise UsageError(
+            f"{option} {word!r} is one of kquotactl's options, so {option} has no value (an unset variable?)"
+        )
+    names = set(group.list_commands(click.Context(group)))
+    if word in names and not any(w in names for w in after):
+        raise UsageError(
+            f"{option} has no value (an unset variable?): {word!r} after it is the command; give {option} a value, "
+            f"or leave it out"
+        )
+
+
+def refuse_non_utf8(argv: Sequence[str]) -> None:
+    """An argument with a byte that is not UTF-8 (a Latin-1 terminal, a variable filled from such a file) is refused
+    here, naming the byte and where, before it reaches a message as ``'caf\\udce9'``. A path that exists is
+    any bytes the file system holds, and is let through."""
+    for i, word in enumerate(argv):
+        where = not_utf8(word)
+        if where is None or os.path.lexists(word):
+            continue
+        before = argv[i - 1] if i and argv[i - 1].startswith("-") and "=" not in argv[i - 1] else None
+        what = f"{before} {shown_name(word)}" if before else f"argument {i + 1} ({shown_name(word)})"
+        raise UsageError(
+            f"{what}: {where} is not UTF-8; kquotactl reads its arguments as UTF-8 (check the terminal's encoding "
+            "or the variable that holds the value)"
+        )
 
 
 def asks_help(argv: Sequence[str]) -> bool:

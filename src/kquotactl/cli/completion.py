@@ -28,6 +28,8 @@ from click.shell_completion import (
     FishComplete,
     ShellComplete,
     ZshComplete,
+    _resolve_context,
+    _resolve_incomplete,
     add_completion_class,
 )
 
@@ -241,6 +243,8 @@ def normalize_completion_args(cli: click.Group, args: list[str]) -> list[str]:
         return args + pending
     if not pending:
         return out
+    if _command_has_option(cli, out, pending[0]):  # ``config get-contexts -o``: the command's own values
+        return out + pending
     head: list[str] = []  # the group options normalize_argv moved to the front
     i = 0
     while i < len(out) and out[i].split("=", 1)[0] in glob:
@@ -248,6 +252,25 @@ def normalize_completion_args(cli: click.Group, args: list[str]) -> list[str]:
         head += out[i : i + 2] if takes else out[i : i + 1]
         i += 2 if takes else 1
     return head + pending
+
+
+def _command_has_option(cli: click.Group, args: list[str], name: str) -> bool:
+    """Whether the command ``args`` name (not the group) has an option spelt ``name`` of its own."""
+    ctx = _resolve_context(cli, {}, PROG, list(args))
+    return ctx.command is not cli and any(
+        name in (*p.opts, *p.secondary_opts) for p in ctx.command.params if isinstance(p, click.Option)
+    )
+
+
+def split_group_option_value(cli: click.Group, args: list[str], incomplete: str) -> tuple[list[str], str]:
+    """``--context=pr`` as ``--context`` and ``pr``, for a group option: then, like ``--context pr``, it is
+    completed at the group wherever it stands on the line (after the command too)."""
+    from kquotactl.cli.argv import option_table
+
+    opt, eq, value = incomplete.partition("=")
+    if eq and opt.startswith("--") and option_table(cli)[0].get(opt):
+        return [*args, opt], value
+    return args, incomplete
 
 
 class _Normalising(ShellComplete):
@@ -264,11 +287,38 @@ class _Normalising(ShellComplete):
         return "\n".join(line for line in lines if line is not None)
 
     def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem[str]]:
-        args = normalize_completion_args(self.cli, args) if isinstance(self.cli, click.Group) else args
+        if isinstance(self.cli, click.Group):
+            args, incomplete = split_group_option_value(self.cli, args, incomplete)
+            args = normalize_completion_args(self.cli, args)
         try:
-            return super().get_completions(args, incomplete)
+            ctx = _resolve_context(self.cli, self.ctx_args, self.prog_name, args)
+            obj, incomplete = _resolve_incomplete(ctx, args, incomplete)
+            items: list[CompletionItem[str]] = obj.shell_complete(ctx, incomplete)
+            if obj is ctx.command and ctx.parent is not None:
+                items = with_group_options(ctx, incomplete, items)
+            return items
         except Exception:  # a half-typed line must never print a traceback into the prompt
             return []
+
+
+def with_group_options(
+    ctx: click.Context, incomplete: str, items: list[CompletionItem[str]]
+) -> list[CompletionItem[str]]:
+    """A command's option names, then the group's that it accepts too (the line is normalised like a real run,
+    which moves them before the command), then ``--help``. The group's eager options (``--help``,
+    ``--version``) end a run before the command does anything, so they are not offered after it; an option
+    already given is not offered again (click's own rule, read from the group's context)."""
+    root = ctx.find_root()
+    eager = {name for p in root.command.params if p.is_eager for name in (*p.opts, *p.secondary_opts)}
+    helps = set(ctx.help_option_names)
+    seen = {str(item.value) for item in items}
+    group = [
+        item
+        for item in click.Command.shell_complete(root.command, root, incomplete)
+        if str(item.value).startswith("-") and item.value not in eager and item.value not in seen
+    ]
+    own = [item for item in items if item.value not in helps]
+    return own + group + [item for item in items if item.value in helps]
 
 
 # The scripts hand kquotactl the line exactly as typed (quotes, backslashes and all) and insert what it

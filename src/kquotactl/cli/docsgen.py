@@ -142,10 +142,14 @@ def env_vars() -> list[tuple[str, str]]:
 
 
 def exit_codes() -> list[tuple[str, str]]:
-    from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PENDING
+    from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PENDING, EXIT_TERMINATED
 
     return [
-        (str(EXIT_OK), "Success."),
+        (
+            str(EXIT_OK),
+            "Success. Every status is the command's result, in a pipeline too: a reader that stops early "
+            "(| head) only cuts the output short.",
+        ),
         (
             str(EXIT_ERROR),
             "Error: bad input, connection, authentication or conflict (a partial apply says what was applied).",
@@ -153,8 +157,9 @@ def exit_codes() -> list[tuple[str, str]]:
         (str(EXIT_PENDING), "Changes pending: plan, apply --dry-run, or an apply whose confirmation was declined."),
         (
             str(EXIT_INTERRUPTED),
-            "Interrupted (Ctrl-C); an interrupted apply lists what was applied, not applied and unknown.",
+            "Interrupted (Ctrl-C); an interrupted apply says what was applied, not applied and unknown, summary first.",
         ),
+        (str(EXIT_TERMINATED), "Terminated (SIGTERM, as CI runners stop a job): as Ctrl-C."),
     ]
 
 

@@ -15,7 +15,7 @@ from kquotactl.core.errors import (
 )
 
 #: a core input (:attr:`InputProblem.source`) -> the flag that gives it
-FLAGS: dict[str, str] = {"add_config": "--add-config", "observed": "--observed"}
+FLAGS: dict[str, str] = {"add_config": "--add-config", "observed": "--observed", "limit": "--limit"}
 
 #: :attr:`MissingInput.kind` -> what the CLI says (``{key}``: the quota key)
 MISSING = {

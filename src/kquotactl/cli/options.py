@@ -22,7 +22,7 @@ KEYS_HELP = (
 
 EPILOG_EXIT = (
     "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan, apply --dry-run, "
-    "a declined apply), 130 interrupted (Ctrl-C)."
+    "a declined apply), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)."
 )
 
 

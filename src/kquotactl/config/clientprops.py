@@ -251,14 +251,16 @@ def unknown_properties(props: Mapping[str, str]) -> list[str]:
     return sorted(k for k in props if k not in used and k not in IGNORED)
 
 
-def load_client_settings(path: str) -> tuple[ClientSettings, list[str]]:
-    """Read a ``--command-config`` file: the settings, and warnings for properties that were ignored."""
+def load_client_settings(path: str, given: str | None = None) -> tuple[ClientSettings, list[str]]:
+    """Read a ``--command-config`` file: the settings, and warnings for properties that were ignored. ``given``: how
+    the user named the file (``--command-config PATH``, ``KQUOTACTL_COMMAND_CONFIG=PATH``, ...)."""
     from kquotactl.core.grammar import load_properties
 
+    given = given or f"--command-config {path}"
     if not os.path.exists(path):
-        raise UsageError(f"--command-config {path}: no such file")
+        raise UsageError(f"{given}: no such file")
     props = load_properties(path)
-    settings = parse_client_properties(props, f"--command-config {path}")
+    settings = parse_client_properties(props, given)
     ignored = unknown_properties(props)
-    warnings = [f"--command-config {path}: ignoring unknown properties: {', '.join(ignored)}"] if ignored else []
+    warnings = [f"{given}: ignoring unknown properties: {', '.join(ignored)}"] if ignored else []
     return settings, warnings

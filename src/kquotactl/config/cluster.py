@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from kquotactl.core.errors import UsageError
+from kquotactl.core.wording import not_utf8, shown_name
 
 ENV_ZOOKEEPER = "KQUOTACTL_ZOOKEEPER"
 ENV_BOOTSTRAP = "KQUOTACTL_BOOTSTRAP_SERVER"
@@ -31,6 +32,8 @@ class ConnectionOptions:
     zk_tls_config_file: str | None = None
     zk_acl: str = "open"
     allow_no_brokers: bool = False  # write into a ZooKeeper chroot without /brokers (a cluster not started yet)
+    #: where a field's value came from when it was not typed as its flag: ``KQUOTACTL_ZOOKEEPER``, ``context 'prod'``
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def __repr__(self) -> str:  # zk_auth holds passwords
         return (
@@ -49,6 +52,34 @@ class ConnectionOptions:
                 values[f.name] = list(v) if f.name == "zk_auth" else v  # type: ignore[call-overload]
         return cls(**values)  # type: ignore[arg-type]
 
+    def said(self, attr: str, value: object = None) -> str:
+        """How the user gave field ``attr`` (and ``value``, unless None: a password is never repeated), for a message
+        about it: ``--zookeeper zk:x``, ``KQUOTACTL_ZOOKEEPER=zk:x``, ``zookeeper zk:x (context 'prod')``."""
+        flag = "--" + attr.replace("_", "-")
+        source = self.sources.get(attr)
+        text = "" if value is None else str(value)
+        if source is None:
+            return f"{flag} {text}".rstrip()
+        if source.startswith("context "):
+            return f"{flag[2:]} {text}".rstrip() + f" ({source})"
+        return f"{source}={text}" if text else source
+
+    def check_addresses(self) -> None:
+        """A cluster address with a port that is no port is refused before any connection, naming where it came
+        from (a flag, an environment variable or a context)."""
+        for attr in ("zookeeper", "bootstrap_server", "bootstrap_controller"):
+            value = getattr(self, attr)
+            if not value:
+                continue
+            where = not_utf8(value)
+            if where:
+                raise UsageError(f"{self.said(attr, shown_name(value))}: {where} is not UTF-8")
+            hosts = (value.split("/", 1)[0] if attr == "zookeeper" else value).split(",")
+            for host in hosts:
+                problem = _address_problem(host.strip(), needs_port=attr != "zookeeper", named=len(hosts) > 1)
+                if problem:
+                    raise UsageError(f"{self.said(attr, repr(value))}: {problem}")
+
     @property
     def target(self) -> str:
         return self.zookeeper or self.bootstrap_server or self.bootstrap_controller or "?"
@@ -60,23 +91,25 @@ class ConnectionOptions:
     def with_env(self, env: Mapping[str, str] | None = None) -> ConnectionOptions:
         """Fill what flags left empty from the environment (flags win)."""
         env = os.environ if env is None else env
-        out = self
+        filled: dict[str, object] = {}
+        sources = dict(self.sources)
         if not (self.zookeeper or self.bootstrap_server or self.bootstrap_controller):
             if env.get(ENV_ZOOKEEPER):
-                out = replace(out, zookeeper=env[ENV_ZOOKEEPER])
+                filled["zookeeper"], sources["zookeeper"] = env[ENV_ZOOKEEPER], ENV_ZOOKEEPER
             elif env.get(ENV_BOOTSTRAP):
-                out = replace(out, bootstrap_server=env[ENV_BOOTSTRAP])
-        if not out.command_config and env.get(ENV_COMMAND_CONFIG):
-            out = replace(out, command_config=env[ENV_COMMAND_CONFIG])
-        if not out.zk_auth and env.get(ENV_ZK_AUTH):
-            out = replace(out, zk_auth=[env[ENV_ZK_AUTH]])
-        if not out.zk_sasl_jaas and out.zookeeper and env.get("KAFKA_OPTS"):
+                filled["bootstrap_server"], sources["bootstrap_server"] = env[ENV_BOOTSTRAP], ENV_BOOTSTRAP
+        if not self.command_config and env.get(ENV_COMMAND_CONFIG):
+            filled["command_config"], sources["command_config"] = env[ENV_COMMAND_CONFIG], ENV_COMMAND_CONFIG
+        if not self.zk_auth and env.get(ENV_ZK_AUTH):
+            filled["zk_auth"], sources["zk_auth"] = [env[ENV_ZK_AUTH]], ENV_ZK_AUTH
+        if not self.zk_sasl_jaas and (self.zookeeper or filled.get("zookeeper")) and env.get("KAFKA_OPTS"):
             m = re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", env["KAFKA_OPTS"])
             if m:
-                out = replace(out, zk_sasl_jaas=m.group(1))
-        return out
+                filled["zk_sasl_jaas"], sources["zk_sasl_jaas"] = m.group(1), "KAFKA_OPTS"
+        return replace(self, **filled, sources=sources) if filled else self  # type: ignore[arg-type]
 
     def check(self) -> ConnectionOptions:
+        self.check_addresses()
         given = [
             n
             for n, v in (
@@ -104,6 +137,28 @@ class ConnectionOptions:
         if self.command_config and self.zookeeper:
             raise UsageError("--command-config applies to --bootstrap-server/--bootstrap-controller only")
         return self
+
+
+def _address_problem(host: str, needs_port: bool, named: bool) -> str | None:
+    """What is wrong with one ``HOST:PORT`` of a cluster address (``named``: say which, of several), or None (IPv6
+    literals in brackets)."""
+    if host.startswith("["):
+        name, _, rest = host[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else None
+        if rest and not rest.startswith(":"):
+            return f"{host!r} is not HOST:PORT (an IPv6 address goes in brackets: [::1]:9092)"
+    elif host.count(":") > 1:
+        return None  # a bare IPv6 literal: the client decides
+    else:
+        name, colon, port_text = host.partition(":")
+        port = port_text if colon else None
+    if not name:
+        return f"{host!r} has no host name (expected HOST:PORT)"
+    if port is None:
+        return f"{host!r} has no port (expected HOST:PORT)" if needs_port else None
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"the port {port!r}{f' of {host!r}' if named else ''} is not a number from 1 to 65535"
+    return None
 
 
 def typed_cluster(

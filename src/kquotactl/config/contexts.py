@@ -26,6 +26,7 @@ from typing import Any
 
 from kquotactl.config.cluster import ENV_CONTEXT, ConnectionOptions, typed_cluster
 from kquotactl.core.errors import UsageError
+from kquotactl.core.wording import decoded, yaml_problem
 
 ENV_CONFIG = "KQUOTACTL_CONFIG"
 
@@ -84,6 +85,7 @@ class ContextsFile:
     current: str | None = None
     exists: bool = False
     problem: str | None = None  # the whole file is unusable (bad YAML, unknown top-level key, ...): full line
+    source: str = ""  # how the file was named: "--config", KQUOTACTL_CONFIG, or "" (the default path)
 
     def check(self) -> None:
         """Raise the file-level problem, if any."""
@@ -100,10 +102,17 @@ class ContextsFile:
         close = difflib.get_close_matches(name, list(self.contexts), n=1)
         hint = f" — did you mean {close[0]}?" if close else ""
         known = ", ".join(sorted(self.contexts)) or "none defined"
+        if not self.exists:  # say so: a path from KQUOTACTL_CONFIG with a typo reads as an empty file
+            raise UsageError(f"context {name!r} not found: the config file {self.path} does not exist{self.from_where}")
         raise UsageError(
             f"context {name!r} not found in {self.path}{hint} (contexts: {known}; "
             "`kquotactl config get-contexts` lists them)"
         )
+
+    @property
+    def from_where(self) -> str:
+        """`` (from KQUOTACTL_CONFIG)`` when the environment named the file."""
+        return f" (from {ENV_CONFIG})" if self.source == ENV_CONFIG else ""
 
     def current_context(self) -> Context | None:
         """The file's ``current-context`` (None when it names none); a dangling name is an error."""
@@ -238,25 +247,28 @@ def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, st
     An unreadable file or bad YAML is recorded on the result (reported when a context is needed)."""
     explicit = path is not None
     p = config_target(path, env)
+    source = "--config" if explicit else ENV_CONFIG if (os.environ if env is None else env).get(ENV_CONFIG) else ""
     try:
         data = _read_yaml(p)
     except FileNotFoundError:
         if explicit:
             raise UsageError(f"config file {p} does not exist (check --config)") from None
-        return ContextsFile(path=p)
+        return ContextsFile(path=p, source=source)
     except UsageError as e:
-        return ContextsFile(path=p, exists=True, problem=e.message)
-    return parse_config(data, p)
+        return ContextsFile(path=p, exists=True, problem=e.message, source=source)
+    return replace(parse_config(data, p), source=source)
 
 
 def _read_yaml(p: Path) -> Any:
     """The file's YAML document; FileNotFoundError if absent, UsageError (one line) if unreadable or bad YAML."""
     try:
-        text = p.read_text(encoding="utf-8")
+        text = decoded(p.read_bytes())
     except FileNotFoundError:
         raise
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read config file {p}: {getattr(e, 'strerror', None) or e}") from None
+    except OSError as e:
+        raise UsageError(f"cannot read config file {p}: {e.strerror or e}") from None
+    except ValueError as e:  # not UTF-8: which byte, where
+        raise UsageError(f"config file {p}: {e}") from None
     import yaml
 
     try:
@@ -264,7 +276,8 @@ def _read_yaml(p: Path) -> Any:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{p}:{at} is not valid YAML ({getattr(e, 'problem', None) or e})") from None
+        what = yaml_problem(getattr(e, "context", None), getattr(e, "problem", None)) or str(e).splitlines()[0]
+        raise UsageError(f"{p}:{at} is not valid YAML ({what})") from None
 
 
 def apply_context(
@@ -290,7 +303,10 @@ def apply_context(
         current = getattr(opts, attr)
         if current == getattr(defaults, attr) or current in (None, [], ""):
             changes[attr] = ctx.settings[key]
-    return replace(opts, **changes) if changes else opts
+    if not changes:
+        return opts
+    sources = {**opts.sources, **{attr: f"context {ctx.name!r}" for attr in changes}}
+    return replace(opts, **changes, sources=sources)
 
 
 def select_context(
@@ -304,7 +320,10 @@ def select_context(
     if explicit:
         return config.get(explicit), "flag"
     if env.get(ENV_CONTEXT):
-        return config.get(env[ENV_CONTEXT]), "env"
+        try:
+            return config.get(env[ENV_CONTEXT]), "env"
+        except UsageError as e:  # named as the variable it came from
+            raise UsageError(f"{ENV_CONTEXT}={env[ENV_CONTEXT]!r}: {e.message}") from None
     ctx = config.current_context()
     return (ctx, "file") if ctx is not None else (None, "none")
 

@@ -24,7 +24,9 @@ def missing_extra(e: ImportError) -> str | None:
     extra = EXTRAS.get(top)
     if extra is None:
         return None
+    # Both lines add the extra to the kquotactl already installed, wherever it came from (a checkout, a wheel,
+    # PyPI): pip takes the installed kquotactl for the requirement and installs only the extra's packages.
     return (
         f"this needs the optional package {top!r}: pip install 'kquotactl[{extra}]' "
-        f"(pipx: pipx install --force 'kquotactl[{extra}]')"
+        f"(pipx: pipx runpip kquotactl install 'kquotactl[{extra}]')"
     )

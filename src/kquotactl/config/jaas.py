@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kquotactl.core.errors import UsageError
+from kquotactl.core.wording import decoded
 
 _ENTRY = re.compile(r"([A-Za-z0-9_.$-]+)\s*=\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s;]+)")
 _SECTION = re.compile(r"([A-Za-z0-9_.-]+)\s*\{(.*?)\}\s*;", re.S)
@@ -42,9 +43,11 @@ def parse_module(text: str) -> LoginModule:
 
 def read_section(path: str | Path, section: str) -> LoginModule:
     try:
-        text = Path(path).read_text()
+        text = decoded(Path(path).read_bytes())
     except OSError as e:
         raise UsageError(f"cannot read JAAS file {str(path)!r}: {e.strerror or e}") from None
+    except ValueError as e:  # not UTF-8: which byte, where
+        raise UsageError(f"JAAS file {str(path)!r}: {e}") from None
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
     for m in _SECTION.finditer(text):
         if m.group(1) == section:

@@ -100,7 +100,8 @@ class Share:
         return self.remainder != 0
 
     def describe(self) -> str:
-        """``200 MiB/s (209715200) cluster-wide = 69905066 per broker × 3 brokers, 2 bytes/s unassigned``."""
+        """``200 MiB/s (209715200) cluster-wide = 66.7 MiB/s (69905066) per broker × 3 brokers; 2 B/s of the budget
+        is unassigned ...``."""
         total = human_and_raw(self.key, self.total)
         if self.split is Split.WHOLE:
             return (
@@ -112,7 +113,9 @@ class Share:
             f"{counted(self.brokers, 'broker')}"
         )
         if self.uneven:
-            text += f"; {self.remainder:g} {self.key.unit} of the budget is unassigned (it does not divide evenly)"
+            text += (
+                f"; {human_and_raw(self.key, self.remainder)} of the budget is unassigned (it does not divide evenly)"
+            )
         return text
 
 

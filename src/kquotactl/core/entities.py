@@ -16,6 +16,7 @@ from kquotactl.core.errors import InvalidRequest, InvalidValue
 from kquotactl.core.inet import IpKind, address_key, read_ip_name
 from kquotactl.core.keys import KeyScope
 from kquotactl.core.sanitizer import desanitize, sanitize
+from kquotactl.core.wording import escaped, not_utf8, shown_name
 
 DEFAULT_MARKER: Final = "<default>"
 MAX_NAME_BYTES: Final = 4096  # far above any real principal; keeps znode paths and requests small
@@ -85,8 +86,9 @@ def check_name(etype: EntityType, name: str) -> str:
         raise InvalidRequest(f"Empty {etype.value} not supported (use the default entity instead)")
     try:
         encoded = name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidValue(f"{etype.value} name {name[:40]!r} is not valid UTF-8") from None
+    except UnicodeEncodeError:  # a byte that was not UTF-8 (surrogateescape), or a lone surrogate
+        where = not_utf8(name) or "it holds a lone surrogate, which UTF-8 cannot encode"
+        raise InvalidValue(f"{etype.value} name {shown_name(name[:40])} is not UTF-8: {where}") from None
     if len(encoded) > MAX_NAME_BYTES:
         raise InvalidValue(f"{etype.value} name is {len(encoded)} bytes long; the limit is {MAX_NAME_BYTES}")
     if etype is EntityType.IP:
@@ -211,11 +213,12 @@ class Entity:
         return self if key == self.ip else Entity(ip=key)
 
     def words(self) -> str:
-        """``user-principal 'alice', default client-id``: kafka-configs' ZooKeeper-mode wording."""
+        """``user-principal 'alice', default client-id``: kafka-configs' ZooKeeper-mode wording (a name's control
+        characters escaped)."""
         parts = []
         for t, n in self.components().items():
             word = t.principal_word if t is not EntityType.IP else "ips"
-            parts.append(f"default {word}" if n is DEFAULT else f"{word} '{n}'")
+            parts.append(f"default {word}" if n is DEFAULT else f"{word} '{escaped(str(n))}'")
         return ", ".join(parts)
 
     def label(self) -> str:
@@ -248,9 +251,13 @@ def _from_zk_name(zk_name: str) -> Name:
     return desanitize(zk_name)
 
 
-def display_name(name: Name) -> str:
+def display_name(name: Name, quoted: bool = True) -> str:
     """A name as every output shows it: ``<default>`` for the default entity, ``{name:<default>}`` for a real
-    user or client-id spelled ``<default>`` (the manifest spelling of that name), anything else as itself."""
+    user or client-id spelled ``<default>`` (the manifest spelling of that name), anything else as
+    :func:`~kquotactl.core.wording.shown_name` shows it (quoted and escaped when it is blank, holds whitespace or
+    control characters). ``quoted=False``: the name as it is, for JSON, which escapes it itself."""
     if name is DEFAULT:
         return DEFAULT_MARKER
-    return "{name:<default>}" if name == DEFAULT_MARKER else str(name)
+    if name == DEFAULT_MARKER:
+        return "{name:<default>}"
+    return shown_name(str(name)) if quoted else str(name)

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kquotactl.core.wording import escaped
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_PENDING = 2  # manifests: changes pending (plan, apply --dry-run, a declined apply)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15): a CI runner's stop, handled as Ctrl-C is
 
 
 def one_line(text: str, limit: int = 1000) -> str:
@@ -20,8 +23,7 @@ def one_line(text: str, limit: int = 1000) -> str:
     bidi overrides or bytes that are not UTF-8; those are shown escaped (``\\n``, ``\\x00``, ``\\udcff``), and a
     message is cut at ``limit`` characters (a 1 MB name is not echoed back).
     """
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = escaped(text)
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text)} characters)"
     return text
@@ -143,12 +145,23 @@ class PartialFailure(QuotaError):
     """Some entities were applied and some were not; the message says exactly which."""
 
     def __init__(
-        self, message: str, applied: list[str], not_applied: list[str], unknown: list[str] | None = None
+        self,
+        message: str,
+        applied: list[str],
+        not_applied: list[str],
+        unknown: list[str] | None = None,
+        cause: str | None = None,
     ) -> None:
         super().__init__(message)
         self.applied = applied
         self.not_applied = not_applied
-        self.unknown = unknown or []  # in a transaction whose answer was lost: all or none of them written
+        self.unknown = unknown or []  # the write in flight when it stopped, whose answer never came
+        self.cause = message if cause is None else cause  # why it stopped, without the counts
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises :class:`KeyboardInterrupt` (the CLI installs the handler), so that every
+    place that reports an interrupted write reports a terminated one the same way."""
 
 
 class Interrupted(PartialFailure):

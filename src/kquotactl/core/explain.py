@@ -24,10 +24,11 @@ from typing import Any
 from kquotactl.core.entities import DEFAULT, Entity, canonical_ip
 from kquotactl.core.errors import InputError, InputValueError, UsageError
 from kquotactl.core.inet import read_ip_name
-from kquotactl.core.keys import KEYS, UNIT_FACTORS, Number, human, human_and_raw, not_applied_reason
+from kquotactl.core.keys import KEYS, UNIT_FACTORS, Number, human_and_raw, limit_text, not_applied_reason
 from kquotactl.core.precedence import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS, steady_state_throttle_ms
 from kquotactl.core.values import DUPLICATE_RULE
+from kquotactl.core.wording import shown_name
 
 ANONYMOUS = "ANONYMOUS"  # the principal brokers give unauthenticated (PLAINTEXT) clients
 _canonical_ip = lru_cache(maxsize=65536)(canonical_ip)
@@ -149,13 +150,13 @@ def _who_shares(s: Sharing, level: int | None, conn: Connection) -> str:
     if s is Sharing.NONE:
         return "unlimited (not enforced)"
     if s is Sharing.PAIR:
-        return f"exclusive to user {conn.user} with client-id {conn.client_id if conn.client_id else repr('')}"
+        return f"exclusive to user {shown_name(conn.user or '')} with client-id {shown_name(conn.client_id or '')}"
     if s is Sharing.USER:
-        return f"shared by every client of user {conn.user}"
+        return f"shared by every client of user {shown_name(conn.user or '')}"
     if s is Sharing.CLIENT:
-        return f"shared by every user's connections with client-id {conn.client_id}"
+        return f"shared by every user's connections with client-id {shown_name(conn.client_id or '')}"
     if level == 1:
-        return f"every connection from {conn.ip}"
+        return f"every connection from {conn.ip}"  # (an address literal: nothing to escape)
     return f"every connection from {conn.ip} (each ip has its own count)"
 
 
@@ -407,25 +408,14 @@ def explain_line(index: QuotaIndex, conn: Connection, throttle: ThrottleModel | 
 
 
 def limit_words(key: str, value: Number | None) -> str:
-    """``1 MiB/s (1048576)`` for byte rates (as plan and describe show them), ``50 %`` or ``20 connections/s``
-    for the other keys, or ``unlimited``."""
-    if value is None:
-        return "unlimited"
-    qk = KEYS[key]
-    return human_and_raw(qk, value) if qk.byte_rate and value >= 1000 else human(qk, value)
+    """``1 MiB/s (1048576)``, ``50 %``, ``20 connections/s`` or ``unlimited``: as describe and plan show a limit
+    (:func:`kquotactl.core.keys.human_and_raw`, the one formatter)."""
+    return "unlimited" if value is None else human_and_raw(KEYS[key], value)
 
 
 def compact(key: str, value: Number) -> str:
-    """``1 MiB/s`` when that is exact, else ``7000 B/s``: short, never rounded."""
-    qk = KEYS[key]
-    h = human(qk, value)
-    if not qk.byte_rate:
-        return h
-    number, unit = h.split(" ", 1)
-    factor = UNIT_FACTORS.get(unit.removesuffix("/s"), 1)
-    if float(number) * factor == float(value):
-        return h
-    return f"{int(value)} B/s"
+    """``1 MiB/s`` when that is exact, else ``6.84 KiB/s (7000)``: short, never rounded."""
+    return limit_text(KEYS[key], value)
 
 
 def step_words(step: ChainStep, key: str) -> str:

@@ -5,6 +5,7 @@ Both backends describe through these semantics, so ``describe`` gives identical 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -55,6 +56,28 @@ class EntityFilter:
             for t, n in entity.components().items()
         )
         return cls(comps, strict=True)
+
+    @classmethod
+    def covering(cls, entities: Collection[Entity]) -> EntityFilter:
+        """The narrowest one filter that matches every one of ``entities`` (one describe request reads them back):
+        exact for one entity; for entities of one shape (all users, all pairs...), that shape, exact in the names
+        they share; else everything."""
+        if len(entities) == 1:
+            return cls.exact(next(iter(entities)))
+        shapes = {frozenset(e.components()) for e in entities}
+        if len(shapes) != 1:
+            return cls.all()
+        comps = []
+        for t in sorted(next(iter(shapes)), key=lambda t: t.value):
+            names = {e.components()[t] for e in entities}
+            name = next(iter(names))
+            if len(names) > 1:
+                comps.append(FilterComponent(t, MatchType.ANY))
+            elif name is DEFAULT:
+                comps.append(FilterComponent(t, MatchType.DEFAULT))
+            else:
+                comps.append(FilterComponent(t, MatchType.EXACT, str(name)))
+        return cls(tuple(comps), strict=True)
 
     def validate(self) -> EntityFilter:
         seen: set[EntityType] = set()

@@ -69,14 +69,16 @@ def _bmp_only(text: str, what: str) -> None:
 def _hex_escape(pattern: str, i: int, n: int) -> tuple[str, int]:
     digits = pattern[i : i + n]
     if len(digits) != n or any(c not in "0123456789abcdefABCDEF" for c in digits):
-        raise UnsupportedRegex(f"regex {pattern!r}: unsupported escape at {i - 2}")
+        raise UnsupportedRegex(
+            f"regex {pattern!r}: the escape at character {i - 1} needs hexadecimal digits (0-9, a-f)"
+        )
     return chr(int(digits, 16)), i + n
 
 
 def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
     """The escape starting after the backslash at ``i - 1``: (Python text, next index)."""
     if i >= len(pattern):
-        raise InvalidRegex(f"regex {pattern!r}: unexpected internal error (trailing backslash)")
+        raise InvalidRegex(f"regex {pattern!r}: the backslash at the end escapes nothing (write \\\\ for a backslash)")
     c = pattern[i]
     if c in _SHORTHANDS:
         if in_class:
@@ -111,7 +113,9 @@ def _char_class(pattern: str, i: int) -> tuple[str, int]:
     items = 0
     while True:
         if i >= len(pattern):
-            raise InvalidRegex(f"regex {pattern!r}: unclosed character class")
+            raise InvalidRegex(
+                f"regex {pattern!r}: a '[' is never closed (add ']', or write \\[ for the character itself)"
+            )
         c = pattern[i]
         if c == "]":
             if items == 0:
@@ -131,7 +135,10 @@ def _char_class(pattern: str, i: int) -> tuple[str, int]:
                 raise UnsupportedRegex(f"regex {pattern!r}: this character range is not supported")
             hi = pattern[j]
             if ord(hi) < ord(prev_single):
-                raise InvalidRegex(f"regex {pattern!r}: illegal character range {prev_single}-{hi}")
+                raise InvalidRegex(
+                    f"regex {pattern!r}: the character range {prev_single}-{hi} runs backwards "
+                    "(write the lower end first)"
+                )
             out.append("-" + re.escape(hi))
             i, prev_single, items = j + 1, None, items + 1
             continue
@@ -159,23 +166,32 @@ def compile_java(pattern: str) -> JavaPattern:
     while i < n:
         c = pattern[i]
         if c == "{" and not can_repeat:
-            raise UnsupportedRegex(f"regex {pattern!r}: '{{' at {i} is not supported")
+            raise UnsupportedRegex(
+                f"regex {pattern!r}: the '{{' at character {i + 1} follows nothing to repeat "
+                "(write \\{ for the character)"
+            )
         if c in "*+?{":
             if c == "{":
                 m = _QUANT.match(pattern, i)
                 if m is None:
-                    raise InvalidRegex(f"regex {pattern!r}: illegal repetition at {i}")
+                    raise InvalidRegex(
+                        f"regex {pattern!r}: the '{{' at character {i + 1} starts no count "
+                        "{n}, {n,} or {n,m} (write \\{ for the character)"
+                    )
                 low, high = int(m.group(1)), m.group(3)
                 if len(m.group(1)) > 4 or (high and len(high) > 4):
                     raise UnsupportedRegex(f"regex {pattern!r}: repetition counts this large are not supported")
                 if high and int(high) < low:
-                    raise InvalidRegex(f"regex {pattern!r}: illegal repetition range at {i}")
+                    raise InvalidRegex(
+                        f"regex {pattern!r}: the count at character {i + 1} has its minimum above its maximum"
+                    )
                 text, i = m.group(0), m.end()
             else:
                 text, i = c, i + 1
             if not can_repeat:
                 raise (InvalidRegex if not out or out[-1] in ("(", "(?:", "|") else UnsupportedRegex)(
-                    f"regex {pattern!r}: dangling quantifier {c!r} at {i - len(text)}"
+                    f"regex {pattern!r}: {c!r} at character {i - len(text) + 1} repeats nothing "
+                    f"(write \\{c} for the character)"
                 )
             if i < n and pattern[i] == "?":
                 text, i = text + "?", i + 1
@@ -225,7 +241,7 @@ def compile_java(pattern: str) -> JavaPattern:
                 out.append(f"(?P<{m.group(1)}>")
                 i = m.end()
             elif pattern.startswith("(?", i):
-                raise UnsupportedRegex(f"regex {pattern!r}: the group construct at {i} is not supported")
+                raise UnsupportedRegex(f"regex {pattern!r}: the group construct at character {i + 1} is not supported")
             else:
                 groups += 1
                 out.append("(")
@@ -233,7 +249,9 @@ def compile_java(pattern: str) -> JavaPattern:
             depth += 1
         elif c == ")":
             if depth == 0:
-                raise InvalidRegex(f"regex {pattern!r}: unmatched closing ')'")
+                raise InvalidRegex(
+                    f"regex {pattern!r}: the ')' at character {i + 1} closes no group (write \\) for the character)"
+                )
             if out and out[-1] in ("(?=", "(?!"):
                 raise UnsupportedRegex(f"regex {pattern!r}: an empty lookahead is not supported")
             depth -= 1
@@ -243,7 +261,7 @@ def compile_java(pattern: str) -> JavaPattern:
             out.append(re.escape(c))
             i += 1
     if depth:
-        raise InvalidRegex(f"regex {pattern!r}: unclosed group")
+        raise InvalidRegex(f"regex {pattern!r}: a '(' is never closed (add ')', or write \\( for the character itself)")
     try:
         compiled = re.compile("".join(out))
     except re.error as e:  # pragma: no cover - the translation is meant to be valid
@@ -263,13 +281,18 @@ def _expand(pattern: JavaPattern, m: re.Match[str], replacement: str) -> str:
         if c == "\\":
             i += 1
             if i == n:
-                raise InvalidRegex(f"replacement {replacement!r}: character to be escaped is missing")
+                raise InvalidRegex(
+                    f"replacement {replacement!r}: the backslash at the end escapes nothing "
+                    "(write \\\\ for a backslash)"
+                )
             out.append(replacement[i])
             i += 1
         elif c == "$":
             i += 1
             if i == n:
-                raise InvalidRegex(f"replacement {replacement!r}: illegal group reference: group index is missing")
+                raise InvalidRegex(
+                    f"replacement {replacement!r}: the '$' at the end names no group (write \\$ for a dollar sign)"
+                )
             c = replacement[i]
             if c == "{":
                 i += 1
@@ -278,12 +301,13 @@ def _expand(pattern: JavaPattern, m: re.Match[str], replacement: str) -> str:
                     j += 1
                 name = replacement[i:j]
                 if not name:
-                    raise InvalidRegex(f"replacement {replacement!r}: named capturing group has 0 length name")
+                    raise InvalidRegex(f"replacement {replacement!r}: '${{}}' names no group (expected ${{name}})")
                 if j >= n or replacement[j] != "}":
-                    raise InvalidRegex(f"replacement {replacement!r}: named capturing group is missing trailing '}}'")
+                    raise InvalidRegex(f"replacement {replacement!r}: a '${{' is never closed with '}}'")
                 if name[0].isdigit():
                     raise InvalidRegex(
-                        f"replacement {replacement!r}: capturing group name {{{name}}} starts with digit"
+                        f"replacement {replacement!r}: the group name {{{name}}} starts with a digit "
+                        "(a name starts with a letter)"
                     )
                 if name not in pattern.names:
                     raise InvalidRegex(f"replacement {replacement!r}: no group with name {{{name}}}")
@@ -291,7 +315,10 @@ def _expand(pattern: JavaPattern, m: re.Match[str], replacement: str) -> str:
                 i = j + 1
             else:
                 if not ("0" <= c <= "9"):
-                    raise InvalidRegex(f"replacement {replacement!r}: illegal group reference")
+                    raise InvalidRegex(
+                        f"replacement {replacement!r}: a '$' is followed by no group number or "
+                        "{name} (write \\$ for a dollar sign)"
+                    )
                 ref = ord(c) - ord("0")
                 i += 1
                 while i < n and "0" <= replacement[i] <= "9":

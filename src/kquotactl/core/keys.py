@@ -378,38 +378,74 @@ def java_parse_double(text: str) -> float | None:
     return None
 
 
+#: IEC units for byte rates, largest first: kquotactl shows every byte rate a person reads in these (one unit system
+#: per screen; SI suffixes are accepted as input and written by ``export --units`` only)
+IEC_UNITS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+
+
+def significant(q: float) -> str:
+    """Three significant digits below 100, no trailing zeros, thousands separated: 3.21, 47.9, 1,994."""
+    digits = 0 if abs(q) >= 100 else 1 if abs(q) >= 10 else 2
+    text = f"{q:,.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _exact_number(value: Number) -> str:
+    """The number itself, shortest exact spelling: ``50`` for 50.0, ``12.5``, ``1e-05``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def unit_of(key: QuotaKey, value: Number) -> str:
+    """The key's unit for ``value``: ``B/s`` for byte rates, ``1 connection/s`` in the singular."""
+    if key.byte_rate:
+        return "B/s"
+    return key.unit[:-3] + "/s" if value == 1 and key.unit.endswith("s/s") else key.unit
+
+
+def iec_rate(value: float) -> tuple[float, str]:
+    """``(divisor, unit)`` for a byte rate around ``value``: TiB/s .. KiB/s, B/s below 1 KiB/s."""
+    for unit, factor in IEC_UNITS:
+        if abs(value) >= factor:
+            return float(factor), f"{unit}/s"
+    return 1.0, "B/s"
+
+
 def human(key: QuotaKey, value: Number | None) -> str:
-    """A reading aid: ``1048576`` bytes/s -> ``1 MiB/s``; other units as plain numbers."""
+    """A measured value as a person reads it, rounded to three significant digits: ``3.91 KiB/s`` (byte rates in
+    IEC units), ``47.9 %``, ``2,000 requests/s``, ``1 connection/s``; ``unlimited`` for None. Limits read through
+    :func:`human_and_raw` or :func:`limit_text`, which never round."""
     if value is None:
         return "unlimited"
     if key.byte_rate:
-        v = float(value)
-        for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-            if v >= factor:
-                q = v / factor
-                text = f"{q:.0f}" if q == int(q) else f"{q:.2f}".rstrip("0").rstrip(".")
-                return f"{text} {unit}/s"
-        return f"{int(v)} B/s"
-    unit = key.unit[:-3] + "/s" if value == 1 and key.unit.endswith("s/s") else key.unit  # 1 connection/s
-    if key.integral:
-        return f"{int(value)} {unit}"
-    return f"{value:g} {unit}"
+        div, unit = iec_rate(float(value))
+        return f"{significant(float(value) / div)} {unit}"
+    return f"{significant(float(value))} {unit_of(key, value)}"
 
 
 def human_and_raw(key: QuotaKey, value: Number | None) -> str:
-    """What a person reads beside a machine: ``6 MiB/s (6291456)``, ``1 MB/s (1000000)`` for a byte rate of 1 kB/s
-    or more (a unit that divides it exactly if there is one), else the plain stored number (``500``, ``50.0``)."""
+    """The one way a limit reads (describe, plan, explain, budgets, verify, impact): a byte rate of 1 KiB/s or more
+    in IEC units with the exact number it is (``6 MiB/s (6291456)``, ``3.91 KiB/s (4000)``), else the exact number
+    with its unit (``500 B/s``, ``50 %``, ``12.5 %``, ``20 connections/s``); ``-`` for None."""
     if value is None:
         return "-"
-    plain = format_value(key, value)
-    if key.byte_rate and float(value) >= 1000:
-        exact = exact_unit_text(key, value)
-        if exact is not None:
-            m = _NUMBER.match(exact)
-            assert m is not None
-            return f"{m.group(1)} {m.group(2)}/s ({plain})"
-        return f"{human(key, value)} ({plain})"
-    return plain
+    if key.byte_rate and float(value) >= 1024:
+        return f"{human(key, value)} ({format_value(key, value)})"
+    return f"{_exact_number(value)} {unit_of(key, value)}"
+
+
+def limit_text(key: QuotaKey, value: Number | None) -> str:
+    """:func:`human_and_raw` without the number in brackets when the IEC figure is already exact (``2 MiB/s``):
+    the short form for narrow cells and sentences, the same text otherwise; ``unlimited`` for None."""
+    if value is None:
+        return "unlimited"
+    text = human_and_raw(key, value)
+    if key.byte_rate and float(value) >= 1024:
+        shown, unit = human(key, value).split(" ", 1)
+        if float(shown.replace(",", "")) * UNIT_FACTORS[unit.removesuffix("/s")] == float(value):
+            return human(key, value)
+    return text
 
 
 _EXACT_UNITS = ("TiB", "TB", "GiB", "GB", "MiB", "MB", "KiB", "kB")  # largest factor first

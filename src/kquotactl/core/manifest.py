@@ -111,10 +111,10 @@ def entity_segments(entity: Entity) -> list[Name]:
     return ["clients", entity.client_id]
 
 
-def entity_path_text(entity: Entity) -> str:
-    """``users/alice/clients/<default>``: a readable path with real names (for messages and prune)."""
-
-    return "/".join(display_name(s) for s in entity_segments(entity))
+def entity_path_text(entity: Entity, quoted: bool = True) -> str:
+    """``users/alice/clients/<default>``: a readable path with real names (for messages and prune), each shown as
+    :func:`display_name` shows it (``users/' '``); ``quoted=False``: the names as they are (JSON's ``path``)."""
+    return "/".join(display_name(s, quoted) for s in entity_segments(entity))
 
 
 def live_problems(manifest: Manifest) -> list[str]:

@@ -60,7 +60,7 @@ def partial_failure(
             f"{len(unknown)} in the failed request may or may not have been applied; "
             f"{len(missing)} not sent — re-run to converge"
         )
-        return PartialFailure(message, applied, missing, unknown)
+        return PartialFailure(message, applied, missing, unknown, str(error))
     parts = [f"{error}; applied {counted(len(applied), 'entity')}" + (f" ({shown})" if applied else "")]
     if unknown:
         parts.append(
@@ -68,21 +68,28 @@ def partial_failure(
             f"{', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''})"
         )
     parts.append(f"not applied: {len(missing)} — re-run to converge")
-    return PartialFailure("; ".join(parts), applied, missing, unknown)
+    return PartialFailure("; ".join(parts), applied, missing, unknown, str(error))
 
 
 def interrupted(
-    changes: Sequence[EntityChange], results: Mapping[Entity, EntityResult], in_flight: Collection[Entity] = ()
+    changes: Sequence[EntityChange],
+    results: Mapping[Entity, EntityResult],
+    in_flight: Collection[Entity] = (),
+    *,
+    atomic: bool = True,
 ) -> Interrupted:
-    """Ctrl-C in the middle of writes (exit 130); ``in_flight``: the transaction on the wire, all or none."""
+    """Ctrl-C in the middle of writes (exit 130); ``in_flight``: the write on the wire, a ZooKeeper transaction
+    (``atomic``: all or none) or an admin request (each entity applied or not on its own)."""
     applied, missing, unknown = split_outcomes(changes, results, in_flight)
     shown = ", ".join(unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+    what = "one transaction, all or none" if atomic else "the request in flight, each entity applied or not"
     return Interrupted(
         f"interrupted: {counted(len(applied), 'entity')} applied, {len(missing)} not applied"
-        + (f", outcome unknown for {len(unknown)} (one transaction, all or none: {shown})" if unknown else ""),
+        + (f", outcome unknown for {len(unknown)} ({what}: {shown})" if unknown else ""),
         applied,
         missing,
         unknown,
+        "interrupted",
     )
 
 

@@ -31,7 +31,7 @@ from kquotactl.core.manifest import Manifest, entity_path_text
 from kquotactl.core.model import EntityChange, QuotaRecord
 from kquotactl.core.precedence import precedence_rank
 from kquotactl.core.values import stored_findings
-from kquotactl.core.wording import counted
+from kquotactl.core.wording import counted, record_problem
 
 PLAN_FORMAT = "kquotactl-plan"
 PLAN_VERSION = 1
@@ -106,7 +106,7 @@ class EntityDiff:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "entity": self.entity.to_json(),
-            "path": entity_path_text(self.entity),
+            "path": entity_path_text(self.entity, quoted=False),
             "action": self.action.value,
             "keys": [k.to_json() for k in self.keys],
             "before": dict(self.before),
@@ -203,8 +203,8 @@ class Plan:
             fingerprint = str(data["fingerprint"])
         except QuotaError as e:
             raise UsageError(f"{name}: {e}") from None
-        except (KeyError, TypeError, AttributeError) as e:
-            raise UsageError(f"{name}: malformed plan ({type(e).__name__}: {e})") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise UsageError(f"{name}: malformed plan ({record_problem(e)})") from None
         summary = data.get("summary") or {}
         return cls(
             diffs,

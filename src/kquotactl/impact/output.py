@@ -7,8 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from kquotactl.core.keys import KEYS
+from kquotactl.core.keys import KEYS, human, iec_rate, limit_text, significant
+from kquotactl.core.layout import table_or_blocks
+from kquotactl.core.layout import wrap as wrap_lines
 from kquotactl.core.sanitizer import desanitize
+from kquotactl.core.wording import shown_name
 
 if TYPE_CHECKING:
     from kquotactl.impact.model import Sid
@@ -27,8 +30,9 @@ COLUMNS = (
 
 
 def qid_label(qid: Mapping[str, str]) -> str:
-    """``user=alice,client-id=app1`` / ``ip=10.0.0.1``, the broker's metric-tag spelling."""
-    return ",".join(f"{k}={v}" for k, v in qid.items())
+    """``user=alice,client-id=app1`` / ``ip=10.0.0.1``, the broker's metric-tag spelling (an empty tag: not part of
+    the quota-id; a name that holds spaces or control characters quoted and escaped)."""
+    return ",".join(f"{k}={shown_name(v) if v else ''}" for k, v in qid.items())
 
 
 def row_label(row: Mapping[str, Any]) -> str:
@@ -49,71 +53,58 @@ def dump_json(report: Mapping[str, Any], out: IO[str]) -> None:
     out.write("\n")
 
 
-def _console(out: IO[str], color: bool) -> Any:
-    """The reports' console: colour only when asked, fixed width off a terminal. Cells that carry names are
-    ``escape``d, as the summary lines use markup."""
-    from rich.console import Console
-
-    return Console(file=out, no_color=not color, highlight=False, width=160 if not color else None)
+def _write(out: IO[str], lines: Sequence[str]) -> None:
+    out.write("".join(line + "\n" for line in lines))
 
 
-def render_table(report: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
-    """A summary line block and the top-N quota-ids by total throttle."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = _console(out, color)
+def render_table(report: Mapping[str, Any], out: IO[str], top: int, width: int | None = None) -> None:
+    """A summary line block and the top-N quota-ids by total throttle, then the traffic per quota type: tables
+    that fit ``width`` (a terminal's columns; None: a pipe, any width), else one block per row
+    (:mod:`kquotactl.core.layout`)."""
     s = report["summary"]
-    console.print(
-        f"{s['rows']:,} rows over {s['seconds']:,} s; {s['quota_ids']:,} quota-id{'' if s['quota_ids'] == 1 else 's'}, "
-        f"[bold]{s['throttled_quota_ids']:,} throttled[/bold]; "
+    ids = s["quota_ids"]
+    summary = (
+        f"{s['rows']:,} rows over {s['seconds']:,} s; {ids:,} quota-id{'' if ids == 1 else 's'}, "
+        f"{s['throttled_quota_ids']:,} throttled; "
         f"{s['share_of_traffic_throttled']:.1%} of produce+fetch bytes in throttled requests "
         f"(open loop: the replay does not slow traffic down)."
     )
-    t = Table(title=f"Top {top} quota-ids by total throttle", title_justify="left")
-    for name, just in (
-        ("key", "left"),
-        ("quota-id", "left"),
-        ("level", "right"),
-        ("entity", "left"),
-        ("limit", "right"),
-        ("throttled s", "right"),
-        ("max rate", "right"),
-        ("total ms", "right"),
-        ("max ms", "right"),
-    ):
-        t.add_column(name, justify=just)  # type: ignore[arg-type]
+    _write(out, wrap_lines(summary, width))
+    header = ["key", "quota-id", "level", "entity", "limit", "throttled s", "max rate", "total ms", "max ms"]
     at_least = _lower_bounds(s)
-    for r in [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][:top]:
-        t.add_row(
+    rows = [
+        [
             r["key"],
-            escape(row_label(r)),
+            row_label(r),
             str(r["level"]),
-            escape(r["entity_path"]),
-            rate_text(r["key"], r["limit"]),
+            r["entity_path"],
+            limit_cell(r["key"], r["limit"]),
             f"{r['seconds_throttled']:,}",
             at_least.get(r["key"], "") + rate_text(r["key"], r["max_rate"]),
             f"{r['total_throttle_ms']:,}",
             f"{r['max_throttle_ms']:,}",
-        )
-    if t.row_count:
-        console.print(t)
+        ]
+        for r in [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][:top]
+    ]
+    if rows:
+        _write(out, [f"Top {top} quota-ids by total throttle"])
+        _write(out, table_or_blocks(header, rows, width, ident=2, right=(2, 4, 5, 6, 7, 8)))
     else:
-        console.print("No quota-id would be throttled.")
-    traffic = Table(title="Traffic per quota type", title_justify="left")
-    for name in ("key", "rows", "unlimited rows", "usage", "throttled"):
-        traffic.add_column(name, justify="left" if name == "key" else "right")
-    for key, v in s["traffic"].items():
-        traffic.add_row(
+        _write(out, ["No quota-id would be throttled."])
+    traffic = [
+        [
             key,
             f"{v['rows']:,}",
             f"{v['rows_unlimited']:,}",
             at_least.get(key, "") + usage_text(key, v["usage"]),
             f"{v['share_throttled']:.1%}",
-        )
-    console.print(traffic)
+        ]
+        for key, v in s["traffic"].items()
+    ]
+    _write(out, ["Traffic per quota type"])
+    _write(out, table_or_blocks(["key", "rows", "unlimited", "usage", "throttled"], traffic, width, right=(1, 2, 3, 4)))
     if at_least:
-        console.print(f"≥: {s['request_log']['connections_note']}.")
+        _write(out, wrap_lines(f"≥: {s['request_log']['connections_note']}.", width))
 
 
 def _lower_bounds(summary: Mapping[str, Any]) -> dict[str, str]:
@@ -192,43 +183,29 @@ def write_files(
 
 
 # Units: one home for the table's cells and the picture's axes.
-_BINARY = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
-
-
 def rate_scale(key: str, magnitude: float) -> tuple[float, str]:
-    """``(divisor, unit)`` to show rates of ``key`` around ``magnitude``: ``MiB/s`` for byte rates of a MiB/s or
-    more (KiB/s, B/s below, GiB/s above), ``%`` for request_percentage, the key's own unit otherwise."""
+    """``(divisor, unit)`` to show rates of ``key`` around ``magnitude`` (the figure's axes): IEC units for byte
+    rates (:func:`kquotactl.core.keys.iec_rate`), ``%`` for request_percentage, the key's own unit otherwise."""
     k = KEYS[key]
-    if k.byte_rate:
-        for unit, factor in _BINARY:
-            if abs(magnitude) >= factor:
-                return float(factor), f"{unit}/s"
-        return 1.0, "B/s"
-    return 1.0, k.unit
-
-
-def _number(q: float) -> str:
-    """Three significant digits below 100, no trailing zeros, thousands separated: 3.21, 47.9, 1,994."""
-    digits = 0 if abs(q) >= 100 else 1 if abs(q) >= 10 else 2
-    text = f"{q:,.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return iec_rate(magnitude) if k.byte_rate else (1.0, k.unit)
 
 
 def rate_text(key: str, value: float | None) -> str:
-    """``3.21 MiB/s``, ``479 %``, ``2,000 requests/s``; ``unlimited`` for None."""
-    if value is None:
-        return "unlimited"
-    div, unit = rate_scale(key, float(value))
-    return f"{_number(float(value) / div)} {unit}"
+    """A measured rate: ``3.21 MiB/s``, ``479 %``, ``2,000 requests/s``; ``unlimited`` for None."""
+    return human(KEYS[key], value)
+
+
+def limit_cell(key: str, value: float | None) -> str:
+    """A limit, as every command shows one (:func:`kquotactl.core.keys.limit_text`): never rounded."""
+    return limit_text(KEYS[key], value)
 
 
 def usage_text(key: str, usage: float) -> str:
     """A quota type's total usage over the replay: bytes, requests, request-thread time, connections."""
     if KEYS[key].byte_rate:
-        div, unit = rate_scale(key, usage)
-        return f"{_number(usage / div)} {unit.removesuffix('/s')}"
+        return human(KEYS[key], usage).removesuffix("/s")
     if key == "request_percentage":  # the usage of request_percentage is request_time_ms
-        return f"{_number(usage / 1000)} s of thread time"
+        return f"{significant(usage / 1000)} s of thread time"
     return f"{usage:,.0f} {KEYS[key].unit.removesuffix('/s')}"
 
 
@@ -257,9 +234,7 @@ def who(quota_id: Mapping[str, str], level: int) -> str:
 
 def wrap(text: str, width: int) -> str:
     """Lines of at most ``width`` characters, broken at spaces only: a name is never cut."""
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
+    return "\n".join(wrap_lines(text, width)) or text
 
 
 MAX_PANELS = 12  # the picture's small multiples; the table and the files keep --top
@@ -393,7 +368,7 @@ def figure(
         head = wrap(f"{i + 1}. {key}: {who(r['quota_id'], r['level'])}", 66 if ncols > 1 else 110)
         width = 80 if ncols > 1 else 130
         parts = [
-            f"limit {rate_text(key, limit)} ({r['entity_path']}, level {r['level']})",
+            f"limit {limit_cell(key, limit)} ({r['entity_path']}, level {r['level']})",
             f"throttled {r['seconds_throttled']:,} of {seconds:,} s, max {r['max_throttle_ms']:,} ms"
             + (" (capped)" if capped else ""),
         ]
@@ -443,75 +418,73 @@ def plot(
     fig.savefig(path, dpi=100)
 
 
-def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
+def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, width: int | None = None) -> None:
     """Quota-ids that start/stop being throttled and (user, client-id) pairs whose limit changes."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = _console(out, color)
     s = cmp["summary"]
-    console.print(
+    summary = (
         f"Compared with the base quota set: throttled quota-ids {s['throttled_quota_ids'][0]:,} → "
         f"{s['throttled_quota_ids'][1]:,}; {s['started']:,} start, {s['stopped']:,} stop, {s['changed']:,} change; "
         f"{s['limit_changes']:,} effective limits change on this traffic."
     )
-    for title, rows in (
+    _write(out, wrap_lines(summary, width))
+    for title, found in (
         ("Start being throttled", cmp["started_throttling"]),
         ("Stop being throttled", cmp["stopped_throttling"]),
     ):
-        if not rows:
+        if not found:
             continue
-        t = Table(title=title, title_justify="left")
-        for c in ("key", "quota-id", "entity", "limit", "throttled s", "total ms"):
-            t.add_column(c)
-        for r in rows[:top]:
-            t.add_row(
+        rows = [
+            [
                 r["key"],
-                escape(row_label(r)),
-                escape(r["entity_path"]),
-                rate_text(r["key"], r["limit"]),
+                row_label(r),
+                r["entity_path"],
+                limit_cell(r["key"], r["limit"]),
                 f"{r['seconds_throttled']:,}",
                 f"{r['total_throttle_ms']:,}",
-            )
-        console.print(t)
+            ]
+            for r in found[:top]
+        ]
+        header = ["key", "quota-id", "entity", "limit", "throttled s", "total ms"]
+        _write(out, [title, *table_or_blocks(header, rows, width, ident=2, right=(3, 4, 5))])
     if cmp["limit_changes"]:
-        t = Table(title=f"Effective limit changes (first {top})", title_justify="left")
-        for c in ("who", "key", "before", "after"):
-            t.add_column(c)
 
         def side(key: str, x: Mapping[str, Any]) -> str:
-            return "unlimited" if x["limit"] is None else f"{rate_text(key, x['limit'])} ({x['entity_path']})"
+            return "unlimited" if x["limit"] is None else f"{limit_cell(key, x['limit'])} ({x['entity_path']})"
 
-        for r in cmp["limit_changes"][:top]:
-            name = f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}"
-            t.add_row(escape(name), r["key"], escape(side(r["key"], r["before"])), escape(side(r["key"], r["after"])))
-        console.print(t)
+        rows = [
+            [
+                f"ip={r['ip']}" if "ip" in r else f"user={r['user']},client-id={r['client-id']}",
+                r["key"],
+                side(r["key"], r["before"]),
+                side(r["key"], r["after"]),
+            ]
+            for r in cmp["limit_changes"][:top]
+        ]
+        _write(out, [f"Effective limit changes (first {top})"])
+        _write(out, table_or_blocks(["who", "key", "before", "after"], rows, width, ident=2))
 
 
-def render_topics(t: Mapping[str, Any], out: IO[str], top: int, color: bool = False) -> None:
+def render_topics(t: Mapping[str, Any], out: IO[str], top: int, width: int | None = None) -> None:
     """Bytes the topic-threshold model would drop per topic, next to what client quotas would throttle."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = _console(out, color)
     rate = {"one-minute-rate": "Meter one-minute rates", "quota-window": "quota-window rates"}.get(t["topic_rate"], "")
-    console.print(
-        f"Topic thresholds (total {t['total_threshold']:,.0f} B/s, {rate}): "
-        f"{t['bytes_dropped']:,} of {t['bytes_in']:,} "
+    total = limit_cell("producer_byte_rate", round(t["total_threshold"]))
+    summary = (
+        f"Topic thresholds (total {total}, {rate}): {t['bytes_dropped']:,} of {t['bytes_in']:,} "
         f"produce bytes dropped ({t['share_dropped']:.1%}); client quotas would throttle "
         f"{t['client_quota_throttled_bytes']:,} bytes."
     )
-    table = Table(title=f"Top {top} topics by bytes dropped", title_justify="left")
-    for c in ("topic", "threshold B/s", "explicit", "bytes in", "dropped", "seconds dropping", "client-quota bytes"):
-        table.add_column(c, justify="left" if c == "topic" else "right")
-    for r in t["topics"][:top]:
-        table.add_row(
-            escape(r["topic"]),
-            f"{r['threshold']:,.0f}",
+    _write(out, wrap_lines(summary, width))
+    header = ["topic", "threshold", "explicit", "bytes in", "dropped", "seconds dropping", "client-quota bytes"]
+    rows = [
+        [
+            r["topic"],
+            limit_cell("producer_byte_rate", round(r["threshold"])),
             "yes" if r["explicit"] else "share",
             f"{r['bytes_in']:,}",
             f"{r['bytes_dropped']:,}",
             f"{r['seconds_dropping']:,.1f}",
             f"{r['client_quota_throttled_bytes']:,}",
-        )
-    console.print(table)
+        ]
+        for r in t["topics"][:top]
+    ]
+    _write(out, [f"Top {top} topics by bytes dropped", *table_or_blocks(header, rows, width, right=(1, 3, 4, 5, 6))])

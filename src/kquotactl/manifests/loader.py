@@ -50,6 +50,7 @@ from kquotactl.core.manifest import (
     check_prune_pattern,
     entity_path_text,
 )
+from kquotactl.core.wording import decoded, yaml_problem
 
 if TYPE_CHECKING:
     from kquotactl.core.principals import BrokerPrincipals
@@ -93,17 +94,24 @@ def load_manifests(
     texts: list[tuple[str, str]] = []
     problems: list[str] = []
     for f in files:
-        if f == "-":
-            texts.append(("<stdin>", stdin_text if stdin_text is not None else sys.stdin.read()))
-            continue
         try:
-            with open(f, encoding="utf-8") as fh:
-                texts.append((f, fh.read()))
-        except (OSError, UnicodeDecodeError) as e:
-            problems.append(f"{f}: cannot read: {getattr(e, 'strerror', None) or e}")
+            if f == "-":
+                texts.append(("<stdin>", stdin_text if stdin_text is not None else _stdin_text()))
+                continue
+            with open(f, "rb") as fh:
+                texts.append((f, decoded(fh.read())))
+        except OSError as e:
+            problems.append(f"{f}: cannot read: {e.strerror or e}")
+        except ValueError as e:  # not UTF-8: which byte, where
+            problems.append(f"{'<stdin>' if f == '-' else f}: {e}")
     if problems:
         raise ManifestError(problems)
     return load_texts(texts, principals)
+
+
+def _stdin_text() -> str:
+    buffer = getattr(sys.stdin, "buffer", None)
+    return decoded(buffer.read()) if buffer is not None else sys.stdin.read()
 
 
 def load_text(text: str, name: str = "<manifest>", principals: BrokerPrincipals | None = None) -> Manifest:
@@ -149,8 +157,7 @@ class _Reader:
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             where = f"{self.name}:{mark.line + 1}" if mark is not None else self.name
-            what = " ".join(x for x in (e.context, e.problem) if x)
-            self.problems.append(f"{where}: invalid YAML: {what}")
+            self.problems.append(f"{where}: invalid YAML: {yaml_problem(e.context, e.problem)}")
         except yaml.YAMLError as e:
             self.problems.append(f"{self.name}: invalid YAML: {str(e).splitlines()[0]}")
 

@@ -27,6 +27,7 @@ from kquotactl.core.precedence import QuotaIndex, Resolution, Sharing
 from kquotactl.core.sanitizer import desanitize
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 from kquotactl.core.throttlemath import quota_throttle_ms
+from kquotactl.core.wording import shown_name
 from kquotactl.impact.model import BROKER_COLUMN, MUTATIONS_COLUMN
 from kquotactl.impact.model import USAGE as TRAFFIC_USAGE
 
@@ -163,14 +164,14 @@ class QuotaIdKey:
 
     def words(self) -> str:
         if self.listener:
-            return f"ip connections on listener {self.listener}"
+            return f"ip connections on listener {shown_name(self.listener)}"
         if self.ip:
-            return f"ip {self.ip}"
+            return f"ip {shown_name(self.ip)}"
         parts = []
         if self.user:
-            parts.append(f"user {self.user}")
+            parts.append(f"user {shown_name(self.user)}")
         if self.client_id:
-            parts.append(f"client-id {self.client_id}")
+            parts.append(f"client-id {shown_name(self.client_id)}")
         return ", ".join(parts) or "(no user, no client-id)"
 
 

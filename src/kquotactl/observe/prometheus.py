@@ -37,10 +37,28 @@ def _get(url: str, params: dict[str, str] | None = None, timeout: float = TIMEOU
     try:
         resp = requests.get(url, params=params, timeout=timeout)
     except requests.RequestException as e:
-        raise BackendUnavailable(f"{url}: cannot reach it ({type(e).__name__})") from None
+        raise BackendUnavailable(f"{url}: cannot reach it ({_why(e, timeout)})") from None
     if resp.status_code >= 400 and "json" not in resp.headers.get("content-type", ""):  # the API's errors are JSON
         raise BackendUnavailable(f"{url}: HTTP {resp.status_code}")
     return resp
+
+
+def _why(e: requests.RequestException, timeout: float) -> str:
+    """Why a request failed, in words (not the exception's class name)."""
+    text = str(e).lower()
+    if isinstance(e, requests.Timeout):
+        return f"no answer within {timeout:g} s"
+    if isinstance(
+        e, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema)
+    ):
+        return "not a URL: expected http://HOST:PORT"
+    if "refused" in text:
+        return "connection refused"
+    if "resolve" in text or "name or service not known" in text or "nodename nor servname" in text:
+        return "unknown host"
+    if isinstance(e, requests.exceptions.SSLError):
+        return "TLS handshake failed"
+    return "the connection failed"
 
 
 def broker_of(url: str) -> str:

@@ -31,6 +31,7 @@ from kquotactl import __version__
 from kquotactl.core.lint import LintWarning
 from kquotactl.core.manifest import ENTITY_KINDS, Manifest, entity_path_text
 from kquotactl.core.plan import EntityDiff, Plan
+from kquotactl.core.wording import escaped
 from kquotactl.render.plans import plan_summary, value_text
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -256,23 +257,21 @@ def md(text: str) -> str:
     """Text as itself in GitHub-flavoured markdown, table cells included: ``<default>`` stays visible (not an HTML
     tag), ``|`` does not split a cell, ``*``/``_`` do not emphasise, control characters and newlines are escaped.
     For inline use only (after a list marker, in a headline or a table cell), never at the start of a line."""
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = escaped(text)
     return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
 
 
 def code(text: str) -> str:
     """Text as a code span, safe in a table cell: shown verbatim (``<default>``, ``*``), and GitHub turns no
     ``@name`` into a mention, no ``#12`` into a link and no ``:rocket:`` into an emoji inside one."""
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = escaped(text)
     if not text:
         return ""
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.strip(" ") and (text[0] in "` " or text[-1] in "` ") else ""  # CommonMark strips one
-    escaped = text.replace("|", "\\|")
-    return f"{fence}{pad}{escaped}{pad}{fence}"
+    cell = text.replace("|", "\\|")
+    return f"{fence}{pad}{cell}{pad}{fence}"
 
 
 def _md_list(items: Sequence[str], limit: int = MAX_ITEMS) -> list[str]:

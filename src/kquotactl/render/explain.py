@@ -19,29 +19,37 @@ from kquotactl.core.explain import (
     sharing_words,
     step_words,
 )
+from kquotactl.core.keys import KEYS, limit_text
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
 from kquotactl.core.throttlemath import json_double
-from kquotactl.core.wording import counted
+from kquotactl.core.wording import counted, shown_name
 
 if TYPE_CHECKING:  # rich loads with the first table
     from rich.console import Console
     from rich.table import Table
 
 
+#: the console width off a terminal: wide enough that nothing wraps (a pipe or a file has no width to fit); no
+#: line is padded to it (tables are as wide as their cells, text lines as long as their words)
+PIPE_WIDTH = 100_000
+
+
 def _console(out: IO[str], color: bool) -> Console:
+    """A terminal's own width (colour or not), else :data:`PIPE_WIDTH`."""
     from rich.console import Console
 
-    return Console(file=out, no_color=not color, highlight=False, soft_wrap=False, width=None if color else 200)
+    width = None if out.isatty() else PIPE_WIDTH
+    return Console(file=out, no_color=not color, highlight=False, soft_wrap=False, width=width)
 
 
 def connection_title(conn: Connection) -> str:
     parts = []
     if conn.user is not None:
-        parts.append(f"user {conn.user}")
-        parts.append(f"client-id {conn.client_id!r}" if conn.client_id == "" else f"client-id {conn.client_id}")
+        parts.append(f"user {shown_name(conn.user)}")
+        parts.append(f"client-id {shown_name(conn.client_id or '')}")
     if conn.ip is not None:
-        parts.append(f"ip {conn.ip}")
+        parts.append(f"ip {shown_name(conn.ip)}")
     return ", ".join(parts)
 
 
@@ -68,12 +76,23 @@ def _table(
     return table
 
 
-def _line(console: Any, text: str, indent: int = 0) -> None:
-    """Plain text (no markup), wrapped to the console with every line at ``indent`` (a hanging indent)."""
-    from rich.padding import Padding
-    from rich.text import Text
+def _plain_table(console: Any, header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> None:
+    """A table without colour: aligned plain lines (:func:`kquotactl.core.layout.table_lines`), none padded."""
+    from kquotactl.core.layout import table_lines
 
-    console.print(Padding(Text(text), (0, 0, 0, indent)))
+    for line in table_lines(header, rows, right):
+        console.print(line, markup=False, emoji=False, highlight=False, soft_wrap=True)
+
+
+def _line(console: Any, text: str, indent: int = 0) -> None:
+    """Plain text (no markup), wrapped to a terminal's width at spaces (never inside a name) with every line at
+    ``indent``; off a terminal one line, never padded."""
+    from kquotactl.core.layout import wrap
+
+    pad = " " * indent
+    width = None if console.width >= PIPE_WIDTH else console.width
+    for line in wrap(text, width, pad, pad):
+        console.print(line, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
 def throttle_words(ms: int, throttle: ThrottleModel, key: str = "producer_byte_rate") -> str:
@@ -84,6 +103,14 @@ def throttle_words(ms: int, throttle: ThrottleModel, key: str = "producer_byte_r
         return f"no delay ({window:g} s window)"
     delay = f"{ms} ms" if ms < 1000 else f"{ms / 1000:g} s"
     return f"{delay} delay per {window:g} s window"
+
+
+def _aside(limit: str) -> str:
+    """A limit inside brackets: ``6.84 KiB/s, 7000 B/s`` rather than brackets within brackets."""
+    if limit.endswith(")") and " (" in limit:
+        shown, exact = limit[:-1].split(" (", 1)
+        return f"{shown}, {exact} B/s"
+    return limit
 
 
 def shadow_sentences(index: QuotaIndex, conn: Connection) -> list[str]:
@@ -98,7 +125,7 @@ def shadow_sentences(index: QuotaIndex, conn: Connection) -> list[str]:
                 continue
             out.append(
                 f"{step.entity_path}'s {r.key} {compact(r.key, step.value)} is shadowed by {winner} "
-                f"({compact(r.key, r.limit)}); raise or remove it"
+                f"({_aside(compact(r.key, r.limit))}); raise or remove it"
             )
     return out
 
@@ -127,7 +154,9 @@ def explain_table(
             row.append(_throttle_cell(r.key, r.limit, throttle))
         rows.append(row)
     widths = _fits(header, rows, width)
-    if widths is not None:
+    if widths is not None and not color:
+        _plain_table(console, header, rows)
+    elif widths is not None:
         table = _table(header, rows, widths)
         for row in rows:
             table.add_row(*(escape(c) for c in row))
@@ -166,6 +195,9 @@ def explain_table(
         header = ["#", "PRECEDENCE LEVEL", *(r.key for r in kind_keys)]
         flat = [[n, label, *cells] for n, label, cells in chain_rows]
         widths = _fits(header, flat, width)
+        if widths is not None and not color:
+            _plain_table(console, header, flat, right=(0,))
+            continue
         if widths is not None:
             chain = _table(header, flat, widths, right=("#",))
             for n, label, cells in chain_rows:
@@ -237,6 +269,9 @@ def connections_table(
         blocks.append((connection_title(conn), rows))
     flat = [[title if i == 0 else "", *row] for title, rows in blocks for i, row in enumerate(rows)]
     widths = _fits(header, flat, console.width)
+    if widths is not None and not color:
+        _plain_table(console, header, flat)
+        return
     if widths is not None:
         table = _table(header, flat, widths)
         for row in flat:
@@ -281,7 +316,8 @@ def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[st
     bucket = key == "controller_mutation_rate"
     console = _console(out, color)
     how = "a token bucket (KIP-599)" if bucket else "Kafka's sampled Rate"
-    console.print(f"[bold]Replay of {counted(len(steps), 'recording')} of {key} through {how}, quota {limit:g}[/bold]")
+    quota = limit_text(KEYS[key], limit)
+    console.print(f"[bold]Replay of {counted(len(steps), 'recording')} of {key} through {how}, quota {quota}[/bold]")
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
     cols = (
         ("TIME MS", "VALUE", "TOKENS LEFT", "THROTTLE MS")

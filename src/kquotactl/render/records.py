@@ -19,7 +19,7 @@ from kquotactl.core.javafmt import (
 )
 from kquotactl.core.keys import KEYS, human_and_raw, not_applied_reason
 from kquotactl.core.model import EntityResult, Outcome, QuotaRecord
-from kquotactl.core.wording import counted
+from kquotactl.core.wording import counted, escaped, shown_name
 
 FORMATS = ("table", "json", "yaml", "kafka")
 
@@ -53,13 +53,13 @@ def _plain(v: int | float) -> str:
 
 def kafka_bootstrap_entity(pairs: Sequence[tuple[str, str | None]]) -> str:
     """kafka-configs' entity words, always in user, client-id, ip order, from (entity type, name or None for the
-    default) pairs: the names as the broker sent them, when there is a response."""
+    default) pairs: the names as the broker sent them, when there is a response (control characters escaped)."""
     names = dict(pairs)
     parts = []
     for t in (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP):
         if t.value in names:
             n = names[t.value]
-            parts.append(f"the default {t.principal_word}" if n is None else f"{t.principal_word} '{n}'")
+            parts.append(f"the default {t.principal_word}" if n is None else f"{t.principal_word} '{escaped(n)}'")
     return ", ".join(parts)
 
 
@@ -141,14 +141,21 @@ def records_table(records: Sequence[QuotaRecord], out: IO[str], color: bool) -> 
             elif v is None:
                 row.append("")
             else:
-                text = _plain(v) if not isinstance(v, float) else f"{v:g}"
-                row.append(human_and_raw(KEYS[k], v) if KEYS[k].byte_rate and v >= 1000 else text)
+                row.append(human_and_raw(KEYS[k], v))  # as explain and plan show a limit
         rows.append(row)
-    lines = None if color else plain_table(headers, right, rows, PIPE_WIDTH)
+    terminal = out.isatty()  # a terminal without colour (NO_COLOR) is still as wide as it is, not PIPE_WIDTH
+    lines = None if color else plain_table(headers, right, rows, _columns() if terminal else PIPE_WIDTH)
     if lines is not None:
         out.write("".join(line + "\n" for line in lines))
         return
     _rich_table(records, headers, right, rows, out, color)
+
+
+def _columns() -> int:
+    """The terminal's width (``COLUMNS`` first), as rich measures it."""
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 def plain_table(
@@ -188,7 +195,7 @@ def _rich_table(
         markup=False,  # names are data: "[/x]" must print as itself, not be parsed as console markup
         emoji=False,  # nor ":smile:" as an emoji
         soft_wrap=False,
-        width=PIPE_WIDTH if not color else None,
+        width=None if color or out.isatty() else PIPE_WIDTH,
     )
     if not records:
         console.print(NO_QUOTAS)
@@ -250,7 +257,7 @@ def _fix_widths(table: Any, widths: list[int]) -> None:
 
 
 def change_words(result: EntityResult) -> str:
-    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50.0)``."""
+    """``producer_byte_rate 1 MiB/s (1048576) -> 2 MiB/s (2097152), request_percentage removed (was 50 %)``."""
     parts = []
     for k in sorted(set(result.before) | set(result.after), key=list(KEYS).index):
         b, a = result.before.get(k), result.after.get(k)
@@ -288,22 +295,54 @@ def kafka_alter_line(result: EntityResult, dialect: str, head: tuple[EntityType,
     t, name = head
     if not name:
         return f"Completed updating default config for {t.plural} in the cluster."
-    return f"Completed updating config for {t.plural[:-1]} {name}."
+    shown = escaped(name) if name.strip() else shown_name(name)  # kafka-configs' line; a blank name quoted
+    return f"Completed updating config for {t.plural[:-1]} {shown}."
 
 
-def partial_report(failure: PartialFailure) -> tuple[list[str], QuotaError]:
-    """The one rendering of a :class:`PartialFailure` (an apply that stopped midway): the lines to print (the cause,
-    then one line per entity applied / not applied / of unknown outcome) and the error to exit with (its summary;
-    exit 130 after Ctrl-C)."""
-    lines = [f"kquotactl: error: {failure}"]
-    lines += [f"applied: {label}" for label in failure.applied]
-    lines += [f"not applied: {label}" for label in failure.not_applied]
-    lines += [f"outcome unknown: {label}" for label in failure.unknown]
-    stopped = "interrupted" if failure.exit_code == EXIT_INTERRUPTED else "partial"
-    final = QuotaError(
-        f"{stopped} apply: {counted(len(failure.applied), 'entity')} applied, {len(failure.not_applied)} not applied"
-        + (f", {len(failure.unknown)} unknown (one transaction: all or none of them)" if failure.unknown else "")
-        + " (listed above); re-run apply to converge"
+#: entities a stopped apply lists on the terminal; every one of them is in the report file
+PARTIAL_SHOWN = 20
+
+
+def partial_lines(failure: PartialFailure) -> list[str]:
+    """One line per entity of a stopped apply, the ones to look at first: of unknown outcome, not applied, applied
+    (the full report; :func:`partial_report` shows the first :data:`PARTIAL_SHOWN`)."""
+    return (
+        [f"outcome unknown: {label}" for label in failure.unknown]
+        + [f"not applied: {label}" for label in failure.not_applied]
+        + [f"applied: {label}" for label in failure.applied]
     )
+
+
+def partial_report(
+    failure: PartialFailure,
+    *,
+    how: str = "re-run apply to converge",
+    notes: Sequence[str] = (),
+    report: str | None = None,
+    stopped: str | None = None,
+    shown: int = PARTIAL_SHOWN,
+) -> tuple[list[str], QuotaError]:
+    """The one rendering of a :class:`PartialFailure` (an apply that stopped midway), summary first: the lines to
+    print (why it stopped, the counts, ``notes``, where the full per-entity report is, then at most ``shown``
+    entities, those of unknown outcome first) and the error to exit with (the counts and ``how`` to continue;
+    exit 130 after Ctrl-C). ``report``: the file holding every entity's line (:func:`partial_lines`), named
+    when not all of them are shown; ``stopped``: the cause in other words (a signal's name)."""
+    every = partial_lines(failure)
+    verb = "interrupted" if failure.exit_code == EXIT_INTERRUPTED else "partial"
+    if stopped and failure.exit_code == EXIT_INTERRUPTED:
+        verb = stopped.split()[0]  # "terminated (SIGTERM)": a terminated apply
+    counts = f"{counted(len(failure.applied), 'entity')} applied, {len(failure.not_applied)} not applied" + (
+        f", {len(failure.unknown)} of unknown outcome" if failure.unknown else ""
+    )
+    lines = [f"kquotactl: apply stopped: {stopped or failure.cause}", f"  {counts}"]
+    lines += [f"  {note}" for note in notes]
+    listed = every[:shown]
+    if len(every) > len(listed):
+        where = f" in {report}" if report else ""
+        lines.append(f"  every entity{where}; the first {len(listed)}:")
+    lines += listed
+    if len(every) > len(listed):
+        lines.append(f"... and {len(every) - len(listed)} more" + (f" in {report}" if report else ""))
+    final = QuotaError(f"{verb} apply: {counts}; {how}")
     final.exit_code = failure.exit_code
     return lines, final

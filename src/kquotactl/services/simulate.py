@@ -59,13 +59,18 @@ def replay(
     producer_byte_rate. ``mutation_window``: the brokers' ``controller.quota.window.num`` and ``.size.seconds``, the
     window of controller_mutation_rate (``window_*`` is every other key's). A missing input raises
     :class:`MissingInput`."""
+    from kquotactl.core.errors import InputValueError, InvalidValue
     from kquotactl.core.keys import KeyScope, lookup_key
 
     if key is None:
         key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
     qk = lookup_key(key)
     if isinstance(limit, str):
-        limit = limit_value(qk, limit)
+        text = limit
+        try:
+            limit = limit_value(qk, text)
+        except InvalidValue as e:  # named as the input it came from (the CLI: --limit), not as a quota key alone
+            raise InputValueError("limit", str(e), text) from None
     if limit is None:
         if conn is None or quota_set is None:
             raise MissingInput("replay-limit")

@@ -41,7 +41,7 @@ StepChecker = Callable[["QuotaBackend", "Mapping[Entity, Mapping[str, Number]]"]
 
 def live_mismatches(backend: QuotaBackend, expected: Mapping[Entity, Mapping[str, Number]]) -> list[str]:
     """One line per entity whose live config (as describe reads it) is not ``expected``, naming each key."""
-    from kquotactl.core.keys import KEYS, format_value
+    from kquotactl.core.keys import KEYS, human_and_raw
     from kquotactl.core.manifest import entity_path_text
 
     live = {r.entity: dict(r.config) for r in backend.describe()}
@@ -54,8 +54,8 @@ def live_mismatches(backend: QuotaBackend, expected: Mapping[Entity, Mapping[str
         for k in sorted(set(have) | set(want)):
             h, w = have.get(k), want.get(k)
             if h != w:
-                hw = "unset" if h is None else format_value(KEYS[k], h)
-                ww = "unset" if w is None else format_value(KEYS[k], w)
+                hw = "unset" if h is None else human_and_raw(KEYS[k], h)
+                ww = "unset" if w is None else human_and_raw(KEYS[k], w)
                 parts.append(f"{k} is {hw} on the cluster, expected {ww}")
         out.append(f"{entity_path_text(entity)}: {', '.join(parts)}")
     return out
@@ -253,6 +253,7 @@ class StagedLog:
 def read_staged_log(path: str) -> StagedLog:
     """The last staged apply in the log file ``path`` (a log can hold several runs: the last header wins)."""
     from kquotactl.core import entities, stages
+    from kquotactl.core.wording import record_problem
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -278,7 +279,7 @@ def read_staged_log(path: str) -> StagedLog:
                 if entity in done:
                     done[entity] = max(done[entity], int(data["stage"]))
         except (ValueError, KeyError, TypeError, AttributeError, QuotaError) as e:
-            raise UsageError(f"{path}:{number}: not a line of a staged apply log ({type(e).__name__}: {e})") from None
+            raise UsageError(f"{path}:{number}: not a line of a staged apply log ({record_problem(e)})") from None
     if staged is None:
         raise UsageError(f"{path}: no staged apply in this log (apply --stages N --log FILE writes one)")
     return StagedLog(staged, done, target, interval)

@@ -131,7 +131,11 @@ def drive_target(opts: ConnectionOptions, entity: Entity, client_id: str | None,
         raise UsageError("--drive runs a producer: give --bootstrap-server (or --drive-bootstrap with --zookeeper)")
     if entity.user is None and entity.client_id is None:
         raise UsageError("--drive drives producer_byte_rate: verify a user or client-id entity, not an ip")
-    settings = load_client_settings(opts.command_config)[0] if opts.command_config else ClientSettings()
+    settings = (
+        load_client_settings(opts.command_config, opts.said("command_config", opts.command_config))[0]
+        if opts.command_config
+        else ClientSettings()
+    )
     if settings.uses_ssl and not settings.uses_sasl:
         raise UsageError("--drive over SSL without SASL: the principal is the certificate's name; use a SASL listener")
     user = (settings.sasl_username or "") if settings.uses_sasl else ANONYMOUS

@@ -34,7 +34,7 @@ from kquotactl.core.model import (
     check_one_change_per_entity,
     stale_plan_result,
 )
-from kquotactl.core.partial import partial_failure
+from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
 from kquotactl.core.wording import counted
 
@@ -162,9 +162,12 @@ def plan_ops(before: Mapping[str, Number], change: EntityChange) -> tuple[QuotaC
 
 
 def chunks(
-    entries: Sequence[Any], ops_of: Any, max_entries: int = MAX_ENTRIES_PER_REQUEST, max_ops: int = MAX_OPS_PER_REQUEST
+    entries: Sequence[Any], ops_of: Any, max_entries: int | None = None, max_ops: int | None = None
 ) -> Iterator[list[Any]]:
-    """Split entries into requests bounded by entry count and total op count (never splitting an entry)."""
+    """Split entries into requests bounded by entry count and total op count (never splitting an entry); the
+    bounds default to the module's, read at the call."""
+    max_entries = max_entries or MAX_ENTRIES_PER_REQUEST
+    max_ops = max_ops or MAX_OPS_PER_REQUEST
     batch: list[Any] = []
     n_ops = 0
     for e in entries:
@@ -318,7 +321,10 @@ class AdminBackend:
             ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)
             stored = [entity_from_wire(pairs).ip for pairs, _ in ips]
             changes = route_ip_changes(changes, [str(n) for n in stored if n is not None and n is not DEFAULT])
-        current = self._current([ch.entity for ch in changes])
+        try:
+            current = self._current([ch.entity for ch in changes])
+        except KeyboardInterrupt:  # Ctrl-C while reading, before any request: nothing was sent
+            raise interrupted(changes, {}) from None
         results: dict[Entity, EntityResult] = {}
         planned: list[tuple[EntityChange, QuotaConfig, QuotaConfig, list[tuple[str, float, bool]]]] = []
         for ch in changes:
@@ -341,38 +347,56 @@ class AdminBackend:
                     results[ch.entity] = EntityResult(ch.entity, Outcome.UNCHANGED, before, after)
                     continue
             planned.append((ch, before, after, ops))
-        done = 0
-        for batch in chunks(planned, lambda p: p[3]):
-            entries = [(entity_to_wire(ch.entity), ops) for ch, _, _, ops in batch]
-            try:
-                outcomes = self.wire.alter(entries, validate_only)
-            except QuotaError as e:
-                raise partial_failure(e, changes, results, [p[0].entity for p in batch], atomic=False) from None
-            by_key = {wire_key(o.entity): o for o in outcomes}
-            for ch, before, after, _ in batch:
-                o = by_key.get(wire_key(entity_to_wire(ch.entity)))
-                if o is None:
-                    results[ch.entity] = EntityResult(
-                        ch.entity, Outcome.NOT_ATTEMPTED, before, before, message="the broker did not answer for it"
-                    )
-                elif o.error_code:
-                    results[ch.entity] = EntityResult(
-                        ch.entity, Outcome.REJECTED, before, before, message=f"{o.error_name}: {o.message}"
-                    )
-                else:
-                    outcome = Outcome.VALIDATED if validate_only else Outcome.APPLIED
-                    results[ch.entity] = EntityResult(ch.entity, outcome, before, after)
-            done += len(batch)
-            if progress:
-                progress(len(batch))
-        if not validate_only and self.wait_visible:
-            self._await_visible({e: r.after for e, r in results.items() if r.outcome is Outcome.APPLIED})
+        reported: set[Entity] = set()
+
+        def report(batch_results: list[EntityResult]) -> None:
+            reported.update(r.entity for r in batch_results)
+            if progress and batch_results:
+                progress(batch_results)
+
+        in_flight: list[Entity] = []  # the request sent whose answer has not come
+        try:
+            report(list(results.values()))  # settled without a request: unchanged, stale, refused
+            for batch in chunks(planned, lambda p: p[3]):
+                entries = [(entity_to_wire(ch.entity), ops) for ch, _, _, ops in batch]
+                in_flight = [p[0].entity for p in batch]
+                try:
+                    outcomes = self.wire.alter(entries, validate_only)
+                except QuotaError as e:
+                    raise partial_failure(e, changes, results, in_flight, atomic=False) from None
+                answered = self._answered(batch, outcomes, validate_only)
+                results.update((r.entity, r) for r in answered)
+                in_flight = []
+                report(answered)  # one request answered: its entities are applied (or rejected), logged now
+            if not validate_only and self.wait_visible:
+                self._await_visible({e: r.after for e, r in results.items() if r.outcome is Outcome.APPLIED})
+        except KeyboardInterrupt:  # Ctrl-C: the answered requests are known; only the one in flight is not
+            raise interrupted(changes, results, in_flight, atomic=False) from None
         ordered = [results[ch.entity] for ch in changes if ch.entity in results]
-        if progress:
-            rest = len(ordered) - done
-            if rest:
-                progress(rest)
+        report([r for r in ordered if r.entity not in reported])
         return ordered
+
+    @staticmethod
+    def _answered(
+        batch: Sequence[tuple[EntityChange, QuotaConfig, QuotaConfig, Any]],
+        outcomes: Sequence[Any],
+        validate_only: bool,
+    ) -> list[EntityResult]:
+        """One request's entities as the broker answered them (each entry on its own: applied or rejected)."""
+        by_key = {wire_key(o.entity): o for o in outcomes}
+        out = []
+        for ch, before, after, _ in batch:
+            o = by_key.get(wire_key(entity_to_wire(ch.entity)))
+            if o is None:
+                r = EntityResult(
+                    ch.entity, Outcome.NOT_ATTEMPTED, before, before, message="the broker did not answer for it"
+                )
+            elif o.error_code:
+                r = EntityResult(ch.entity, Outcome.REJECTED, before, before, message=f"{o.error_name}: {o.message}")
+            else:
+                r = EntityResult(ch.entity, Outcome.VALIDATED if validate_only else Outcome.APPLIED, before, after)
+            out.append(r)
+        return out
 
     def _await_visible(self, applied: dict[Entity, Mapping[str, Number]]) -> None:
         """Read-your-writes: a KRaft broker applies committed metadata asynchronously, so wait (bounded) until
@@ -404,17 +428,27 @@ def open_admin_backend(opts: ConnectionOptions) -> AdminBackend:
     """Called lazily by :func:`kquotactl.backends.factory.open_backend` for ``--bootstrap-server/-controller``."""
     from kquotactl.config.clientprops import ClientSettings, load_client_settings
 
-    settings, warnings = load_client_settings(opts.command_config) if opts.command_config else (ClientSettings(), [])
+    settings, warnings = (
+        load_client_settings(opts.command_config, opts.said("command_config", opts.command_config))
+        if opts.command_config
+        else (ClientSettings(), [])
+    )
     timeout = opts.timeout
     if settings.request_timeout is not None and opts.timeout == 30.0:  # --timeout left at its default
         timeout = settings.request_timeout
     controller = not opts.bootstrap_server and bool(opts.bootstrap_controller)
     bootstrap = opts.bootstrap_server or opts.bootstrap_controller or ""
-    return AdminBackend.connect(
-        bootstrap,
-        settings,
-        connect_timeout=opts.connect_timeout,
-        timeout=timeout,
-        controller=controller,
-        warnings=warnings,
-    )
+    try:
+        return AdminBackend.connect(
+            bootstrap,
+            settings,
+            connect_timeout=opts.connect_timeout,
+            timeout=timeout,
+            controller=controller,
+            warnings=warnings,
+        )
+    except BackendUnavailable as e:  # name where the address came from when it was not typed as a flag
+        source = opts.sources.get("bootstrap_server" if not controller else "bootstrap_controller")
+        if source:
+            e.message += f" (the address from {source})"
+        raise

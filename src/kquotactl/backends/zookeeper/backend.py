@@ -139,17 +139,19 @@ class ZooKeeperBackend:
             return
         self._brokers_checked = True
         session = self._session
-        brokers = session.ride_out(lambda: session.wait(session.client.exists_async("/brokers"), "exists /brokers"))
+        brokers = session.ride_out(
+            lambda: session.wait(session.submit(session.client.exists_async, "/brokers"), "exists /brokers")
+        )
         if brokers is not None:
             return
         where = f"ZooKeeper {self.settings.connect} has no /brokers node: no Kafka broker uses this chroot"
         if writing and not self.settings.allow_no_brokers:
             raise UsageError(
-                f"{where} (forgotten chroot in --zookeeper?); nothing written. To prepare quotas before the brokers "
-                "start, pass --allow-no-brokers"
+                f"{where} (forgotten chroot in {self.settings.option}?); nothing written. To prepare quotas before "
+                "the brokers start, pass --allow-no-brokers"
             )
         if not self.settings.allow_no_brokers and not writing:
-            self.warnings.append(f"{where} (forgotten chroot in --zookeeper?)")
+            self.warnings.append(f"{where} (forgotten chroot in {self.settings.option}?)")
 
     def check_writable(self) -> None:
         """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``)."""
@@ -313,15 +315,16 @@ class ZooKeeperBackend:
                         committed = writer.settle(batch)
                         log.debug("settled a transaction of %d entities: committed=%s", len(batch), committed)
                     if committed:
-                        for p in batch:
-                            results[p.change.entity] = EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after)
+                        landed = [EntityResult(p.change.entity, Outcome.APPLIED, p.before, p.after) for p in batch]
+                        for p, r in zip(batch, landed, strict=True):
+                            results[p.change.entity] = r
                             if p.deletes_node and p.is_pair:
                                 deleted_pairs.append(p.change.entity)
                     else:  # a compare-and-set conflict, or a lost commit that did not land: re-read, re-apply
                         retry.extend(p.change for p in batch)
                     in_flight = []  # only once the outcome is recorded (a Ctrl-C in between: reported unknown)
                     if committed and progress:
-                        progress(len(batch))
+                        progress(landed)  # the log line of a committed transaction, before the next one is sent
                 pending = retry
                 if pending:
                     log.debug("compare-and-set conflict: retrying %d entities", len(pending))
@@ -337,9 +340,9 @@ class ZooKeeperBackend:
                 log.debug("could not clean empty parents: %s", e)
         ordered = [results[ch.entity] for ch in changes if ch.entity in results]
         if progress:
-            done = sum(1 for r in ordered if r.outcome in (Outcome.UNCHANGED, Outcome.REJECTED))
-            if done:
-                progress(done)
+            settled = [r for r in ordered if r.outcome is not Outcome.APPLIED]  # no write of theirs to wait for
+            if settled:
+                progress(settled)
         return ordered
 
     def _stored_spellings(self, changes: Sequence[EntityChange]) -> list[EntityChange]:

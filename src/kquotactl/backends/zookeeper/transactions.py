@@ -255,7 +255,8 @@ class Writer:
 
         log.debug("create %s", path)
         try:
-            self.session.wait(self.session.client.create_async(path, b"", acl=self.acl(path)), f"create {path}")
+            created = self.session.submit(self.session.client.create_async, path, b"", acl=self.acl(path))
+            self.session.wait(created, f"create {path}")
         except NodeExistsError:
             pass
         except NotAuthorized:
@@ -288,7 +289,7 @@ class Writer:
                 f"lost the ZooKeeper connection (before the commit of {counted(len(batch), 'entity')})"
             )
         self.sent = True
-        results = self.session.wait(tx.commit_async(), f"commit of {counted(len(batch), 'entity')}")
+        results = self.session.wait(self.session.submit(tx.commit_async), f"commit of {counted(len(batch), 'entity')}")
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:
             self.created |= created
@@ -348,7 +349,7 @@ class Writer:
                 tx.delete(u, version=user.version)
             log.debug("clean empty parents of %s", u)
             try:
-                res = self.session.wait(tx.commit_async(), f"clean {u}")
+                res = self.session.wait(self.session.submit(tx.commit_async), f"clean {u}")
             except BackendUnavailable:
                 return
             if any(isinstance(r, BadVersionError | NoNodeError | NotEmptyError) for r in res):

@@ -8,13 +8,14 @@ Exit status: 0 applied (or nothing to do), 2 ``--dry-run`` with changes / declin
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import AppState, OnceCommand, pass_state
+from kquotactl.cli.kit import AppState, OnceCommand, confirm, pass_state, stopped_by
 from kquotactl.cli.manifestargs import (
     dump,
     echo_err,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
     from kquotactl.core.plan import Plan
     from kquotactl.core.stages import StagedPlan
-    from kquotactl.services.plans import Applied
+    from kquotactl.services.plans import Applied, LoggedApply
     from kquotactl.services.staged import StagedApplied, StageEvent
 
 #: entities a large plan shows before apply summarises it (--verbose: all of them)
@@ -75,7 +76,7 @@ PLAN_SHOWN = 20
     "resume_path",
     metavar="LOG",
     type=click.Path(dir_okay=False),
-    help="Continue the staged apply logged in LOG (--log) from where it stopped.",
+    help="Continue the apply logged in LOG (--log), staged or not, from where it stopped (appends to LOG).",
 )
 @click.option(
     "--prometheus", metavar="URL", help="--stages: also check the brokers' quota sensors (as top) between stages."
@@ -149,13 +150,24 @@ def apply(
         raise UsageError("--prometheus and --scrape check between stages: they go with --stages N or --resume LOG")
     if prometheus and scrape_urls:
         raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
+    resumed = None
     if resume_path is not None:
+        from kquotactl.services.plans import read_apply_log
+
         if plan_path or stages or prune or dry_run:
             raise UsageError(
-                "--resume LOG continues the logged stages: --plan, --stages, --prune, --dry-run do not apply"
+                "--resume LOG continues the logged apply: --plan, --stages, --prune, --dry-run do not apply"
             )
-        _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
-        return
+        if log_path is not None:
+            raise UsageError("--resume LOG appends to LOG: --log does not apply")
+        resumed = read_apply_log(resume_path)
+        if resumed is None:  # the last run in the log is a staged apply
+            _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
+            return
+        if prometheus or scrape_urls or interval_seconds is not None:
+            raise UsageError(
+                f"{resume_path} logs an apply without stages: --interval, --prometheus, --scrape do not apply"
+            )
     if (verify_sample is not None) and not verify:
         raise UsageError("--verify-sample goes with --verify")
     if verify and dry_run:
@@ -166,10 +178,13 @@ def apply(
         check_file(log_path, "--log")  # before anything is planned or written
     if files and plan_path:
         raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
-    if not files and not plan_path:
+    if not files and not plan_path and resumed is None:
         raise UsageError("nothing to apply: give the manifests (-f FILE) or a saved plan (--plan FILE)")
     manifest = None
-    if plan_path:
+    if resumed is not None and resume_path is not None:
+        backend, the_plan = _resume_plain(state, ctx, files, resume_path, resumed)
+        log_path = resume_path
+    elif plan_path:
         if prune:
             raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
         saved = read_plan_file(plan_path)
@@ -217,9 +232,7 @@ def apply(
     if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
-        if not click.confirm(
-            f"Apply changes to {counted(len(the_plan.diffs), 'entity')} on {target['cluster']}?", err=True
-        ):
+        if not confirm(f"Apply changes to {counted(len(the_plan.diffs), 'entity')} on {target['cluster']}?"):
             summary("not applied: nothing was written (changes still pending)", "json")
             ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
     if staged is not None:
@@ -236,14 +249,11 @@ def apply(
             state.connection().timeout,
         )
         return
-    result = _apply_with_progress(backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table")
+    result = _apply_with_progress(
+        backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table", target=target
+    )
     if result.partial is not None:
-        from kquotactl.render.records import partial_report
-
-        lines, final = partial_report(result.partial)
-        for line in lines:
-            echo_err(line)
-        raise final from None
+        _stopped_report(result, None if dry_run else log_path)
     _finish(result, the_plan, fmt, dry_run)
     if dry_run:
         ctx.exit(EXIT_PENDING)
@@ -359,7 +369,7 @@ def _run_stages(
 
 def _stage_report(result: StagedApplied, log_path: str | None) -> None:
     """Where a stopped staged apply is: why, then per entity its stage and the values written, then how to resume."""
-    from kquotactl.core.keys import KEYS, format_value
+    from kquotactl.core.keys import KEYS, human_and_raw
     from kquotactl.core.manifest import entity_path_text
 
     n = result.staged.count
@@ -368,7 +378,7 @@ def _stage_report(result: StagedApplied, log_path: str | None) -> None:
         echo_err(f"  {line}")
     for e in result.staged.entities:
         k = result.done[e.entity]
-        values = ", ".join(f"{key}={format_value(KEYS[key], v)}" for key, v in e.at(k).items()) or "no quota"
+        values = ", ".join(f"{key} {human_and_raw(KEYS[key], v)}" for key, v in e.at(k).items()) or "no quota"
         total = len(e.steps)
         state = "done" if k >= total else f"stage {k} of {total}"
         echo_err(f"{entity_path_text(e.entity)}: {state} ({values})")
@@ -427,7 +437,7 @@ def _resume(
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
-        if not click.confirm(f"Resume on {state.conn.with_env().target}?", err=True):
+        if not confirm(f"Resume on {state.conn.with_env().target}?"):
             ctx.exit(EXIT_PENDING)
     target = target_of(state, backend)
     timeout = state.connection().timeout
@@ -441,11 +451,93 @@ def _check_writable(state: AppState, ctx: click.Context) -> None:
         check()
 
 
+def _resume_plain(
+    state: AppState, ctx: click.Context, files: Sequence[str], resume_path: str, logged: LoggedApply
+) -> tuple[QuotaBackend, Plan]:
+    """``apply --resume LOG`` of an apply without stages: the logged plan's entities not logged as done, once the
+    live values are what the log expects (:func:`kquotactl.services.plans.resume_plan`); with ``-f``, the
+    manifests must still ask for the logged values."""
+    from kquotactl.core.manifest import entity_path_text
+    from kquotactl.core.wording import counted
+    from kquotactl.services.plans import resume_plan
+
+    if files:
+        manifest = load(files)
+        for d in logged.plan.diffs:
+            entry = manifest.get(d.entity)
+            if entry is not None and dict(entry.config) != dict(d.after):
+                raise UsageError(
+                    f"{entry.source}: {entity_path_text(d.entity)} asks for other values than the apply logged in "
+                    f"{resume_path}: not resumed, nothing written (plan and apply again)"
+                )
+    target = state.conn.with_env().target
+    if logged.target and logged.target.get("cluster") != target:
+        raise UsageError(f"{resume_path} logs an apply to {logged.target.get('cluster')}, not {target}")
+    _check_writable(state, ctx)
+    backend = state.backend(ctx)
+    left = resume_plan(backend, logged)
+    total = len(logged.plan.diffs)
+    if left.pending:
+        echo_err(f"resuming {resume_path}: {counted(total - len(left.diffs), 'entity')} of {total} done")
+    else:
+        echo_err(f"nothing to resume: every entity of {resume_path} is applied")
+    return backend, left
+
+
+def _stopped_report(result: Applied, log_path: str | None) -> None:
+    """An apply that stopped midway: the summary, then at most a screenful of entities (every one in a report
+    file), then the error line with how to continue; raises it (exit 1, 130 Ctrl-C, 143 SIGTERM)."""
+    import shlex
+
+    from kquotactl.core.errors import EXIT_INTERRUPTED
+    from kquotactl.render.records import PARTIAL_SHOWN, partial_lines, partial_report
+
+    failure = result.partial
+    assert failure is not None
+    notes = [result.read_back] if result.read_back else []
+    if log_path is not None:
+        notes.append(f"{log_path} logs every entity applied, one JSON line each")
+    every = partial_lines(failure)
+    report = _write_report(every, notes) if len(every) > PARTIAL_SHOWN else None
+    how = f"to continue: kquotactl apply --resume {shlex.quote(log_path)}" if log_path else "re-run apply to converge"
+    stopped = stopped_by() if failure.exit_code == EXIT_INTERRUPTED else None
+    lines, final = partial_report(failure, how=how, notes=notes, report=report, stopped=stopped)
+    for line in lines:
+        echo_err(line)
+    raise final from None
+
+
+def _write_report(lines: Sequence[str], notes: list[str]) -> str | None:
+    """Every entity of a stopped apply, one line each, in a new file in the temporary directory: its path (None and
+    a note saying why when it cannot be written)."""
+    import datetime
+    import os
+    import tempfile
+
+    stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"kquotactl-apply-{stamp}-", suffix=".txt", text=True)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+    except OSError as e:
+        notes.append(f"could not write the full report: {e.strerror or e}")
+        return None
+    return path
+
+
 def _apply_with_progress(
-    backend: QuotaBackend, the_plan: Plan, dry_run: bool, max_deletions: int, log_path: str | None, keep_records: bool
+    backend: QuotaBackend,
+    the_plan: Plan,
+    dry_run: bool,
+    max_deletions: int,
+    log_path: str | None,
+    keep_records: bool,
+    target: dict[str, str] | None = None,
 ) -> Applied:
-    """:func:`kquotactl.services.plans.apply`, with a progress bar on a terminal and the ``--log`` file open."""
+    """:func:`kquotactl.services.plans.apply`, with a progress bar on a terminal and the ``--log`` file open (a real
+    apply starts it with the plan, :func:`kquotactl.services.plans.apply_log_header`)."""
     from kquotactl.services.plans import apply as apply_service
+    from kquotactl.services.plans import apply_log_header
 
     progress_bar = None
     if sys.stderr.isatty() and len(the_plan.diffs) >= 100 and not dry_run:
@@ -455,12 +547,15 @@ def _apply_with_progress(
         progress_bar = Progress(console=Console(stderr=True), transient=True)
         progress_bar.start()
     task = progress_bar.add_task("applying", total=len(the_plan.diffs)) if progress_bar else None
-    advance = (lambda n: progress_bar.advance(task, n)) if progress_bar else None  # type: ignore[arg-type]
+    advance = (lambda done: progress_bar.advance(task, len(done))) if progress_bar else None  # type: ignore[arg-type]
     log = None
     if log_path is not None:
         from kquotactl.render.outfiles import open_file
 
         log = open_file(log_path, "--log", "a")
+        if not dry_run:
+            log.write(apply_log_header(the_plan, target))
+            log.flush()
     try:
         return apply_service(
             backend,
@@ -473,7 +568,8 @@ def _apply_with_progress(
         )
     finally:
         if log is not None:
-            log.close()
+            with contextlib.suppress(OSError):  # flushed after every write: a failure was reported already
+                log.close()
         if progress_bar is not None:
             progress_bar.stop()
 

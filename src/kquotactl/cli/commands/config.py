@@ -61,7 +61,12 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
         {"name": n, "current": n == active, "cluster": c.cluster, "auth": c.auth, "problem": c.problem}
         for n, c in sorted(config.contexts.items())
     ]
-    fmt = fmt or ctx.find_root().params.get("output") or ("table" if sys.stdout.isatty() else "json")
+    from kquotactl.core.errors import UsageError
+
+    fmt = fmt or ctx.find_root().params.get("output")
+    if fmt not in (None, "table", "json", "yaml"):
+        raise UsageError(f"-o {fmt}: get-contexts shows a table, json or yaml")
+    fmt = fmt or ("table" if sys.stdout.isatty() else "json")
     if fmt == "json":
         from kquotactl.render.records import dump_json
 
@@ -71,15 +76,20 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
 
         dump_yaml(rows, sys.stdout)
     elif rows:
-        width = max(len(r["name"]) for r in rows)
-        cwidth = max(len(r["cluster"]) for r in rows)
+        from kquotactl.cli.manifestargs import terminal_width
+        from kquotactl.core.layout import fits, table_or_blocks
+
         broken = any(r["problem"] for r in rows)
-        click.echo(f"CURRENT  {'NAME':<{width}}  {'CLUSTER':<{cwidth}}  AUTH" + ("  PROBLEM" if broken else ""))
-        for r in rows:
-            mark = "*" if r["current"] else " "
-            line = f"{mark:<7}  {r['name']:<{width}}  {r['cluster']:<{cwidth}}  {r['auth']}"
-            if broken:
-                line += f"  {'BROKEN: ' + r['problem'] if r['problem'] else '-'}"
+        header = ["CURRENT", "NAME", "CLUSTER", "AUTH"] + (["PROBLEM"] if broken else [])
+        cells = [
+            ["*" if r["current"] else "", r["name"], r["cluster"], r["auth"]]
+            + ([f"BROKEN: {r['problem']}" if r["problem"] else "-"] if broken else [])
+            for r in rows
+        ]
+        width = terminal_width()
+        if not fits(header, cells, width):  # one block per context: a cluster's addresses may wrap between them
+            cells = [[*c[:2], c[2].replace(",", ", "), *c[3:]] for c in cells]
+        for line in table_or_blocks(header, cells, width, ident=2):
             click.echo(line)
     elif not config.problem:
         click.echo(f"no contexts in {config.path}", err=True)

@@ -89,7 +89,7 @@ def connection_rate(
         verb = "would set" if dry_run and value is not None else "would remove" if dry_run else None
         if verb is None:
             verb = "set" if value is not None else "removed"
-        click.echo(f"{verb} {what}" + (f" = {value}" if value is not None else ""))
+        click.echo(f"{verb} {what}" + (f" = {value} {_per_s(value)}" if value is not None else ""))
         return
     resources = [""] if broker_defaults else [str(broker)] if broker else ["", *brokers.broker_ids()]
     found: list[RateSetting] = []
@@ -179,4 +179,9 @@ def _render(settings: list[RateSetting], fmt: str) -> None:
         for s in settings:
             where = "cluster default" if s.broker is None else f"broker {s.broker}"
             lst = f" listener {s.listener}" if s.listener else ""
-            click.echo(f"{where}{lst}: max.connection.creation.rate={s.value} ({s.source})")
+            click.echo(f"{where}{lst}: max.connection.creation.rate={s.value} {_per_s(s.value)} ({s.source})")
+
+
+def _per_s(value: object) -> str:
+    """The unit of a connection rate: ``connections/s`` (``connection/s`` for 1)."""
+    return "connection/s" if str(value) == "1" else "connections/s"

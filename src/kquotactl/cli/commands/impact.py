@@ -371,13 +371,16 @@ def _render(state: Any, result: dict[str, Any], top: int) -> None:
 
         dump_yaml(result, sys.stdout)
     else:
-        render_table(result, sys.stdout, top, state.color)
+        from kquotactl.cli.manifestargs import terminal_width
+
+        width = terminal_width()
+        render_table(result, sys.stdout, top, width)
         if "compare" in result:
-            render_compare(result["compare"], sys.stdout, top, state.color)
+            render_compare(result["compare"], sys.stdout, top, width)
         if "topic_threshold" in result:
             from kquotactl.impact.output import render_topics
 
-            render_topics(result["topic_threshold"], sys.stdout, top, state.color)
+            render_topics(result["topic_threshold"], sys.stdout, top, width)
 
 
 @impact.command("generate")
@@ -423,6 +426,9 @@ def generate(
         f" ({len(written)} files)" if len(written) > 1 else ""
     )
     if quotas_out:
-        gen.write_manifest(gen.quotas(users, clients), quotas_out)
+        quota_set = gen.quotas(users, clients)
+        gen.write_manifest(quota_set, quotas_out)
         msg += f"; quotas to {quotas_out}"
+        if (note := gen.offline_only_note(quota_set)) is not None:
+            click.echo(f"kquotactl: note: {quotas_out} is {note}", err=True)
     click.echo(msg)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand, manifest_quotas_option
+from kquotactl.cli.kit import OnceCommand, manifest_quotas_option, stdout_closed
 
 
 @click.command(cls=OnceCommand)
@@ -101,71 +101,93 @@ def top(
     if fmt == "json":
         click.echo(json.dumps([r.to_json() for r in rows()], indent=2))
         return
-    from rich.console import Console
+    from kquotactl.cli.manifestargs import terminal_width
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)  # piped: never cut a name
+    width = terminal_width()
     if watch is None:
-        console.print(_table(rows(), show_all))
+        click.echo("\n".join(_lines(rows(), show_all, width)))
         return
+    if not sys.stdout.isatty():  # a pipe or a file: each refresh appended (rich's Live draws only on a terminal)
+        try:
+            while True:
+                click.echo("\n".join(_lines(rows(), show_all, width)))
+                sys.stdout.flush()
+                if stdout_closed():  # `top --watch | head`: nobody reads on
+                    break
+                time.sleep(watch)
+        except KeyboardInterrupt:
+            pass
+        return
+    from rich.console import Console
     from rich.live import Live
+    from rich.text import Text
 
-    with Live(_table(rows(), show_all), console=console, auto_refresh=False) as live:
+    def screen() -> Text:
+        return Text("\n".join(_lines(rows(), show_all, terminal_width())), no_wrap=True, overflow="ignore")
+
+    with Live(screen(), console=Console(highlight=False), auto_refresh=False) as live:
         try:
             while True:
                 time.sleep(watch)
-                live.update(_table(rows(), show_all), refresh=True)
+                live.update(screen(), refresh=True)
         except KeyboardInterrupt:
             pass
 
 
-def _table(rows: list[Any], show_all: bool) -> Any:
-    from rich.markup import escape
-    from rich.table import Table
+HEADER = ["QUOTA-ID", "KEY", "USAGE", "LIMIT/BROKER", "THROTTLE", "LEVEL FROM", "PER BROKER (usage, throttle)"]
 
-    from kquotactl.core.explain import compact
+
+def _lines(rows: list[Any], show_all: bool, width: int | None) -> list[str]:
+    """The title, one table row per quota-id and key when the table fits ``width`` (None: a pipe, any width; the
+    quota-id on its first row only), else per quota-id a block per key; then the note on what "now", "recent"
+    and "past" mean, wrapped."""
+    from kquotactl.core.keys import KEYS, human, limit_text
+    from kquotactl.core.layout import blocks, fits, table_lines, wrap
     from kquotactl.observe.model import CURRENT_SHARE, FORWARDED_NOTE, LISTENER_NOTE
 
     title = "quota-ids with a sensor" if show_all else "throttled quota-ids"
-    table = Table(
-        title=f"{title} ({time.strftime('%H:%M:%S')})",
-        title_justify="left",
-        caption=(
-            "throttle-time averages over the last minute (metrics.num.samples × metrics.sample.window.ms): "
-            f"a throttle is now when its usage is at least {CURRENT_SHARE:.0%} of the limit; recent where throttled "
-            "traffic is not recorded (fetch, controller mutations, ip connections, forwarded requests), so the "
-            "usage cannot tell; past (not a throttle) when the usage is under it"
-        ),
-        caption_justify="left",
-    )
-    per_broker_col = "PER BROKER (usage, throttle)"
-    for col in ("QUOTA-ID", "KEY", "USAGE", "LIMIT/BROKER", "THROTTLE ms", "LEVEL FROM", per_broker_col):
-        table.add_column(col, no_wrap=col != per_broker_col)
-    if not rows:
-        table.add_row("(none)", "", "", "", "", "", "")
+    table: list[list[str]] = []
     for row in rows:
-        for i, use in enumerate(row.uses):
+        for use in row.uses:
+            key = KEYS[use.key]
             listener = use.note == LISTENER_NOTE
             per_broker = "; ".join(
-                f"{b}: {compact(use.key, round(f.usage))}, {f.throttle_ms:.0f} ms"
+                f"{b}: {human(key, f.usage)}, {f.throttle_ms:.0f} ms"
                 + (f" ({state})" if (state := use.state(f)) not in (None, "now") else "")
                 for b, f in sorted(use.brokers.items())
             )
-            table.add_row(
-                escape(row.quota_id.words()) if i == 0 else "",
-                use.key,
-                "-" if listener else compact(use.key, round(use.usage)),
-                compact(use.key, use.limit) if use.limit is not None else "per ip" if listener else "unlimited",
-                _throttle_words(use),
-                escape(f"{use.resolution.level or '-'} {use.applies}")
-                + (" (forwarded: the controller's throttle)" if use.note == FORWARDED_NOTE else ""),
-                escape(per_broker),
+            table.append(
+                [
+                    row.quota_id.words(),
+                    use.key,
+                    "-" if listener else human(key, use.usage),
+                    limit_text(key, use.limit) if use.limit is not None else "per ip" if listener else "unlimited",
+                    _throttle_words(use),
+                    f"{use.resolution.level or '-'} {use.applies}"
+                    + (" (forwarded: the controller's throttle)" if use.note == FORWARDED_NOTE else ""),
+                    per_broker,
+                ]
             )
-    return table
+    out = [f"{title} ({time.strftime('%H:%M:%S')})"]
+    if not table:
+        out.append("(none)")
+    elif fits(HEADER, table, width):
+        shown = [[r[0] if i == 0 or r[0] != table[i - 1][0] else "", *r[1:]] for i, r in enumerate(table)]
+        out += table_lines(HEADER, shown)
+    else:
+        out += blocks(HEADER, table, 2, width, group=True)
+    note = (
+        "throttle-time averages over the last minute (metrics.num.samples × metrics.sample.window.ms): "
+        f"a throttle is now when its usage is at least {CURRENT_SHARE:.0%} of the limit; recent where throttled "
+        "traffic is not recorded (fetch, controller mutations, ip connections, forwarded requests), so the "
+        "usage cannot tell; past (not a throttle) when the usage is under it"
+    )
+    return out + wrap(note, width or 100)
 
 
 def _throttle_words(use: Any) -> str:
     """The throttle now; "recent" where the sensors cannot tell it from one in the last minute; a throttle time
     that is history (its usage is under the limit) as "past", not as a throttle."""
     if use.throttle == "past":
-        return f"0 (past: {max(f.throttle_ms for f in use.brokers.values()):.0f})"
-    return f"{use.throttle_ms:.0f}" + (" (recent)" if use.throttle == "recent" else "")
+        return f"0 ms (past: {max(f.throttle_ms for f in use.brokers.values()):.0f} ms)"
+    return f"{use.throttle_ms:.0f} ms" + (" (recent)" if use.throttle == "recent" else "")

@@ -152,10 +152,13 @@ def verify(
 
 def _rate(text: str) -> float:
     """``--drive RATE``: a byte rate as ``explain --observed`` takes it (units such as 100KiB), above 0."""
-    from kquotactl.core.errors import UsageError
+    from kquotactl.core.errors import InputError, InputValueError, UsageError
     from kquotactl.core.explain import parse_observed
 
-    rate = parse_observed([f"producer_byte_rate={text}"])["producer_byte_rate"]
+    try:
+        rate = parse_observed([f"producer_byte_rate={text}"])["producer_byte_rate"]
+    except (InputError, InputValueError) as e:  # said as --drive, the option the rate came from
+        raise UsageError(f"--drive {text!r}: {e.detail}") from None
     if rate <= 0:
         raise UsageError(f"--drive {text}: the rate must be above 0 bytes/s")
     return rate
@@ -182,49 +185,52 @@ def verify_json(conv: Converged, verdict: DriveVerdict | None) -> dict[str, Any]
 
 
 def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    """What each broker reports, then the drive against the simulation: plain tables that fit the terminal (else a
+    block per row, :mod:`kquotactl.core.layout`), never padded in a pipe."""
+    from kquotactl.cli.manifestargs import terminal_width
+    from kquotactl.core.keys import KEYS, human, human_and_raw, limit_text
+    from kquotactl.core.layout import table_or_blocks, wrap
 
-    from kquotactl.core.verify import config_words
+    def words(config: Any) -> str:  # each limit as every command shows one
+        return ", ".join(f"{k} {human_and_raw(KEYS[k], v)}" for k, v in sorted(config.items())) or "no quotas"
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    width = terminal_width()
+    lines = wrap(f"{conv.entity.label()}: expected {words(conv.expected)}", width)
     late = {v.broker for v in conv.lagging}
-    table = Table(title=escape(f"{conv.entity.label()}: expected {config_words(conv.expected)}"), title_justify="left")
-    for col in ("BROKER", "REPORTS", "STATE"):
-        table.add_column(col)
-    for v in conv.views:
-        table.add_row(escape(v.broker), escape(config_words(v.config)), "lags" if v.broker in late else "applied")
-    console.print(table)
-    if verdict is None:
-        return
-    limit = "no limit" if verdict.limit is None else f"a limit of {verdict.limit:.0f} B/s"
-    drive = Table(title=f"driven at {verdict.rate:.0f} B/s under {limit}", title_justify="left")
-    for col in ("", "FIRST THROTTLE AT", "FIRST THROTTLE ms", "AVG ms", "MAX ms"):
-        drive.add_column(col)
-    drive.add_row(
-        "broker",
-        _at(verdict.broker_at_ms),
-        str(verdict.broker_ms),
-        f"{verdict.broker_avg_ms:.0f}",
-        f"{verdict.broker_max_ms:.0f}",
-    )
-    drive.add_row(
-        f"simulated (first recording {verdict.offset_ms} ms before time 0, of {verdict.origin_band_ms})",
-        _at(verdict.simulated_at_ms),
-        str(verdict.simulated_ms),
-        "",
-        "",
-    )
-    drive.add_row("tolerance", f"±{verdict.tolerance_at_ms / 1000:.2f}s", f"±{verdict.tolerance_ms}", "", "")
-    console.print(drive)
-    if verdict.quiet is not None:
-        console.print(f"before the drive: {verdict.quiet.how} ({verdict.quiet.waited_s:.1f}s)")
-    console.print(
-        f"steady state (explain --observed producer_byte_rate={verdict.rate:.0f}): {verdict.steady_state_ms} ms; "
-        f"{'agrees' if verdict.agrees else 'DISAGREES'}" + "".join(f"; {n}" for n in verdict.notes)
-    )
+    rows = [[v.broker, words(v.config), "lags" if v.broker in late else "applied"] for v in conv.views]
+    lines += table_or_blocks(["BROKER", "REPORTS", "STATE"], rows, width)
+    if verdict is not None:
+        key = KEYS["producer_byte_rate"]
+        limit = "no limit" if verdict.limit is None else f"a limit of {limit_text(key, verdict.limit)}"
+        lines += wrap(f"driven at {human(key, verdict.rate)} under {limit}", width)
+        header = ["", "FIRST THROTTLE AT", "FIRST THROTTLE", "AVG", "MAX"]
+        drive = [
+            [
+                "broker",
+                _at(verdict.broker_at_ms),
+                f"{verdict.broker_ms} ms",
+                f"{verdict.broker_avg_ms:.0f} ms",
+                f"{verdict.broker_max_ms:.0f} ms",
+            ],
+            [
+                f"simulated (first recording {verdict.offset_ms} ms before time 0, of {verdict.origin_band_ms} ms)",
+                _at(verdict.simulated_at_ms),
+                f"{verdict.simulated_ms} ms",
+                "",
+                "",
+            ],
+            ["tolerance", f"±{verdict.tolerance_at_ms / 1000:.2f} s", f"±{verdict.tolerance_ms} ms", "", ""],
+        ]
+        lines += table_or_blocks(header, drive, width)
+        if verdict.quiet is not None:
+            lines += wrap(f"before the drive: {verdict.quiet.how} ({verdict.quiet.waited_s:.1f} s)", width)
+        lines += wrap(
+            f"steady state (explain --observed producer_byte_rate={verdict.rate:.0f}): {verdict.steady_state_ms} ms; "
+            f"{'agrees' if verdict.agrees else 'DISAGREES'}" + "".join(f"; {n}" for n in verdict.notes),
+            width,
+        )
+    click.echo("\n".join(lines))
 
 
 def _at(ms: int | None) -> str:
-    return "-" if ms is None else f"{ms / 1000:.2f}s"
+    return "-" if ms is None else f"{ms / 1000:.2f} s"

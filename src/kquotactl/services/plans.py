@@ -446,3 +446,55 @@ def _config_words(config: Mapping[str, Any]) -> str:
     from kquotactl.core.keys import KEYS, format_value
 
     return ", ".join(f"{k}={format_value(KEYS[k], v)}" for k, v in config.items()) or "no quota"
+
+
+def open_writable(backend: QuotaBackend | Callable[[], QuotaBackend]) -> QuotaBackend:
+    """The backend (opened when given as a function), once whatever it would refuse to write is refused: before a
+    plan is shown and confirmed, not after."""
+    if not isinstance(backend, QuotaBackend):
+        backend = backend()
+    check = getattr(backend, "check_writable", None)
+    if check is not None:
+        check()
+    return backend
+
+
+@dataclass(frozen=True)
+class ResumedApply:
+    """What is left of a logged plain apply (:func:`resume`): the backend, the plan of the entities still to do,
+    and how many of the logged plan's ``total`` entities were ``done``."""
+
+    backend: QuotaBackend
+    plan: Plan
+    done: int
+    total: int
+
+
+def resume(
+    backend: QuotaBackend | Callable[[], QuotaBackend],
+    logged: LoggedApply,
+    *,
+    path: str,
+    cluster: str,
+    manifest: Manifest | None = None,
+) -> ResumedApply:
+    """Resume the plain apply logged in ``path`` (read by :func:`read_apply_log`) on ``cluster``: refused, nothing
+    written, when ``manifest`` (if given) asks for other values than the log, when the log is for another cluster,
+    or when the live values are not what the log expects (:func:`resume_plan`). ``backend`` may be a function that
+    opens it: a log refused for itself never connects."""
+    from kquotactl.core.manifest import entity_path_text
+
+    if manifest is not None:
+        for d in logged.plan.diffs:
+            entry = manifest.get(d.entity)
+            if entry is not None and dict(entry.config) != dict(d.after):
+                raise UsageError(
+                    f"{entry.source}: {entity_path_text(d.entity)} asks for other values than the apply logged in "
+                    f"{path}: not resumed, nothing written (plan and apply again)"
+                )
+    if logged.target and logged.target.get("cluster") != cluster:
+        raise UsageError(f"{path} logs an apply to {logged.target.get('cluster')}, not {cluster}")
+    backend = open_writable(backend)
+    left = resume_plan(backend, logged)
+    total = len(logged.plan.diffs)
+    return ResumedApply(backend, left, total - len(left.diffs), total)

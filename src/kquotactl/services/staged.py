@@ -13,11 +13,12 @@ from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import EXIT_INTERRUPTED, QuotaError, UsageError
 from kquotactl.core.keys import Number
-from kquotactl.services.plans import Applied, apply
+from kquotactl.services.plans import Applied, apply, open_writable
 from kquotactl.services.quotas import load_quota_set
 from kquotactl.services.verify import verify_applied
 
 if TYPE_CHECKING:  # types only: the modules load inside the services that use them
+    from kquotactl.core.manifest import Manifest
     from kquotactl.core.stages import StagedPlan
 
 
@@ -311,3 +312,84 @@ def resume_point(backend: QuotaBackend, logged: StagedLog) -> dict[Entity, int]:
             f"(someone else changed them): {first[0] if first else names}"
         )
     return done
+
+
+def run_stages(
+    backend: QuotaBackend,
+    staged: StagedPlan,
+    *,
+    interval: float,
+    done: Mapping[Entity, int] | None = None,
+    log: IO[str] | None = None,
+    target: Mapping[str, str] | None = None,
+    observer: StageObserver | None = None,
+    timeout: float = 30.0,
+    max_deletions: int | None = None,
+    on_event: Callable[[StageEvent], None] | None = None,
+) -> StagedApplied:
+    """A staged apply as ``apply --stages`` runs it: :func:`apply_stages` with :func:`check_step` between stages
+    (each broker reports the stage's values within ``timeout`` seconds; ``observer``: no throttled client got
+    worse, against a baseline read first). ``log``: a fresh run (no ``done``) starts it with the schedule
+    (:func:`staged_log_header`, with ``target``), so that :func:`resume_staged` needs nothing else."""
+    import functools
+
+    if log is not None and not done:
+        log.write(staged_log_header(staged, interval, target))
+        log.flush()
+    if observer is not None:
+        observer.baseline(backend)
+    return apply_stages(
+        backend,
+        staged,
+        interval=interval,
+        done=done,
+        check=functools.partial(check_step, observer=observer, timeout=timeout),
+        log=log,
+        max_deletions=max_deletions,
+        on_event=on_event,
+    )
+
+
+@dataclass(frozen=True)
+class ResumedStages:
+    """Where a logged staged apply resumes (:func:`resume_staged`): the backend, the log read back, ``done`` (entity
+    -> the last stage the live values show) and the first stage to write (None: every entity is at its target)."""
+
+    backend: QuotaBackend
+    logged: StagedLog
+    done: dict[Entity, int]
+
+    @property
+    def first(self) -> int | None:
+        staged = self.logged.staged
+        if all(self.done[e.entity] >= len(e.steps) for e in staged.entities):
+            return None
+        return min(self.done.values()) + 1
+
+
+def resume_staged(
+    backend: QuotaBackend | Callable[[], QuotaBackend],
+    logged: StagedLog,
+    *,
+    path: str,
+    cluster: str,
+    manifest: Manifest | None = None,
+) -> ResumedStages:
+    """Resume the staged apply logged in ``path`` (read by :func:`read_staged_log`) on ``cluster``, from where the
+    live values say each entity is (:func:`resume_point`). Refused, nothing written, when ``manifest`` (if given)
+    asks for other targets than the logged stages, the log is for another cluster, or the live values are not what
+    the log says. Run the rest with :func:`run_stages` (``done``: :attr:`ResumedStages.done`)."""
+    from kquotactl.core.manifest import entity_path_text
+
+    if manifest is not None:
+        for e in logged.staged.entities:
+            entry = manifest.get(e.entity)
+            if entry is not None and any(e.steps[-1].get(k) != v for k, v in entry.config.items()):
+                raise UsageError(
+                    f"{entry.source}: {entity_path_text(e.entity)} asks for other values than the logged stages "
+                    f"in {path}: not resumed, nothing written (plan and apply --stages again)"
+                )
+    backend = open_writable(backend)
+    if logged.target and logged.target.get("cluster") != cluster:
+        raise UsageError(f"{path} logs a staged apply to {logged.target.get('cluster')}, not {cluster}")
+    return ResumedStages(backend, logged, resume_point(backend, logged))

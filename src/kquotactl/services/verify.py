@@ -3,7 +3,7 @@ first throttle with the simulation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from kquotactl.services.quotas import load_quota_set
 if TYPE_CHECKING:  # types only: the modules load inside the services that use them
     from kquotactl.config.clientprops import ClientSettings
     from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.core.plan import Plan
     from kquotactl.core.verify import BrokerView, DriveVerdict, QuietWait
     from kquotactl.observe.model import Sample
 
@@ -293,3 +294,28 @@ def verify_applied(
         )
         for entity, config in chosen
     ]
+
+
+def verify_plan_applied(
+    backend: QuotaBackend,
+    the_plan: Plan,
+    applied: Iterable[str],
+    *,
+    timeout: float = 30.0,
+    sample: int | None = None,
+) -> list[Converged]:
+    """``apply --verify``: every entity of ``the_plan`` whose label is in ``applied`` (or ``sample`` of them) reported
+    by every broker at its planned values within ``timeout``; else :class:`kquotactl.core.verify.NotVerified`,
+    naming the first late one (exit 2). Returns what was checked."""
+    from kquotactl.core.verify import NotVerified, lag_message
+    from kquotactl.core.wording import counted
+
+    done = set(applied)
+    wanted = [(d.entity, d.after) for d in the_plan.diffs if d.entity.label() in done]
+    checked = verify_applied(backend, wanted, timeout=timeout, sample=sample)
+    late = [c for c in checked if not c.converged]
+    if late:
+        first = late[0]
+        more = f" (and {counted(len(late) - 1, 'more entity', 'more entities')})" if len(late) > 1 else ""
+        raise NotVerified(lag_message(first.entity.label(), first.expected, first.lagging, first.waited) + more)
+    return checked

@@ -38,10 +38,11 @@ from kquotactl.core.errors import EXIT_PENDING, QuotaError, UsageError
 
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.manifest import Manifest
     from kquotactl.core.plan import Plan
     from kquotactl.core.stages import StagedPlan
     from kquotactl.services.plans import Applied, LoggedApply
-    from kquotactl.services.staged import StagedApplied, StageEvent
+    from kquotactl.services.staged import StagedApplied, StageEvent, StageObserver
 
 #: entities a large plan shows before apply summarises it (--verbose: all of them)
 PLAN_SHOWN = 20
@@ -140,34 +141,104 @@ def apply(
     worse than the stage predicts), then apply waits --interval. A failed check or Ctrl-C stops it and
     says which stage each entity is at; --resume LOG continues from there.
     """
-    from kquotactl.core.wording import counted
-    from kquotactl.render.plans import plan_summary, render_plan, render_stages
-    from kquotactl.services.plans import check_fresh, read_plan_file
-
     fmt = output_format(state)
     interval_seconds = _duration(interval)
-    if (prometheus or scrape_urls) and not (stages or resume_path):
-        raise UsageError("--prometheus and --scrape check between stages: they go with --stages N or --resume LOG")
-    if prometheus and scrape_urls:
-        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
+    observe = bool(prometheus or scrape_urls)
+    _refuse_combinations(plan_path, stages, prune, dry_run, log_path, resume_path, prometheus, scrape_urls)
     resumed = None
     if resume_path is not None:
         from kquotactl.services.plans import read_apply_log
 
+        resumed = read_apply_log(resume_path)
+        if resumed is None:  # the last run in the log is a staged apply
+            _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
+            return
+        if observe or interval_seconds is not None:
+            raise UsageError(
+                f"{resume_path} logs an apply without stages: --interval, --prometheus, --scrape do not apply"
+            )
+    _refuse_apply_options(files, plan_path, dry_run, log_path, verify, verify_sample, resumed is not None)
+    if resumed is not None and resume_path is not None:
+        backend, the_plan = _resume_plain(state, ctx, files, resume_path, resumed)
+        manifest = None
+        log_path = resume_path
+    else:
+        backend, the_plan, manifest = _plan_to_apply(state, ctx, files, plan_path, prune, dry_run, rule_kw)
+    from kquotactl.core.model import check_live_changes
+    from kquotactl.core.plan import check_deletions
+
+    check_deletions(the_plan, max_deletions)  # refused before the plan is shown and confirmed (apply checks again)
+    check_live_changes(d.change() for d in the_plan.diffs)
+    target = target_of(state, backend)
+    if not the_plan.pending:
+        from kquotactl.render.plans import plan_summary
+
+        if fmt in ("json", "yaml"):
+            dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
+        summary(plan_summary(the_plan), fmt)
+        return
+    staged = staged_plan_of(the_plan, manifest, stages, stage_shape)
+    seconds = _interval(interval_seconds, staged)
+    if staged is not None and staged.count <= 1:
+        state.warn("no limit is lowered: nothing to stage, applied at once")
+        staged = None
+    _show_and_confirm(ctx, state, the_plan, staged, fmt, target, seconds, dry_run, yes, verbose)
+    timeout = state.connection().timeout
+    if staged is not None:
+        observer = _observer(prometheus, scrape_urls)
+        _run_stages(backend, staged, {}, seconds, log_path, max_deletions, observer, target, timeout)
+        return
+    result = _apply_with_progress(
+        backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table", target=target
+    )
+    if result.partial is not None:
+        _stopped_report(result, None if dry_run else log_path)
+    _finish(result, the_plan, fmt, dry_run)
+    if dry_run:
+        ctx.exit(EXIT_PENDING)
+    if verify:
+        from kquotactl.core.wording import counted
+        from kquotactl.services.verify import verify_plan_applied
+
+        checked = verify_plan_applied(backend, the_plan, result.applied, timeout=timeout, sample=verify_sample)
+        source = checked[0].source if checked else "nothing to check"
+        echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
+
+
+def _refuse_combinations(
+    plan_path: str | None,
+    stages: int | None,
+    prune: bool,
+    dry_run: bool,
+    log_path: str | None,
+    resume_path: str | None,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
+) -> None:
+    """The options that do not go together, refused before any file is read."""
+    if (prometheus or scrape_urls) and not (stages or resume_path):
+        raise UsageError("--prometheus and --scrape check between stages: they go with --stages N or --resume LOG")
+    if prometheus and scrape_urls:
+        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
+    if resume_path is not None:
         if plan_path or stages or prune or dry_run:
             raise UsageError(
                 "--resume LOG continues the logged apply: --plan, --stages, --prune, --dry-run do not apply"
             )
         if log_path is not None:
             raise UsageError("--resume LOG appends to LOG: --log does not apply")
-        resumed = read_apply_log(resume_path)
-        if resumed is None:  # the last run in the log is a staged apply
-            _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
-            return
-        if prometheus or scrape_urls or interval_seconds is not None:
-            raise UsageError(
-                f"{resume_path} logs an apply without stages: --interval, --prometheus, --scrape do not apply"
-            )
+
+
+def _refuse_apply_options(
+    files: Sequence[str],
+    plan_path: str | None,
+    dry_run: bool,
+    log_path: str | None,
+    verify: bool,
+    verify_sample: int | None,
+    resuming: bool,
+) -> None:
+    """What an apply without stages refuses before anything is planned or written (the ``--log`` file too)."""
     if (verify_sample is not None) and not verify:
         raise UsageError("--verify-sample goes with --verify")
     if verify and dry_run:
@@ -178,52 +249,59 @@ def apply(
         check_file(log_path, "--log")  # before anything is planned or written
     if files and plan_path:
         raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
-    if not files and not plan_path and resumed is None:
+    if not files and not plan_path and not resuming:
         raise UsageError("nothing to apply: give the manifests (-f FILE) or a saved plan (--plan FILE)")
-    manifest = None
-    if resumed is not None and resume_path is not None:
-        backend, the_plan = _resume_plain(state, ctx, files, resume_path, resumed)
-        log_path = resume_path
-    elif plan_path:
-        if prune:
-            raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
-        saved = read_plan_file(plan_path)
-        if not dry_run:
-            _check_writable(state, ctx)
-        backend, live = live_records(state, ctx, ())
-        check_fresh(saved, live)
-        the_plan = saved.plan
-        if saved.target and saved.target != state.conn.with_env().target:
-            state.warn(f"the plan was made against {saved.target}, applying to {state.conn.with_env().target}")
-    else:
-        if not dry_run:
-            _check_writable(state, ctx)
-        backend, the_plan, manifest = make_plan(state, ctx, files, prune, (), rule_kw=rule_kw)
-    from kquotactl.core.model import check_live_changes
-    from kquotactl.core.plan import check_deletions
 
-    check_deletions(the_plan, max_deletions)  # refused before the plan is shown and confirmed (apply checks again)
-    check_live_changes(d.change() for d in the_plan.diffs)
-    target = target_of(state, backend)
-    if not the_plan.pending:
-        if fmt in ("json", "yaml"):
-            dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
-        summary(plan_summary(the_plan), fmt)
-        return
-    staged = staged_plan_of(the_plan, manifest, stages, stage_shape)
-    seconds = _interval(interval_seconds, staged)
-    if staged is not None and staged.count <= 1:
-        state.warn("no limit is lowered: nothing to stage, applied at once")
-        staged = None
+
+def _plan_to_apply(
+    state: AppState,
+    ctx: click.Context,
+    files: Sequence[str],
+    plan_path: str | None,
+    prune: bool,
+    dry_run: bool,
+    rule_kw: dict[str, Any],
+) -> tuple[QuotaBackend, Plan, Manifest | None]:
+    """The backend, the plan and its manifest: a saved plan (``--plan``, refused when stale) or one made from the
+    manifests; a backend that would refuse the writes is refused first (not for a dry run)."""
+    from kquotactl.services.plans import check_fresh, open_writable, read_plan_file
+
+    if not plan_path:
+        if not dry_run:
+            open_writable(state.backend(ctx))
+        return make_plan(state, ctx, files, prune, (), rule_kw=rule_kw)
+    if prune:
+        raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
+    saved = read_plan_file(plan_path)
+    if not dry_run:
+        open_writable(state.backend(ctx))
+    backend, live = live_records(state, ctx, ())
+    check_fresh(saved, live)
+    if saved.target and saved.target != state.conn.with_env().target:
+        state.warn(f"the plan was made against {saved.target}, applying to {state.conn.with_env().target}")
+    return backend, saved.plan, None
+
+
+def _show_and_confirm(
+    ctx: click.Context,
+    state: AppState,
+    the_plan: Plan,
+    staged: StagedPlan | None,
+    fmt: str,
+    target: dict[str, str],
+    seconds: float,
+    dry_run: bool,
+    yes: bool,
+    verbose: bool,
+) -> None:
+    """The plan (and its stages) as a table, then the confirmation; a staged dry run and a declined apply end here
+    (exit 2: the changes are still pending)."""
+    from kquotactl.core.wording import counted
+    from kquotactl.render.plans import render_plan, render_stages
+
     if fmt == "table":
-        render_plan(
-            the_plan,
-            fmt,
-            sys.stdout,
-            width=terminal_width(),
-            target=target,
-            shown=None if (verbose or state.verbose) else PLAN_SHOWN,
-        )
+        shown = None if (verbose or state.verbose) else PLAN_SHOWN
+        render_plan(the_plan, fmt, sys.stdout, width=terminal_width(), target=target, shown=shown)
         if staged is not None:
             render_stages(staged, sys.stdout)
     if staged is not None and dry_run:
@@ -235,48 +313,6 @@ def apply(
         if not confirm(f"Apply changes to {counted(len(the_plan.diffs), 'entity')} on {target['cluster']}?"):
             summary("not applied: nothing was written (changes still pending)", "json")
             ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
-    if staged is not None:
-        _run_stages(
-            backend,
-            staged,
-            {},
-            seconds,
-            log_path,
-            max_deletions,
-            prometheus,
-            scrape_urls,
-            target,
-            state.connection().timeout,
-        )
-        return
-    result = _apply_with_progress(
-        backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table", target=target
-    )
-    if result.partial is not None:
-        _stopped_report(result, None if dry_run else log_path)
-    _finish(result, the_plan, fmt, dry_run)
-    if dry_run:
-        ctx.exit(EXIT_PENDING)
-    if verify:
-        _verify_applied(backend, the_plan, result, verify_sample, state.connection().timeout)
-
-
-def _verify_applied(backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float) -> None:
-    """``apply --verify``: every applied entity (or a sample) reported by every broker, else exit 2."""
-    from kquotactl.core.verify import NotVerified, lag_message
-    from kquotactl.core.wording import counted
-    from kquotactl.services.verify import verify_applied
-
-    applied = set(result.applied)
-    wanted = [(d.entity, d.after) for d in the_plan.diffs if d.entity.label() in applied]
-    checked = verify_applied(backend, wanted, timeout=timeout, sample=sample)
-    late = [c for c in checked if not c.converged]
-    if late:
-        first = late[0]
-        more = f" (and {counted(len(late) - 1, 'more entity', 'more entities')})" if len(late) > 1 else ""
-        raise NotVerified(lag_message(first.entity.label(), first.expected, first.lagging, first.waited) + more)
-    source = checked[0].source if checked else "nothing to check"
-    echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
 
 
 # -- staged apply ---------------------------------------------------------------------------------------
@@ -317,6 +353,13 @@ def _stage_event(event: StageEvent, log_path: str | None) -> None:
         echo_err(f"waiting {event.seconds:g} s before {where} (Ctrl-C stops{resume})")
 
 
+def _observer(prometheus: str | None, scrape_urls: Sequence[str]) -> StageObserver | None:
+    """The brokers' sensors checked between stages (``--prometheus``/``--scrape``), or None."""
+    from kquotactl.services.staged import StageObserver
+
+    return StageObserver(prometheus, scrape_urls) if (prometheus or scrape_urls) else None
+
+
 def _run_stages(
     backend: QuotaBackend,
     staged: StagedPlan,
@@ -324,37 +367,30 @@ def _run_stages(
     seconds: float,
     log_path: str | None,
     max_deletions: int,
-    prometheus: str | None,
-    scrape_urls: Sequence[str],
+    observer: StageObserver | None,
     target: dict[str, str] | None,
     timeout: float,
 ) -> None:
-    """Run :func:`kquotactl.services.staged.apply_stages` with the ``--log`` open (a fresh run starts it with the
-    schedule), progress on stderr, and the report of where it stopped. ``timeout``: how long the check after each
-    stage waits for every broker to report the stage's values."""
-    import functools
+    """Run :func:`kquotactl.services.staged.run_stages` with the ``--log`` open, progress on stderr, and the report
+    of where it stopped. ``timeout``: how long the check after each stage waits for every broker to report the
+    stage's values."""
+    from kquotactl.services.staged import run_stages
 
-    from kquotactl.services.staged import StageObserver, apply_stages, check_step, staged_log_header
-
-    observer = StageObserver(prometheus, scrape_urls) if (prometheus or scrape_urls) else None
     log = None
     if log_path is not None:
         from kquotactl.render.outfiles import open_file
 
         log = open_file(log_path, "--log", "a")
-        if not done:
-            log.write(staged_log_header(staged, seconds, target))
-            log.flush()
     try:
-        if observer is not None:
-            observer.baseline(backend)
-        result = apply_stages(
+        result = run_stages(
             backend,
             staged,
             interval=seconds,
             done=done,
-            check=functools.partial(check_step, observer=observer, timeout=timeout),
             log=log,
+            target=target,
+            observer=observer,
+            timeout=timeout,
             max_deletions=max_deletions,
             on_event=lambda ev: _stage_event(ev, log_path),
         )
@@ -402,86 +438,49 @@ def _resume(
     scrape_urls: Sequence[str],
     max_deletions: int,
 ) -> None:
-    """``apply --resume LOG``: the logged schedule, from where the live values say each entity is (refused when they
-    are not what the log says); with ``-f``, the manifests must still ask for the logged targets."""
-    from kquotactl.core.manifest import entity_path_text
+    """``apply --resume LOG`` of a staged apply (:func:`kquotactl.services.staged.resume_staged`): the logged
+    schedule, shown and confirmed, then run from where the live values say each entity is."""
     from kquotactl.render.plans import render_stages
-    from kquotactl.services.staged import read_staged_log, resume_point
+    from kquotactl.services.staged import read_staged_log, resume_staged
 
     logged = read_staged_log(resume_path)
+    manifest = load(files) if files else None
+    cluster = state.conn.with_env().target
+    resumed = resume_staged(lambda: state.backend(ctx), logged, path=resume_path, cluster=cluster, manifest=manifest)
     staged = logged.staged
-    if files:
-        manifest = load(files)
-        for e in staged.entities:
-            entry = manifest.get(e.entity)
-            if entry is not None and any(e.steps[-1].get(k) != v for k, v in entry.config.items()):
-                raise UsageError(
-                    f"{entry.source}: {entity_path_text(e.entity)} asks for other values than the logged stages "
-                    f"in {resume_path}: not resumed, nothing written (plan and apply --stages again)"
-                )
-    _check_writable(state, ctx)
-    backend = state.backend(ctx)
-    if logged.target and logged.target.get("cluster") != state.conn.with_env().target:
-        raise UsageError(
-            f"{resume_path} logs a staged apply to {logged.target.get('cluster')}, not {state.conn.with_env().target}"
-        )
-    done = resume_point(backend, logged)
-    remaining = [e for e in staged.entities if done[e.entity] < len(e.steps)]
-    if not remaining:
+    if resumed.first is None:
         click.echo(f"nothing to resume: every entity of {resume_path} is at its target")
         return
     seconds = logged.interval if interval is None else _interval(interval, staged)
-    first = min(done.values()) + 1
-    click.echo(f"resuming {resume_path} at stage {first} of {staged.count}", err=True)
+    click.echo(f"resuming {resume_path} at stage {resumed.first} of {staged.count}", err=True)
     render_stages(staged, sys.stdout)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
-        if not confirm(f"Resume on {state.conn.with_env().target}?"):
+        if not confirm(f"Resume on {cluster}?"):
             ctx.exit(EXIT_PENDING)
-    target = target_of(state, backend)
+    target = target_of(state, resumed.backend)
     timeout = state.connection().timeout
-    _run_stages(backend, staged, done, seconds, resume_path, max_deletions, prometheus, scrape_urls, target, timeout)
-
-
-def _check_writable(state: AppState, ctx: click.Context) -> None:
-    """Whatever the backend would refuse to write, refused before the plan is shown and confirmed."""
-    check = getattr(state.backend(ctx), "check_writable", None)
-    if check is not None:
-        check()
+    observer = _observer(prometheus, scrape_urls)
+    _run_stages(resumed.backend, staged, resumed.done, seconds, resume_path, max_deletions, observer, target, timeout)
 
 
 def _resume_plain(
     state: AppState, ctx: click.Context, files: Sequence[str], resume_path: str, logged: LoggedApply
 ) -> tuple[QuotaBackend, Plan]:
-    """``apply --resume LOG`` of an apply without stages: the logged plan's entities not logged as done, once the
-    live values are what the log expects (:func:`kquotactl.services.plans.resume_plan`); with ``-f``, the
-    manifests must still ask for the logged values."""
-    from kquotactl.core.manifest import entity_path_text
+    """``apply --resume LOG`` of an apply without stages (:func:`kquotactl.services.plans.resume`): the logged
+    plan's entities still to do."""
     from kquotactl.core.wording import counted
-    from kquotactl.services.plans import resume_plan
+    from kquotactl.services.plans import resume
 
-    if files:
-        manifest = load(files)
-        for d in logged.plan.diffs:
-            entry = manifest.get(d.entity)
-            if entry is not None and dict(entry.config) != dict(d.after):
-                raise UsageError(
-                    f"{entry.source}: {entity_path_text(d.entity)} asks for other values than the apply logged in "
-                    f"{resume_path}: not resumed, nothing written (plan and apply again)"
-                )
-    target = state.conn.with_env().target
-    if logged.target and logged.target.get("cluster") != target:
-        raise UsageError(f"{resume_path} logs an apply to {logged.target.get('cluster')}, not {target}")
-    _check_writable(state, ctx)
-    backend = state.backend(ctx)
-    left = resume_plan(backend, logged)
-    total = len(logged.plan.diffs)
-    if left.pending:
-        echo_err(f"resuming {resume_path}: {counted(total - len(left.diffs), 'entity')} of {total} done")
+    manifest = load(files) if files else None
+    cluster = state.conn.with_env().target
+    resumed = resume(lambda: state.backend(ctx), logged, path=resume_path, cluster=cluster, manifest=manifest)
+    if resumed.plan.pending:
+        echo_err(f"resuming {resume_path}: {counted(resumed.done, 'entity')} of {resumed.total} done")
     else:
         echo_err(f"nothing to resume: every entity of {resume_path} is applied")
-    return backend, left
+    return resumed.backend, resumed.plan
 
 
 def _stopped_report(result: Applied, log_path: str | None) -> None:

@@ -152,3 +152,57 @@ def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> N
         with pytest.raises(MissingInput) as e:
             replay(events, quota_set=quota_set, **kwargs)  # type: ignore[arg-type]
         assert "--" not in str(e.value) and words in worded(e.value)
+
+
+def test_a_logged_apply_resumes_from_python(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """resume: the entities of a logged plan not done, refused before connecting when the log is for another
+    cluster or the manifest asks for other values; a finished log leaves nothing."""
+    from kquotactl.core.errors import UsageError
+    from kquotactl.services.plans import apply_log_header, read_apply_log, resume
+
+    the_plan = plan(backend, load_text(MANIFEST)).plan
+    log = tmp_path / "apply.log"
+    log.write_text(apply_log_header(the_plan, {"cluster": "zk:1/x"}))  # stopped before any entity was written
+    logged = read_apply_log(str(log))
+    assert logged is not None
+
+    def never() -> QuotaBackend:
+        raise AssertionError("connected")
+
+    with pytest.raises(UsageError, match="logs an apply to zk:1/x, not zk:2/y"):
+        resume(never, logged, path=str(log), cluster="zk:2/y")
+    other = load_text(MANIFEST.replace("1MiB", "3MiB"))
+    with pytest.raises(UsageError, match="asks for other values than the apply logged in"):
+        resume(never, logged, path=str(log), cluster="zk:1/x", manifest=other)
+
+    resumed = resume(lambda: backend, logged, path=str(log), cluster="zk:1/x")
+    assert (resumed.done, resumed.total, len(resumed.plan.diffs)) == (0, 3, 3) and resumed.backend is backend
+    with log.open("a") as fh:
+        assert apply(backend, resumed.plan, log=fh).counts["applied"] == 3
+    again = resume(backend, read_apply_log(str(log)), path=str(log), cluster="zk:1/x")  # type: ignore[arg-type]
+    assert (again.done, again.total, again.plan.pending) == (3, 3, False)
+
+
+def test_a_staged_apply_runs_and_resumes_from_python(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """run_stages writes the schedule first, so resume_staged needs only the log; a run stopped before its first
+    stage resumes at stage 1 and a finished one has nothing left."""
+    from kquotactl.core.stages import StageShape, staged_plan
+    from kquotactl.services.staged import read_staged_log, resume_staged, run_stages
+
+    alter(backend, build_change(Entity(user="svc-a"), {"producer_byte_rate": "8MiB"}))
+    the_plan = plan(backend, load_text(MANIFEST)).plan
+    staged = staged_plan(the_plan, 3, StageShape("geometric"), {})
+    log = tmp_path / "stages.log"
+    from kquotactl.services.staged import staged_log_header
+
+    log.write_text(staged_log_header(staged, 0.0, {"cluster": "here"}))  # the header only: stopped before stage 1
+    resumed = resume_staged(lambda: backend, read_staged_log(str(log)), path=str(log), cluster="here")
+    assert resumed.first == 1 and set(resumed.done.values()) == {0}
+    events = []
+    with log.open("a") as fh:
+        result = run_stages(backend, staged, interval=0, done=resumed.done, log=fh, on_event=events.append)
+    assert result.finished and [e.what for e in events].count("applied") == 3
+    assert [dict(r.config) for r in describe(backend).records if r.entity == Entity(user="svc-a")] == [
+        {"producer_byte_rate": 1024 * 1024}
+    ]
+    assert resume_staged(backend, read_staged_log(str(log)), path=str(log), cluster="here").first is None

@@ -36,6 +36,9 @@ from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED,
 
 if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
     from kquotactl.backends.base import QuotaBackend
+    from kquotactl.cli.entityargs import EntityArgs
+    from kquotactl.core.model import EntityResult
+    from kquotactl.core.principals import PrincipalMapping
 
 
 PARSE_ONLY = "kquotactl.parse_only"  # ctx.meta key: describe/alter return their request instead of running it
@@ -253,12 +256,11 @@ def alter(
       kquotactl --bootstrap-server b:9092 alter --user team-a --cluster-wide --add-config producer_byte_rate=200MiB
       kquotactl --bootstrap-server b:9092 alter --principal 'CN=svc-a,O=acme' --add-config producer_byte_rate=1MiB
     """
-    from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
-    from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rules_for, principal_as_user
-    from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
-    from kquotactl.core.model import Outcome, build_change, check_live_changes
-    from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
+    from kquotactl.cli.entityargs import EntityArgs, entity_for_alter
+    from kquotactl.cli.principalargs import map_for_user, pop_principal, pop_rules_for, principal_as_user
+    from kquotactl.core.grammar import parse_delete_config
     from kquotactl.services.quotas import alter as alter_service
+    from kquotactl.services.quotas import change_for
 
     principal, principal_type = pop_principal(kw)
     rule_args = pop_rules_for(principal, kw)
@@ -268,23 +270,9 @@ def alter(
         mapping = map_for_user(principal, principal_type, rule_args, lambda: state.backend(ctx))
         principal_as_user(entity_args, mapping)
     entity = entity_for_alter(entity_args)
-    if add_config is not None and add_config_file is not None:
-        raise UsageError("Only one of --add-config or --add-config-file must be specified")
-    adds = parse_add_config(add_config) if add_config is not None else {}
-    if add_config_file is not None:
-        if not os.path.isfile(add_config_file):
-            raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
-        adds = load_properties(add_config_file)
-    change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
-    check_live_changes([change])  # before connecting (every backend alter checks it again)
-    if cluster_wide:
-        from kquotactl.core.budget import check_cluster_key
-        from kquotactl.core.keys import KEYS
-
-        if not change.set:
-            raise UsageError("--cluster-wide needs the budgets to set (--add-config KEY=VALUE)")
-        for k in change.set:
-            check_cluster_key(KEYS[k])  # before connecting
+    adds = _adds(add_config, add_config_file)
+    deletes = parse_delete_config(list(delete_config))
+    change = change_for(entity, adds, deletes, if_exists=if_exists, cluster_wide=cluster_wide)  # before connecting
     if ctx.meta.get(PARSE_ONLY):
         return ("alter", change)
     backend = state.backend(ctx)
@@ -295,7 +283,37 @@ def alter(
     _warn_all(state, altered.warnings)
     if altered.rejection is not None:
         raise altered.rejection
-    results = altered.results
+    _render_altered(state, altered.results, mapping, _dialect(backend), entity_args)
+    return None
+
+
+def _adds(add_config: str | None, add_config_file: str | None) -> dict[str, str]:
+    """The keys to set: ``--add-config`` in kafka-configs' grammar, or ``--add-config-file`` (Java properties)."""
+    from kquotactl.core.grammar import load_properties, parse_add_config
+
+    if add_config is not None and add_config_file is not None:
+        raise UsageError("Only one of --add-config or --add-config-file must be specified")
+    adds = parse_add_config(add_config) if add_config is not None else {}
+    if add_config_file is not None:
+        if not os.path.isfile(add_config_file):
+            raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
+        adds = load_properties(add_config_file)
+    return adds
+
+
+def _render_altered(
+    state: AppState,
+    results: list[EntityResult],
+    mapping: PrincipalMapping | None,
+    dialect: str,
+    entity_args: EntityArgs,
+) -> None:
+    """alter's results: JSON/YAML records (with the principal mapped), a result line each, or kafka-configs' lines."""
+    from kquotactl.cli.entityargs import alter_head
+    from kquotactl.cli.principalargs import echo_mapping
+    from kquotactl.core.model import Outcome
+    from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
+
     fmt = state.output_format()
     data = [r.to_json() for r in results]
     if mapping is not None:
@@ -310,10 +328,9 @@ def alter(
     else:
         for result in results:
             if fmt == "kafka" and result.outcome is not Outcome.VALIDATED:
-                click.echo(kafka_alter_line(result, _dialect(backend), alter_head(entity_args)))
+                click.echo(kafka_alter_line(result, dialect, alter_head(entity_args)))
             elif fmt != "kafka":
                 click.echo(result_line(result))
-    return None
 
 
 from kquotactl.cli.commands import install  # noqa: E402 - commands attach to the group defined above

@@ -23,6 +23,7 @@ MISSING = {
     "ip": "{key} is an ip quota: give --ip",
     "client": "{key} is a user/client-id quota: give --user and/or --client-id",
     "unlimited": "{key} is unlimited for this connection: nothing would be throttled (give --limit)",
+    "cluster-budgets": "--cluster-wide needs the budgets to set (--add-config KEY=VALUE)",
 }
 
 #: :attr:`kquotactl.core.principals.PrincipalError.needs` -> the flag that gives it

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kquotactl.backends.base import QuotaBackend
-from kquotactl.core.errors import QuotaError, UsageError
-from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
+from kquotactl.core.entities import Entity
+from kquotactl.core.errors import MissingInput, QuotaError, UsageError
+from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, build_change, check_live_changes
 
 if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
     from kquotactl.core.budget import Share
@@ -54,18 +55,45 @@ class Altered:
         return None
 
 
+def change_for(
+    entity: Entity,
+    adds: Mapping[str, str],
+    deletes: Sequence[str] = (),
+    *,
+    if_exists: bool = False,
+    cluster_wide: bool = False,
+) -> EntityChange:
+    """The change ``alter`` writes (``adds``: key -> value as typed, ``deletes``: keys), checked before any cluster is
+    asked (:func:`check_change`)."""
+    change = build_change(entity, adds, deletes, if_exists=if_exists)
+    check_change(change, cluster_wide=cluster_wide)
+    return change
+
+
+def check_change(change: EntityChange, *, cluster_wide: bool = False) -> None:
+    """What no live cluster accepts, refused before it is asked: keys only a ZooKeeper cluster stores, and
+    (``cluster_wide``) a budget change that sets nothing or a key that has no cluster-wide budget."""
+    from kquotactl.core.budget import check_cluster_key
+    from kquotactl.core.keys import KEYS
+
+    check_live_changes([change])
+    if cluster_wide:
+        if not change.set:
+            raise MissingInput("cluster-budgets")
+        for k in change.set:
+            check_cluster_key(KEYS[k])
+
+
 def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False, cluster_wide: bool = False) -> Altered:
     """Set and remove keys of one entity, atomically (``dry_run``: validated, nothing written); a refused change is
     in :attr:`Altered.rejection`. ``cluster_wide``: the values set are cluster-wide budgets, written as their
     per-broker shares for the backend's live broker count (:func:`kquotactl.core.budget.per_broker`)."""
-    from kquotactl.core.budget import check_cluster_key, per_broker
+    from kquotactl.core.budget import per_broker
     from kquotactl.core.keys import KEYS
 
-    check_live_changes([change])
+    check_change(change, cluster_wide=cluster_wide)  # refused before the cluster is asked anything
     shares: list[Share] = []
     if cluster_wide:
-        for k in change.set:
-            check_cluster_key(KEYS[k])  # refused before the cluster is asked anything
         brokers = len(backend.broker_ids())
         shares = [per_broker(KEYS[k], v, brokers) for k, v in change.set.items()]
         change = replace(change, set={s.key.name: s.per_broker for s in shares})

@@ -7,8 +7,10 @@ from __future__ import annotations
 from kquotactl.core.errors import (
     InputProblem,
     InvalidConfigs,
+    LogMismatch,
     MissingInput,
     NotAPlan,
+    NothingLogged,
     NothingToChange,
     QuotaError,
     TooManyDeletions,
@@ -24,6 +26,8 @@ MISSING = {
     "client": "{key} is a user/client-id quota: give --user and/or --client-id",
     "unlimited": "{key} is unlimited for this connection: nothing would be throttled (give --limit)",
     "cluster-budgets": "--cluster-wide needs the budgets to set (--add-config KEY=VALUE)",
+    "budget-brokers": "the manifests declare cluster-wide budgets (cluster:): give the broker count they divide by "
+    "(--brokers N)",
 }
 
 #: :attr:`kquotactl.core.principals.PrincipalError.needs` -> the flag that gives it
@@ -52,6 +56,12 @@ def worded(e: QuotaError) -> str:
         return "nothing to change: give --add-config, --add-config-file or --delete-config"
     if isinstance(e, NotAPlan):
         return f"{e.name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)"
+    if isinstance(e, NothingLogged):
+        if e.staged:
+            return f"{e.path}: no staged apply in this log (apply --stages N --log FILE writes one)"
+        return f"{e.path}: no apply in this log to resume (apply --log FILE writes one)"
+    if isinstance(e, LogMismatch):
+        return f"{e} (plan and apply{' --stages' if e.staged else ''} again)"
     if isinstance(e, TooManyDeletions):
         return (
             f"the plan removes quotas from {e.entities}, more than --max-deletions {e.limit}; "

@@ -97,7 +97,8 @@ class MissingInput(UsageError):
     """A computation lacks an input the caller can give: ``kind`` says which (``"replay-limit"``: a replay needs a
     limit or a connection to resolve one; ``"ip"``/``"client"``: the key needs that kind of connection;
     ``"unlimited"``: the connection has no limit for the key; ``"cluster-budgets"``: a cluster-wide alter sets
-    nothing), ``key`` the quota key. The CLI names the flags."""
+    nothing; ``"budget-brokers"``: budgets to divide without a broker count), ``key`` the quota key. The CLI names
+    the flags."""
 
     MESSAGES: ClassVar[dict[str, str]] = {
         "replay-limit": "a replay needs the quota: a limit, or a connection to resolve it",
@@ -105,6 +106,7 @@ class MissingInput(UsageError):
         "client": "{key} is a user/client-id quota: it needs a user and/or a client-id",
         "unlimited": "{key} is unlimited for this connection: nothing would be throttled",
         "cluster-budgets": "cluster-wide budgets need the values to set",
+        "budget-brokers": "the manifests declare cluster-wide budgets (cluster:): give the broker count they divide by",
     }
 
     def __init__(self, kind: str, key: str = "") -> None:
@@ -125,6 +127,26 @@ class NotAPlan(UsageError):
     def __init__(self, name: str) -> None:
         super().__init__(f"{name} is not a kquotactl plan")
         self.name = name
+
+
+class NothingLogged(UsageError):
+    """A log (``path``) with no apply to resume (``staged``: no staged apply); the CLI says how to write one."""
+
+    def __init__(self, path: str, staged: bool = False) -> None:
+        super().__init__(
+            f"{path}: no staged apply in this log" if staged else f"{path}: no apply in this log to resume"
+        )
+        self.path, self.staged = path, staged
+
+
+class LogMismatch(UsageError):
+    """A manifest entry (``source``, the entity as ``entity_text``) that asks for other values than the apply logged
+    in ``path`` (``staged``: its stages): not resumed, nothing written. The CLI says how to start again."""
+
+    def __init__(self, source: str, entity_text: str, path: str, staged: bool = False) -> None:
+        logged = f"the logged stages in {path}" if staged else f"the apply logged in {path}"
+        super().__init__(f"{source}: {entity_text} asks for other values than {logged}: not resumed, nothing written")
+        self.source, self.entity_text, self.path, self.staged = source, entity_text, path, staged
 
 
 class TooManyDeletions(UsageError):

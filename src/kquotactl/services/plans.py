@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend, signals_held
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import EXIT_INTERRUPTED, PartialFailure, QuotaError, UsageError
+from kquotactl.core.errors import EXIT_INTERRUPTED, LogMismatch, NothingLogged, PartialFailure, QuotaError, UsageError
 from kquotactl.core.model import EntityResult, Outcome, QuotaRecord, check_live_changes
 from kquotactl.services.quotas import backend_warnings
 
@@ -389,7 +389,7 @@ def read_apply_log(path: str) -> LoggedApply | None:
         else:
             records.append((number, data))
     if header is None:
-        raise UsageError(f"{path}: no apply in this log to resume (apply --log FILE writes one)")
+        raise NothingLogged(path)
     number, data = header
     if "staged" in data:
         return None
@@ -488,10 +488,7 @@ def resume(
         for d in logged.plan.diffs:
             entry = manifest.get(d.entity)
             if entry is not None and dict(entry.config) != dict(d.after):
-                raise UsageError(
-                    f"{entry.source}: {entity_path_text(d.entity)} asks for other values than the apply logged in "
-                    f"{path}: not resumed, nothing written (plan and apply again)"
-                )
+                raise LogMismatch(str(entry.source), entity_path_text(d.entity), path)
     if logged.target and logged.target.get("cluster") != cluster:
         raise UsageError(f"{path} logs an apply to {logged.target.get('cluster')}, not {cluster}")
     backend = open_writable(backend)

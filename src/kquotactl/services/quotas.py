@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import MissingInput, QuotaError, UsageError
+from kquotactl.core.errors import MissingInput, QuotaError
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, build_change, check_live_changes
 
 if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
@@ -136,10 +136,7 @@ def load_quota_set(
             from kquotactl.core.budget import resolve_budgets
 
             if brokers is None:
-                raise UsageError(
-                    "the manifests declare cluster-wide budgets (cluster:): give the broker count they divide by "
-                    "(--brokers N)"
-                )
+                raise MissingInput("budget-brokers")
             manifest = resolve_budgets(manifest, brokers).manifest
         with ManifestBackend(manifest) as offline:
             return load_quota_set(offline, static_defaults, spread=spread)

@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import EXIT_INTERRUPTED, QuotaError, UsageError
+from kquotactl.core.errors import EXIT_INTERRUPTED, LogMismatch, NothingLogged, QuotaError, UsageError
 from kquotactl.core.keys import Number
 from kquotactl.services.plans import Applied, apply, open_writable
 from kquotactl.services.quotas import load_quota_set
@@ -282,7 +282,7 @@ def read_staged_log(path: str) -> StagedLog:
         except (ValueError, KeyError, TypeError, AttributeError, QuotaError) as e:
             raise UsageError(f"{path}:{number}: not a line of a staged apply log ({record_problem(e)})") from None
     if staged is None:
-        raise UsageError(f"{path}: no staged apply in this log (apply --stages N --log FILE writes one)")
+        raise NothingLogged(path, staged=True)
     return StagedLog(staged, done, target, interval)
 
 
@@ -385,10 +385,7 @@ def resume_staged(
         for e in logged.staged.entities:
             entry = manifest.get(e.entity)
             if entry is not None and any(e.steps[-1].get(k) != v for k, v in entry.config.items()):
-                raise UsageError(
-                    f"{entry.source}: {entity_path_text(e.entity)} asks for other values than the logged stages "
-                    f"in {path}: not resumed, nothing written (plan and apply --stages again)"
-                )
+                raise LogMismatch(str(entry.source), entity_path_text(e.entity), path, staged=True)
     backend = open_writable(backend)
     if logged.target and logged.target.get("cluster") != cluster:
         raise UsageError(f"{path} logs a staged apply to {logged.target.get('cluster')}, not {cluster}")

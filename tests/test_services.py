@@ -206,3 +206,68 @@ def test_a_staged_apply_runs_and_resumes_from_python(backend: QuotaBackend, tmp_
         {"producer_byte_rate": 1024 * 1024}
     ]
     assert resume_staged(backend, read_staged_log(str(log)), path=str(log), cluster="here").first is None
+
+
+def test_alter_checks_its_change_before_connecting() -> None:
+    """change_for: the change alter writes, refused before any cluster is asked (a budget that sets nothing, a key
+    with no cluster-wide budget); the error carries data and the CLI names the flag."""
+    from kquotactl.cli.errorwords import worded
+    from kquotactl.core.errors import InvalidValue, MissingInput
+    from kquotactl.services.quotas import change_for
+
+    change = change_for(Entity(user="a"), {"producer_byte_rate": "1MiB"}, ["consumer_byte_rate"])
+    assert (dict(change.set), change.remove) == ({"producer_byte_rate": 1024 * 1024}, {"consumer_byte_rate"})
+    with pytest.raises(MissingInput) as nothing:
+        change_for(Entity(user="a"), {}, ["producer_byte_rate"], cluster_wide=True)
+    assert nothing.value.kind == "cluster-budgets"
+    assert worded(nothing.value) == "--cluster-wide needs the budgets to set (--add-config KEY=VALUE)"
+    with pytest.raises(InvalidValue, match="request_percentage cannot be a cluster-wide budget"):
+        change_for(Entity(user="a"), {"request_percentage": "50"}, cluster_wide=True)
+
+
+def test_impact_replays_traffic_against_the_live_set_and_a_manifest(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """services.impact: the live quota set (opened only when no manifest is given) compared with a manifest, on
+    the local engine, the report as data."""
+    from kquotactl.impact.model import Window
+    from kquotactl.services import impact
+
+    alter(backend, build_change(Entity(user="u"), {"producer_byte_rate": "100"}))
+    traffic = tmp_path / "t.jsonl"
+    traffic.write_text("".join(json.dumps({"ts": t, "user": "u", "produce_bytes": 1000}) + "\n" for t in (0.75, 1.5)))
+    manifest = tmp_path / "q.yaml"
+    manifest.write_text("quotas:\n  - entity: {user: u}\n    config: {producer_byte_rate: 1MiB}\n")
+    sets = impact.quota_sets([], [str(manifest)], lambda: backend)
+    assert sets.base is not None
+    steps: list[str] = []
+    replay = impact.Replay(Window(), [str(traffic)], engine="local")
+    result = impact.run(replay, sets, say=steps.append)
+    assert result["summary"]["engine"] == "local" and [r["entity_path"] for r in result["quota_ids"]] == ["users/u"]
+    assert "compare" in result and "replaying the same traffic against the base quota set" in steps
+
+
+def test_log_errors_carry_data_and_the_cli_words_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The services name no flag: a log with nothing to resume and a manifest that asks for other values are errors
+    with data; cli/errorwords.py adds how to write a log or start again (the messages as before)."""
+    from kquotactl.cli.errorwords import worded
+    from kquotactl.core.errors import LogMismatch, MissingInput, NothingLogged
+    from kquotactl.services.plans import read_apply_log
+    from kquotactl.services.staged import read_staged_log
+
+    empty = tmp_path / "empty.log"
+    empty.write_text("\n")
+    with pytest.raises(NothingLogged) as plain:
+        read_apply_log(str(empty))
+    assert "--" not in str(plain.value)
+    assert worded(plain.value) == f"{empty}: no apply in this log to resume (apply --log FILE writes one)"
+    with pytest.raises(NothingLogged) as staged:
+        read_staged_log(str(empty))
+    assert worded(staged.value) == f"{empty}: no staged apply in this log (apply --stages N --log FILE writes one)"
+    mismatch = LogMismatch("q.yaml:3", "users/a", "s.log", staged=True)
+    assert worded(mismatch) == (
+        "q.yaml:3: users/a asks for other values than the logged stages in s.log: not resumed, nothing written "
+        "(plan and apply --stages again)"
+    )
+    assert worded(LogMismatch("q.yaml:3", "users/a", "a.log")).endswith("in a.log: not resumed, nothing written "
+                                                                         "(plan and apply again)")  # fmt: skip
+    brokers = MissingInput("budget-brokers")
+    assert "--" not in str(brokers) and worded(brokers).endswith("give the broker count they divide by (--brokers N)")

@@ -2,8 +2,10 @@
 
 - :mod:`~kquotactl.services.quotas`: describe, alter one entity, and the one loader of a quota set (manifests or a
   live backend) that explain, impact, top and verify share;
-- :mod:`~kquotactl.services.plans`: plan a manifest, read a saved plan, apply a plan (chunked, exact partial report);
+- :mod:`~kquotactl.services.plans`: plan a manifest, read a saved plan, apply a plan (chunked, exact partial report),
+  resume it from its log;
 - :mod:`~kquotactl.services.staged`: the staged apply, its between-stage check, log and resume;
+- :mod:`~kquotactl.services.impact`: ``impact run``'s quota sets and replay, the report as data;
 - :mod:`~kquotactl.services.verify`: every broker reports the values; a driven producer's first throttle;
 - :mod:`~kquotactl.services.simulate`: explain's bulk lines and replays;
 - :mod:`~kquotactl.services.principals`: the brokers' principal rules, given or read from a broker.

@@ -6,14 +6,11 @@ Only click is imported here at start-up; the engines (Spark, pyarrow, matplotlib
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from kquotactl.cli.kit import OnceGroup, parse_kafka_version, quota_window_options
-
-if TYPE_CHECKING:
-    from kquotactl.core.precedence import QuotaIndex
 
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
@@ -204,12 +201,72 @@ def run(
     from rich.console import Console
 
     from kquotactl.cli.kit import AppState
-    from kquotactl.core.errors import UsageError
-    from kquotactl.impact.engine import Runner, compare, input_exists
     from kquotactl.impact.model import Window
     from kquotactl.impact.spark import parse_conf
+    from kquotactl.services import impact as impact_service
 
     state = ctx.find_object(AppState) or AppState()
+    _refuse_inputs(traffic, prometheus, since, until, step, input_format, out_dir)
+    conf = parse_conf(confs)
+    version = parse_kafka_version(kafka_version) if kafka_version else None
+    window = Window(window_num, window_size_seconds, windowed=prometheus is not None, kafka_version=version)
+    rate_given = ctx.get_parameter_source("topic_rate") is click.core.ParameterSource.COMMANDLINE
+    topic_cfg = _refuse_models(files, compare_with, model, total_threshold, topic_thresholds, topic_rate, rate_given)
+    _refuse_brokers(input_format, per_broker, brokers, prometheus, topic_cfg is not None)
+    span = _prometheus_range(since, until, step) if prometheus else None
+    sets = impact_service.quota_sets(files, compare_with, lambda: state.backend(ctx), brokers=brokers, warn=state.warn)
+    if brokers > 1:
+        click.echo(
+            f"kquotactl: the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
+            f"(each broker's limits x {brokers}); the input does not say which broker served each record",
+            err=True,
+        )
+    replay = impact_service.Replay(
+        window,
+        traffic,
+        prometheus,
+        span,
+        input_format,
+        per_broker,
+        engine,
+        None if master == "submit" else master,
+        conf,
+    )
+    with _status(Console(stderr=True)) as status:
+
+        def say(msg: str) -> None:
+            if status is not None:
+                status.update(msg)
+            elif state.verbose:
+                click.echo(f"kquotactl: {msg}", err=True)
+
+        quotas = ", ".join(files) if files else "the live cluster's quotas"
+        result = impact_service.run(
+            replay,
+            sets,
+            top=top,
+            topic=topic_cfg,
+            out_dir=out_dir,
+            quotas=quotas,
+            say=say,
+            warn=lambda skipped: click.echo(f"kquotactl: {skipped}", err=True),
+        )
+    _render(state, result, top)
+
+
+def _refuse_inputs(
+    traffic: tuple[str, ...],
+    prometheus: str | None,
+    since: str | None,
+    until: str | None,
+    step: str | None,
+    input_format: str,
+    out_dir: str | None,
+) -> None:
+    """The traffic given once (files or --from-prometheus), each input there, --out writable: before the replay."""
+    from kquotactl.core.errors import UsageError
+    from kquotactl.impact.engine import input_exists
+
     if prometheus is None:
         if not traffic:
             raise UsageError("give TRAFFIC (files or directories) or --from-prometheus URL")
@@ -228,16 +285,35 @@ def run(
         from kquotactl.render.outfiles import check_dir
 
         check_dir(out_dir, "--out")  # before the replay, not after minutes of it
-    conf = parse_conf(confs)
-    version = parse_kafka_version(kafka_version) if kafka_version else None
-    window = Window(window_num, window_size_seconds, windowed=prometheus is not None, kafka_version=version)
+
+
+def _refuse_models(
+    files: tuple[str, ...],
+    compare_with: tuple[str, ...],
+    model: str,
+    total_threshold: str | None,
+    topic_thresholds: tuple[str, ...],
+    topic_rate: str,
+    topic_rate_given: bool,
+) -> Any:
+    """The quota sets compared and the topic-threshold model's settings (its config, or None), checked."""
+    from kquotactl.core.errors import UsageError
+
     if len(compare_with) > 1 and "live" in compare_with:
         raise UsageError("--compare takes manifests or 'live', not both")
     if not files and compare_with == ("live",):
         raise UsageError("--compare live needs the proposed quota set from -f MANIFEST")
-    if model != "topic-threshold" and ctx.get_parameter_source("topic_rate") is click.core.ParameterSource.COMMANDLINE:
+    if model != "topic-threshold" and topic_rate_given:
         raise UsageError("--topic-rate needs --model topic-threshold")
-    topic_cfg = _topic_config(model, total_threshold, topic_thresholds, topic_rate)
+    return _topic_config(model, total_threshold, topic_thresholds, topic_rate)
+
+
+def _refuse_brokers(
+    input_format: str, per_broker: bool, brokers: int, prometheus: str | None, topic_model: bool
+) -> None:
+    """Per-broker replays (--per-broker, --from-prometheus) against --brokers N and the one-broker topic model."""
+    from kquotactl.core.errors import UsageError
+
     if per_broker and input_format != "kafka-request-log":
         raise UsageError("--per-broker replays broker request logs: add --input-format kafka-request-log")
     if brokers > 1 and (per_broker or prometheus):
@@ -246,73 +322,9 @@ def run(
             + ("--per-broker" if per_broker else "--from-prometheus")
             + " replays each broker's own"
         )
-    if topic_cfg is not None and (per_broker or prometheus):
+    if topic_model and (per_broker or prometheus):
         where = "--per-broker" if per_broker else "--from-prometheus"
         raise UsageError(f"--model topic-threshold replays the traffic as one broker's: drop {where}")
-    span = _prometheus_range(since, until, step) if prometheus else None
-    index = _quota_set(ctx, state, list(files), brokers)
-    base = (
-        _quota_set(ctx, state, [] if compare_with == ("live",) else list(compare_with), brokers)
-        if compare_with
-        else None
-    )
-    if brokers > 1:
-        click.echo(
-            f"kquotactl: the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
-            f"(each broker's limits x {brokers}); the input does not say which broker served each record",
-            err=True,
-        )
-    err = Console(stderr=True)
-    with _status(err) as status:
-
-        def say(msg: str) -> None:
-            if status is not None:
-                status.update(msg)
-            elif state.verbose:
-                click.echo(f"kquotactl: {msg}", err=True)
-
-        table = None
-        if prometheus is not None and span is not None:
-            from kquotactl.observe.prometheus import traffic_table
-
-            say(f"reading the quota sensors from {prometheus}")
-            table = traffic_table(prometheus, *span, window.size_s)
-        source = prometheus or ", ".join(traffic)
-        spark_master = None if master == "submit" else master
-        runner = Runner(
-            source, engine, window, spark_master, conf, say, input_format, traffic, table=table, per_broker=per_broker
-        )
-        analysis = runner.analyze(index, top=top if out_dir else 0, distinct=base is not None)
-        if runner.log_stats is not None and (skipped := runner.log_stats.warning()):
-            click.echo(f"kquotactl: {skipped}", err=True)
-        result: dict[str, Any] = dict(analysis.report)
-        result["summary"] = {**result["summary"], "engine": runner.engine}
-        if topic_cfg is not None:
-            from kquotactl.impact.engine import topic_threshold
-
-            say("replaying produce traffic against the topic thresholds")
-            result["topic_threshold"] = topic_threshold(runner, index, topic_cfg)
-        if base is not None:
-            say("replaying the same traffic against the base quota set")
-            base_analysis = runner.analyze(base)
-            result["compare"] = compare(analysis, base_analysis, index, base)
-        if out_dir:
-            from kquotactl.impact.output import write_files
-
-            say(f"writing {out_dir}")
-            quotas = ", ".join(files) if files else "the live cluster's quotas"
-            replayed = {"input": source, "quotas": quotas}
-            write_files(
-                result,
-                analysis.timeline,
-                out_dir,
-                top,
-                window.size_s,
-                analysis.first_sample,
-                rates=analysis.rates,
-                replayed=replayed,
-            )
-    _render(state, result, top)
 
 
 def _prometheus_range(since: str | None, until: str | None, step: str | None) -> tuple[float, float, float]:
@@ -349,15 +361,6 @@ def _topic_config(model: str, total: str | None, pairs: tuple[str, ...], rate: s
     cfg = TopicConfig(parse(total), parse_topic_thresholds(pairs, parse), rate)
     cfg.check()
     return cfg
-
-
-def _quota_set(ctx: click.Context, state: Any, files: list[str], brokers: int = 1) -> QuotaIndex:
-    from kquotactl.services.quotas import load_quota_set
-
-    quota_set = load_quota_set(files or state.backend(ctx), brokers=brokers, spread=brokers)
-    for w in quota_set.warnings:
-        state.warn(w)
-    return quota_set.index
 
 
 def _render(state: Any, result: dict[str, Any], top: int) -> None:

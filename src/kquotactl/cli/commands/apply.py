@@ -164,18 +164,10 @@ def apply(
         log_path = resume_path
     else:
         backend, the_plan, manifest = _plan_to_apply(state, ctx, files, plan_path, prune, dry_run, rule_kw)
-    from kquotactl.core.model import check_live_changes
-    from kquotactl.core.plan import check_deletions
-
-    check_deletions(the_plan, max_deletions)  # refused before the plan is shown and confirmed (apply checks again)
-    check_live_changes(d.change() for d in the_plan.diffs)
+    _refuse_plan(the_plan, max_deletions)
     target = target_of(state, backend)
     if not the_plan.pending:
-        from kquotactl.render.plans import plan_summary
-
-        if fmt in ("json", "yaml"):
-            dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
-        summary(plan_summary(the_plan), fmt)
+        _nothing_to_apply(the_plan, fmt)
         return
     staged = staged_plan_of(the_plan, manifest, stages, stage_shape)
     seconds = _interval(interval_seconds, staged)
@@ -197,12 +189,36 @@ def apply(
     if dry_run:
         ctx.exit(EXIT_PENDING)
     if verify:
-        from kquotactl.core.wording import counted
-        from kquotactl.services.verify import verify_plan_applied
+        _verify_applied(backend, the_plan, result, verify_sample, timeout)
 
-        checked = verify_plan_applied(backend, the_plan, result.applied, timeout=timeout, sample=verify_sample)
-        source = checked[0].source if checked else "nothing to check"
-        echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
+
+def _refuse_plan(the_plan: Plan, max_deletions: int) -> None:
+    """What apply refuses, before the plan is shown and confirmed (the apply service checks again)."""
+    from kquotactl.core.model import check_live_changes
+    from kquotactl.core.plan import check_deletions
+
+    check_deletions(the_plan, max_deletions)
+    check_live_changes(d.change() for d in the_plan.diffs)
+
+
+def _nothing_to_apply(the_plan: Plan, fmt: str) -> None:
+    """A plan with nothing pending: the empty results (-o json/yaml) and the plan's summary line."""
+    from kquotactl.render.plans import plan_summary
+
+    if fmt in ("json", "yaml"):
+        dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
+    summary(plan_summary(the_plan), fmt)
+
+
+def _verify_applied(backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float) -> None:
+    """``apply --verify`` (:func:`kquotactl.services.verify.verify_plan_applied`): exit 2 unless every applied
+    entity (or a sample) is reported by every broker."""
+    from kquotactl.core.wording import counted
+    from kquotactl.services.verify import verify_plan_applied
+
+    checked = verify_plan_applied(backend, the_plan, result.applied, timeout=timeout, sample=sample)
+    source = checked[0].source if checked else "nothing to check"
+    echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
 
 
 def _refuse_combinations(

@@ -271,3 +271,45 @@ def test_log_errors_carry_data_and_the_cli_words_them(tmp_path) -> None:  # type
                                                                          "(plan and apply again)")  # fmt: skip
     brokers = MissingInput("budget-brokers")
     assert "--" not in str(brokers) and worded(brokers).endswith("give the broker count they divide by (--brokers N)")
+
+
+def test_verify_refusals_carry_data_and_the_cli_words_them() -> None:
+    """drive_target names no flag: a producer that cannot be the entity's connection is VerifyRefused with the
+    names as data; cli/errorwords.py says which option fixes it (the messages as before)."""
+    from kquotactl.cli.errorwords import VERIFY, worded
+    from kquotactl.core.errors import VerifyRefused
+    from kquotactl.services.verify import drive_target
+
+    with pytest.raises(VerifyRefused) as no_bootstrap:
+        drive_target(ConnectionOptions(zookeeper="zk:1"), Entity(user="a"), None, None)
+    assert no_bootstrap.value.kind == "no-bootstrap" and "--" not in str(no_bootstrap.value)
+    assert worded(no_bootstrap.value).startswith("--drive runs a producer: give --bootstrap-server")
+    with pytest.raises(VerifyRefused) as user:
+        drive_target(ConnectionOptions(bootstrap_server="b:9092"), Entity(user="alice"), None, None)
+    assert user.value.fields == {"entity": "alice", "user": "ANONYMOUS"} and "--" not in str(user.value)
+    assert worded(user.value) == (
+        "--drive: the entity is user 'alice' but the producer authenticates as 'ANONYMOUS' "
+        "(give that user's credentials with --command-config)"
+    )
+    assert set(VERIFY) == set(VerifyRefused.MESSAGES)  # every kind worded
+
+
+def test_verify_from_python_waits_and_refuses_a_drive_before_connecting(backend: QuotaBackend, chroot) -> None:  # type: ignore[no-untyped-def]
+    """services.verify.verify: the znode's values reported (or not within the timeout); a drive that could not be
+    the entity's connection refused before the backend is opened."""
+    from kquotactl.core.errors import VerifyRefused
+    from kquotactl.services.verify import Drive, verify
+
+    opts = ConnectionOptions(zookeeper=chroot.connect, timeout=0.3)
+    alter(backend, build_change(Entity(user="v"), {"producer_byte_rate": "100"}))
+    found = verify(lambda: backend, opts, Entity(user="v"))
+    assert found.converged.converged and found.converged.expected == {"producer_byte_rate": 100}
+    assert found.verdict is None
+    late = verify(backend, opts, Entity(user="v"), {"producer_byte_rate": 200})
+    assert not late.converged.converged and late.converged.lagging
+
+    def never() -> QuotaBackend:
+        raise AssertionError("connected")
+
+    with pytest.raises(VerifyRefused, match="bootstrap address"):
+        verify(never, opts, Entity(user="v"), drive=Drive(rate=1000, seconds=1, topic="t"))

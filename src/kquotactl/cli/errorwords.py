@@ -14,6 +14,7 @@ from kquotactl.core.errors import (
     NothingToChange,
     QuotaError,
     TooManyDeletions,
+    VerifyRefused,
 )
 
 #: a core input (:attr:`InputProblem.source`) -> the flag that gives it
@@ -39,6 +40,18 @@ NEEDS = {
     "kerberos-rules": "--kerberos-rules",
 }
 
+#: :attr:`kquotactl.core.verify.VerifyRefused.kind` -> what the CLI says (its fields formatted in)
+VERIFY = {
+    "controller": "verify asks each broker: use --bootstrap-server (controllers do not describe quotas)",
+    "no-entity": "no such entity: {entity} has no quotas (give --expect to wait for values)",
+    "no-bootstrap": "--drive runs a producer: give --bootstrap-server (or --drive-bootstrap with --zookeeper)",
+    "ip": "--drive drives producer_byte_rate: verify a user or client-id entity, not an ip",
+    "ssl": "--drive over SSL without SASL: the principal is the certificate's name; use a SASL listener",
+    "user": "--drive: the entity is user {entity!r} but the producer authenticates as {user!r} "
+    "(give that user's credentials with --command-config)",
+    "client-id": "--drive-client-id {client_id!r}: the entity is client-id {named!r}",
+}
+
 #: the end of :func:`kquotactl.core.plan.make_plan`'s note on an unparsable stored value the manifest leaves alone
 KEEP_HINT = " (remove it with alter --delete-config)"
 
@@ -56,6 +69,8 @@ def worded(e: QuotaError) -> str:
         return "nothing to change: give --add-config, --add-config-file or --delete-config"
     if isinstance(e, NotAPlan):
         return f"{e.name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)"
+    if isinstance(e, VerifyRefused):
+        return VERIFY[e.kind].format(**e.fields)
     if isinstance(e, NothingLogged):
         if e.staged:
             return f"{e.path}: no staged apply in this log (apply --stages N --log FILE writes one)"

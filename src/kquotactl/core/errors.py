@@ -149,6 +149,27 @@ class LogMismatch(UsageError):
         self.source, self.entity_text, self.path, self.staged = source, entity_text, path, staged
 
 
+class VerifyRefused(UsageError):
+    """What verify cannot do, as data: ``kind`` says which (``"controller"``: a controller does not describe
+    quotas; ``"no-entity"``: nothing set to wait for; ``"no-bootstrap"``, ``"ip"``, ``"ssl"``, ``"user"``,
+    ``"client-id"``: a producer that could not be driven as the entity's connection), ``fields`` the names quoted.
+    The CLI names the options that fix it (``kquotactl.cli.errorwords.VERIFY``)."""
+
+    MESSAGES: ClassVar[dict[str, str]] = {
+        "controller": "verify asks each broker: a controller does not describe quotas",
+        "no-entity": "no such entity: {entity} has no quotas",
+        "no-bootstrap": "a driven producer needs the brokers' bootstrap address",
+        "ip": "a driven producer sends producer_byte_rate: verify a user or client-id entity, not an ip",
+        "ssl": "a driven producer over SSL without SASL: the principal is the certificate's name; use a SASL listener",
+        "user": "the entity is user {entity!r} but the producer authenticates as {user!r}",
+        "client-id": "the driven client-id {client_id!r}: the entity is client-id {named!r}",
+    }
+
+    def __init__(self, kind: str, **fields: str) -> None:
+        super().__init__(self.MESSAGES[kind].format(**fields))
+        self.kind, self.fields = kind, fields
+
+
 class TooManyDeletions(UsageError):
     """A plan that removes quotas from more entities than allowed (``limit``); the CLI names its option."""
 

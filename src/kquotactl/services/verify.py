@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import QuotaError, UsageError
+from kquotactl.core.errors import VerifyRefused
 from kquotactl.core.keys import Number
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.precedence import QuotaIndex
@@ -77,7 +77,7 @@ def wait_applied(
     flt = EntityFilter.exact(entity)
     if isinstance(backend, AdminBackend):
         if backend.controller:
-            raise UsageError("verify asks each broker: use --bootstrap-server (controllers do not describe quotas)")
+            raise VerifyRefused("controller")
         brokers = backend.broker_ids()
         source = "DescribeClientQuotas sent to each broker"
 
@@ -95,7 +95,7 @@ def wait_applied(
     if expected is None:
         expected = _config_of(backend.describe(flt))
         if not expected:
-            raise QuotaError(f"no such entity: {entity.label()} has no quotas (give --expect to wait for values)")
+            raise VerifyRefused("no-entity", entity=entity.label())
     start = clock()
     while True:
         seen = views()
@@ -129,25 +129,22 @@ def drive_target(opts: ConnectionOptions, entity: Entity, client_id: str | None,
 
     where = bootstrap or opts.bootstrap_server
     if not where:
-        raise UsageError("--drive runs a producer: give --bootstrap-server (or --drive-bootstrap with --zookeeper)")
+        raise VerifyRefused("no-bootstrap")
     if entity.user is None and entity.client_id is None:
-        raise UsageError("--drive drives producer_byte_rate: verify a user or client-id entity, not an ip")
+        raise VerifyRefused("ip")
     settings = (
         load_client_settings(opts.command_config, opts.said("command_config", opts.command_config))[0]
         if opts.command_config
         else ClientSettings()
     )
     if settings.uses_ssl and not settings.uses_sasl:
-        raise UsageError("--drive over SSL without SASL: the principal is the certificate's name; use a SASL listener")
+        raise VerifyRefused("ssl")
     user = (settings.sasl_username or "") if settings.uses_sasl else ANONYMOUS
     if isinstance(entity.user, str) and entity.user != user:
-        raise UsageError(
-            f"--drive: the entity is user {entity.user!r} but the producer authenticates as {user!r} "
-            "(give that user's credentials with --command-config)"
-        )
+        raise VerifyRefused("user", entity=entity.user, user=user)
     named = entity.client_id if isinstance(entity.client_id, str) else None  # the default is not a str
     if client_id is not None and named is not None and client_id != named:
-        raise UsageError(f"--drive-client-id {client_id!r}: the entity is client-id {named!r}")
+        raise VerifyRefused("client-id", client_id=client_id, named=named)
     return DriveTarget(where, settings, user, client_id or named or "kquotactl-verify")
 
 
@@ -319,3 +316,68 @@ def verify_plan_applied(
         more = f" (and {counted(len(late) - 1, 'more entity', 'more entities')})" if len(late) > 1 else ""
         raise NotVerified(lag_message(first.entity.label(), first.expected, first.lagging, first.waited) + more)
     return checked
+
+
+@dataclass(frozen=True)
+class Drive:
+    """Step 2 of ``verify``: a producer driven at ``rate`` bytes/s for ``seconds`` to ``topic`` (as ``client_id``,
+    through ``bootstrap``: default the entity's and the cluster's), the quota-id's sensors read first from
+    ``prometheus`` or the ``scrape`` URLs when given."""
+
+    rate: float
+    seconds: float
+    topic: str
+    client_id: str | None = None
+    bootstrap: str | None = None
+    prometheus: str | None = None
+    scrape: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What ``verify`` found: every broker's view (:class:`Converged`) and, when driven and converged, the verdict
+    on the broker's first throttle."""
+
+    converged: Converged
+    verdict: DriveVerdict | None = None
+
+
+def verify(
+    backend: QuotaBackend | Callable[[], QuotaBackend],
+    opts: ConnectionOptions,
+    entity: Entity,
+    expected: Mapping[str, Number] | None = None,
+    *,
+    drive: Drive | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Verified:
+    """``verify``: wait (``opts.timeout``) until every broker reports ``expected`` for ``entity``
+    (:func:`wait_applied`), then (``drive``) drive a producer as its connection and compare its first throttle with
+    the simulation (:func:`drive_verdict`). A producer that cannot be the entity's connection is refused before
+    ``backend`` (a function: opened then) is; ``warn``: what the backend noticed."""
+    target = drive_target(opts, entity, drive.client_id, drive.bootstrap) if drive is not None else None
+    if not isinstance(backend, QuotaBackend):
+        backend = backend()
+    conv = wait_applied(backend, entity, expected, timeout=opts.timeout)
+    for w in backend.warnings:
+        if warn is not None:
+            warn(w)
+    if not conv.converged or target is None or drive is None:
+        return Verified(conv)
+    sensors = None
+    if drive.prometheus or drive.scrape:
+        from kquotactl.observe import prometheus as source
+
+        url, scrape = drive.prometheus, list(drive.scrape)
+        sensors = (lambda: source.fresh_from_prometheus(url)) if url else (lambda: source.scrape(scrape))
+    verdict = drive_verdict(
+        backend,
+        target,
+        rate=drive.rate,
+        seconds=drive.seconds,
+        topic=drive.topic,
+        connect_timeout=opts.connect_timeout,
+        sensors=sensors,
+        quiet_timeout=opts.timeout,
+    )
+    return Verified(conv, verdict)

@@ -94,7 +94,8 @@ def verify(
     from kquotactl.core.grammar import parse_add_config
     from kquotactl.core.model import build_change
     from kquotactl.core.verify import NotVerified, lag_message
-    from kquotactl.services.verify import drive_target, drive_verdict, wait_applied
+    from kquotactl.services.verify import Drive
+    from kquotactl.services.verify import verify as verify_service
 
     entity = entity_for_alter(EntityArgs.pop_from(kw))
     expected = dict(build_change(entity, parse_add_config(expect)).set) if expect is not None else None
@@ -109,27 +110,13 @@ def verify(
     if fmt not in (None, "table", "json"):
         raise UsageError(f"-o {fmt}: verify shows a table or json")
     fmt = fmt or ("table" if sys.stdout.isatty() else "json")
-    target = drive_target(state.connection(), entity, drive_client_id, drive_bootstrap) if rate is not None else None
-    backend = state.backend(ctx)
-    conv = wait_applied(backend, entity, expected, timeout=state.connection().timeout)
-    for w in backend.warnings:
-        state.warn(w)
-    verdict = None
-    if conv.converged and target is not None and rate is not None:
-        from kquotactl.observe import prometheus as source
-
-        url = prometheus
-        sensors = (lambda: source.fresh_from_prometheus(url)) if url else (lambda: source.scrape(scrape_urls))
-        verdict = drive_verdict(
-            backend,
-            target,
-            rate=rate,
-            seconds=seconds,
-            topic=topic,
-            connect_timeout=state.connection().connect_timeout,
-            sensors=sensors if prometheus or scrape_urls else None,
-            quiet_timeout=state.connection().timeout,
-        )
+    the_drive = None
+    if rate is not None:
+        the_drive = Drive(rate, seconds, topic, drive_client_id, drive_bootstrap, prometheus, scrape_urls)
+    found = verify_service(
+        lambda: state.backend(ctx), state.connection(), entity, expected, drive=the_drive, warn=state.warn
+    )
+    conv, verdict = found.converged, found.verdict
     if fmt == "json":
         click.echo(json.dumps(verify_json(conv, verdict), indent=2))
     else:

@@ -313,3 +313,17 @@ def test_verify_from_python_waits_and_refuses_a_drive_before_connecting(backend:
 
     with pytest.raises(VerifyRefused, match="bootstrap address"):
         verify(never, opts, Entity(user="v"), drive=Drive(rate=1000, seconds=1, topic="t"))
+
+
+def test_a_busy_drive_is_not_verified_with_data() -> None:
+    """DriveBusy: exit 2 as every NotVerified, the quota-id and its load as data, the option named by the CLI."""
+    from kquotactl.cli.errorwords import worded
+    from kquotactl.core.verify import DriveBusy, NotVerified
+
+    busy = DriveBusy("user u, client-id c", 31.4, "broker 1: 500 B/s")
+    assert isinstance(busy, NotVerified) and busy.exit_code == 2 and "--" not in str(busy)
+    assert worded(busy) == (
+        "--drive: the quota-id (user u, client-id c) still carries other traffic after 31s (broker 1: 500 B/s): its "
+        "first throttle would not be the limit's alone, so it cannot verify the limit (nor find it wrong); drive a "
+        "quota-id nothing else uses (--drive-client-id)"
+    )

@@ -59,6 +59,19 @@ class NotVerified(QuotaError):
     exit_code = EXIT_PENDING
 
 
+class DriveBusy(NotVerified):
+    """The driven quota-id (``quota_id``, in words) still carried other traffic (``load``) after ``waited_s``
+    seconds: its first throttle would not be the limit's alone. The CLI names the option that avoids it."""
+
+    def __init__(self, quota_id: str, waited_s: float, load: str) -> None:
+        super().__init__(
+            f"the quota-id ({quota_id}) still carries other traffic after {waited_s:.0f}s ({load}): its first "
+            "throttle would not be the limit's alone, so it cannot verify the limit (nor find it wrong); drive a "
+            "quota-id nothing else uses"
+        )
+        self.quota_id, self.waited_s, self.load = quota_id, waited_s, load
+
+
 def config_words(config: Mapping[str, Number]) -> str:
     """``producer_byte_rate=20000,request_percentage=50.5`` (as kafka-configs takes them), or ``no quotas``."""
     return ",".join(f"{k}={_number(v)}" for k, v in sorted(config.items())) or "no quotas"

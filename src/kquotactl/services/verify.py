@@ -165,7 +165,7 @@ def drive_verdict(
     import dataclasses
 
     from kquotactl.backends.kafka.drive import drive_producer
-    from kquotactl.core.verify import NotVerified, compare_drive
+    from kquotactl.core.verify import DriveBusy, compare_drive
 
     index = load_quota_set(backend).index
     res = index.resolve("producer_byte_rate", target.user, target.client_id)
@@ -173,11 +173,7 @@ def drive_verdict(
     quiet = wait_quiet(target, index, sensors, window_num * window_size, quiet_timeout)
     if quiet.busy:
         load = ", ".join(f"{b}: {u:.0f} B/s" for b, u in sorted(quiet.busy.items()))
-        raise NotVerified(
-            f"--drive: the quota-id ({_quota_id_words(target, res.quota_id)}) still carries other traffic after "
-            f"{quiet.waited_s:.0f}s ({load}): its first throttle would not be the limit's alone, so it cannot "
-            "verify the limit (nor find it wrong); drive a quota-id nothing else uses (--drive-client-id)"
-        )
+        raise DriveBusy(_quota_id_words(target, res.quota_id), quiet.waited_s, load)
     drive = drive_producer(target.bootstrap, target.settings, target.client_id, topic, rate, seconds, connect_timeout)
     limit = None if res.limit is None else float(res.limit)
     # an existing sensor measured while idle (an exporter's scrape) has its window begun up to a quota window (and

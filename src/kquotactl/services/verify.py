@@ -184,11 +184,7 @@ def drive_verdict(
     else:
         verdict = compare_drive(drive, limit, window_num, window_size)
         if not verdict.agrees and compare_drive(drive, limit, window_num, window_size, idle_origin_ms=idle_ms).agrees:
-            note = (
-                "the throttle agrees with the simulation only if the quota-id's sensor existed and was read while "
-                "idle (by an exporter), which cannot be told without its sensors: give --scrape or --prometheus"
-            )
-            verdict = dataclasses.replace(verdict, inconclusive=True, notes=[*verdict.notes, note])
+            verdict = dataclasses.replace(verdict, inconclusive=True)  # the CLI's note says which options tell
     return dataclasses.replace(verdict, quiet=quiet)
 
 

@@ -7,6 +7,7 @@ Only click is imported at module level; the services, confluent-kafka and rich l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
 
 DEFAULT_SECONDS = 6.0
 DEFAULT_TOPIC = "kquotactl-verify"
+#: the note on a drive whose throttle agrees only if the quota-id's sensor was idle (unknown without the sensors)
+INCONCLUSIVE_NOTE = (
+    "the throttle agrees with the simulation only if the quota-id's sensor existed and was read while "
+    "idle (by an exporter), which cannot be told without its sensors: give --scrape or --prometheus"
+)
 
 
 @click.command(cls=OnceCommand)
@@ -117,6 +123,8 @@ def verify(
         lambda: state.backend(ctx), state.connection(), entity, expected, drive=the_drive, warn=state.warn
     )
     conv, verdict = found.converged, found.verdict
+    if verdict is not None and verdict.inconclusive:
+        verdict = dataclasses.replace(verdict, notes=[*verdict.notes, INCONCLUSIVE_NOTE])
     if fmt == "json":
         click.echo(json.dumps(verify_json(conv, verdict), indent=2))
     else:

@@ -42,7 +42,7 @@ PARSE_ONLY = "kquotactl.parse_only"  # ctx.meta key: describe/alter return their
 
 
 def _dialect(backend: QuotaBackend) -> str:
-    return "zookeeper" if backend.name == "zookeeper" else "bootstrap"
+    return backend.kafka_configs_mode
 
 
 def _warn_all(state: AppState, warnings: list[str]) -> None:

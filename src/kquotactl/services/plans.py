@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback, QuotaBackend, signals_held
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, opened, signals_held
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import EXIT_INTERRUPTED, PartialFailure, QuotaError, UsageError
 from kquotactl.core.model import EntityResult, Outcome, QuotaRecord, check_live_changes
@@ -60,8 +60,7 @@ def plan(
 
     if not offline and (problems := live_problems(manifest)):
         raise ManifestError(problems)
-    if not isinstance(backend, QuotaBackend):
-        backend = backend()
+    backend = opened(backend)
     live = backend.describe()
     warnings = backend_warnings(backend)
     budget_notes: list[str] = []
@@ -147,8 +146,6 @@ def result_record(result: EntityResult, diff: EntityDiff | None) -> dict[str, An
 
 #: the ``--log`` header of a plain apply (``"plan"``: the whole plan, so ``apply --resume LOG`` needs nothing else)
 LOG_PLAN = "plan"
-#: how long a read-back waits for a backend whose reads lag its writes (KRaft brokers apply metadata asynchronously)
-READ_BACK_SETTLE = 2.0
 
 
 def apply_log_header(the_plan: Plan, target: Mapping[str, str] | None = None) -> str:
@@ -316,8 +313,7 @@ def _read_back(
 
     if not in_flight:
         return [], ""
-    settle = READ_BACK_SETTLE if getattr(backend, "wait_visible", False) else 0.0
-    deadline = time.monotonic() + settle
+    deadline = time.monotonic() + backend.read_after_write_settle
     wanted = {d.entity for d in in_flight}
     covering = EntityFilter.covering(wanted)  # one describe request (one scan) that reads them all
     pending = list(in_flight)

@@ -121,5 +121,5 @@ def load_quota_set(
 
         records = spread_evenly(records, spread)
         static_defaults = {k: v * spread for k, v in (static_defaults or {}).items()}
-    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.name == "admin")
+    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.per_key_levels)
     return QuotaSet(index, backend_warnings(source))

@@ -446,9 +446,7 @@ def _resume(
 
 def _check_writable(state: AppState, ctx: click.Context) -> None:
     """Whatever the backend would refuse to write, refused before the plan is shown and confirmed."""
-    check = getattr(state.backend(ctx), "check_writable", None)
-    if check is not None:
-        check()
+    state.backend(ctx).check_writable()
 
 
 def _resume_plain(

@@ -155,6 +155,16 @@ def apply_log_header(the_plan: Plan, target: Mapping[str, str] | None = None) ->
     return json.dumps({"time": stamp, LOG_PLAN: the_plan.to_json(target)}, ensure_ascii=False) + "\n"
 
 
+def check_applicable(the_plan: Plan, max_deletions: int | None = None) -> None:
+    """What :func:`apply` refuses before anything is written, a saved plan too: removing quotas from more than
+    ``max_deletions`` entities (default :data:`kquotactl.core.plan.DEFAULT_MAX_DELETIONS`), setting a key no live
+    cluster accepts (before the first chunk: every backend's alter refuses it too, one chunk at a time)."""
+    from kquotactl.core.plan import DEFAULT_MAX_DELETIONS, check_deletions
+
+    check_deletions(the_plan, DEFAULT_MAX_DELETIONS if max_deletions is None else max_deletions)
+    check_live_changes(d.change() for d in the_plan.diffs)
+
+
 def apply(
     backend: QuotaBackend,
     the_plan: Plan,
@@ -169,8 +179,7 @@ def apply(
 ) -> Applied:
     """Hand the plan to the backend in order, ``chunk`` entities at a time.
 
-    Refused before anything is written when it removes quotas from more than ``max_deletions`` entities (default
-    :data:`kquotactl.core.plan.DEFAULT_MAX_DELETIONS`) or sets a key no live cluster accepts. ``log``: one JSON
+    Refused before anything is written as :func:`check_applicable` says. ``log``: one JSON
     line per entity result, written and flushed as each write completes (a committed transaction, an answered
     request), also when the apply stops midway; ``log_extra``: fields added to each line, as a staged apply's
     stage number. ``keep_records``: the same records are kept in :attr:`Applied.records`. ``progress``: called with
@@ -180,13 +189,9 @@ def apply(
     was applied is raised); the entities whose write was in flight are read back first, so that only those the
     cluster does not answer for stay unknown.
     """
-    from kquotactl.core.plan import DEFAULT_MAX_DELETIONS, check_deletions
     from kquotactl.core.wording import counted
 
-    if max_deletions is None:
-        max_deletions = DEFAULT_MAX_DELETIONS
-    check_deletions(the_plan, max_deletions)
-    check_live_changes(d.change() for d in the_plan.diffs)  # a saved plan too: refused before any chunk is written
+    check_applicable(the_plan, max_deletions)
     by_entity = {d.entity: d for d in the_plan.diffs}
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     out = Applied()

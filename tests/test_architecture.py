@@ -312,3 +312,39 @@ def f(backend, source, state, ctx):
     if isinstance(value, str) and getattr(log, "name", "") == "<stdin>": pass
 """
     assert sorted(line for line, _ in backend_probes(source)) == [4, 5, 6, 7, 8]
+
+
+def test_a_new_backend_is_one_class_with_the_interface_defaults() -> None:
+    """What a new backend must implement is abstract (mypy and Python both refuse an incomplete one); every optional
+    capability has the default of a backend without it."""
+    from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.entities import EntityType
+
+    class Partial(QuotaBackend):
+        name = "partial"
+
+        def describe(self, flt=None, *, broker=None):  # type: ignore[no-untyped-def]
+            return []
+
+    with pytest.raises(TypeError, match="abstract"):
+        Partial()  # type: ignore[abstract]
+
+    class Minimal(Partial):
+        def alter(self, changes, **kw):  # type: ignore[no-untyped-def]
+            return []
+
+        def broker_ids(self) -> list[int]:
+            return []
+
+        def close(self) -> None:
+            pass
+
+    b = Minimal()
+    assert (b.can_describe, b.asks_each_broker, b.per_key_levels) == (True, False, False)
+    assert (b.read_after_write_settle, b.kafka_configs_mode, b.described_from) == (
+        0.0,
+        "bootstrap",
+        "the partial backend",
+    )
+    assert b.broker_settings(["super.users"]) is None and b.entity_names(EntityType.USER) is None
+    b.check_writable()  # nothing to refuse

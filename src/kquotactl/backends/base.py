@@ -59,7 +59,7 @@ class QuotaBackend(abc.ABC):
         expected: dict[Entity, Mapping[str, Number]] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
-        """Apply each change atomically per entity, in order. Every implementation starts with
+        """Apply each change atomically per entity, in order. Every backend that writes starts with
         :func:`check_writes`: a backend used directly from Python never writes a key no Kafka release knows.
 
         ``expected`` maps an entity to the config a plan saw; when given, an entity whose live config

@@ -19,7 +19,7 @@ from kquotactl.core.explain import (
     sharing_words,
     step_words,
 )
-from kquotactl.core.keys import KEYS, limit_text
+from kquotactl.core.keys import KEYS, Number, QuotaKey, limit_text
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
 from kquotactl.core.throttlemath import json_double
@@ -352,3 +352,14 @@ def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
         "window_ms": step.window_ms,
         "throttle_ms": step.throttle_ms,
     }
+
+
+def cluster_wide_lines(limits: Sequence[tuple[QuotaKey, Number]], brokers: int, out: IO[str]) -> None:
+    """Under explain's table: each per-broker limit times the broker count (nothing when no key is limited)."""
+    from kquotactl.core.budget import cluster_view_words
+
+    if not limits:
+        return
+    out.write(f"Cluster-wide ({counted(brokers, 'broker')}; traffic assumed spread evenly):\n")
+    out.writelines(f"  {cluster_view_words(qk, limit, brokers)}\n" for qk, limit in limits)
+    out.flush()

@@ -28,7 +28,7 @@ def _index(quotas: QuotaIndex | Callable[[], QuotaIndex]) -> QuotaIndex:
 
 
 EXAMPLE_MANIFEST = """\
-# kquotactl explain --example: a small quota set with the classic surprises (man kquotactl-explain)
+# kquotactl explain's example: a small quota set with the classic surprises (man kquotactl-explain)
 quotas:
   - entity: {user: alice}
     config: {producer_byte_rate: 10MiB}

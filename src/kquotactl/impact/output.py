@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from kquotactl.core.keys import KEYS, human, iec_rate, limit_text, significant
+from kquotactl.core.keys import KEYS, PRODUCE_KEY, human, iec_rate, limit_text, significant
 from kquotactl.core.layout import table_or_blocks
 from kquotactl.core.layout import wrap as wrap_lines
 from kquotactl.core.sanitizer import desanitize
@@ -467,7 +467,7 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, width: int | 
 def render_topics(t: Mapping[str, Any], out: IO[str], top: int, width: int | None = None) -> None:
     """Bytes the topic-threshold model would drop per topic, next to what client quotas would throttle."""
     rate = {"one-minute-rate": "Meter one-minute rates", "quota-window": "quota-window rates"}.get(t["topic_rate"], "")
-    total = limit_cell("producer_byte_rate", round(t["total_threshold"]))
+    total = limit_cell(PRODUCE_KEY, round(t["total_threshold"]))
     summary = (
         f"Topic thresholds (total {total}, {rate}): {t['bytes_dropped']:,} of {t['bytes_in']:,} "
         f"produce bytes dropped ({t['share_dropped']:.1%}); client quotas would throttle "
@@ -478,7 +478,7 @@ def render_topics(t: Mapping[str, Any], out: IO[str], top: int, width: int | Non
     rows = [
         [
             r["topic"],
-            limit_cell("producer_byte_rate", round(r["threshold"])),
+            limit_cell(PRODUCE_KEY, round(r["threshold"])),
             "yes" if r["explicit"] else "share",
             f"{r['bytes_in']:,}",
             f"{r['bytes_dropped']:,}",

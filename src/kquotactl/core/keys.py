@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -85,10 +85,11 @@ class QuotaKey:
     byte_rate: bool = False  # accepts unit suffixes such as 10MiB
     shipped_instead: str = ""  # for a key no Apache Kafka release knows: the shipped key to set instead
     draft: str = ""  # for such a key: the KIP draft it comes from
-    split: Split = Split.DIVIDED  # a cluster-wide budget per broker (core/budget.py)
-    traffic: TrafficColumn | None = None  # the impact model's usage column; None: not in request samples
+    # required of every key (keyword-only, no default), so that a new key cannot leave one out:
+    split: Split = field(kw_only=True)  # a cluster-wide budget per broker (core/budget.py)
+    traffic: TrafficColumn | None = field(kw_only=True)  # the impact model's usage column; None: not in request samples
+    sensor: Sensor | None = field(kw_only=True)  # the broker's quota sensor (observe: top); None: no broker has one
     unrecorded_when_throttled: bool = False  # the broker takes a throttled recording back out (impact replay)
-    sensor: Sensor | None = None  # the broker's quota sensor (observe: top); None: no broker has one
     token_bucket: bool = False  # metered by a token bucket (KIP-599), not the sampled Rate
     static_default: str = ""  # a <= 2.8 broker's static default config for it (the 9th precedence level)
 
@@ -112,6 +113,7 @@ KEYS: dict[str, QuotaKey] = {
             "bytes/s",
             "Upper bound (bytes/second) for producer traffic.",
             byte_rate=True,
+            split=Split.DIVIDED,
             traffic=TrafficColumn("produce_bytes"),
             sensor=Sensor("Produce", "byte_rate"),
             static_default="quota.producer.default",
@@ -123,6 +125,7 @@ KEYS: dict[str, QuotaKey] = {
             "bytes/s",
             "Upper bound (bytes/second) for consumer traffic: Fetch, and ShareFetch for share consumers (4.1+).",
             byte_rate=True,
+            split=Split.DIVIDED,
             traffic=TrafficColumn("fetch_bytes"),
             unrecorded_when_throttled=True,  # a throttled Fetch is answered empty (KafkaApis: unrecordQuotaSensor)
             sensor=Sensor("Fetch", "byte_rate"),
@@ -139,7 +142,9 @@ KEYS: dict[str, QuotaKey] = {
             throttle_capped=True,
             shipped_instead="request_percentage",
             draft="KIP-124",
+            split=Split.DIVIDED,
             traffic=TrafficColumn("requests"),
+            sensor=None,  # no broker meters it
         ),
         QuotaKey(
             "request_percentage",
@@ -160,7 +165,8 @@ KEYS: dict[str, QuotaKey] = {
             "mutations/s",
             "Rate of partition mutations (create/delete topics and partitions) per second (KIP-599).",
             split=Split.WHOLE,
-            sensor=Sensor("ControllerMutation", "mutation_rate"),  # partition mutations are not in request samples
+            traffic=None,  # partition mutations are not in request samples
+            sensor=Sensor("ControllerMutation", "mutation_rate"),
             token_bucket=True,
         ),
         QuotaKey(
@@ -170,6 +176,7 @@ KEYS: dict[str, QuotaKey] = {
             "connections/s",
             "Upper bound of connections accepted per second for the IP (KIP-612).",
             throttle_capped=True,
+            split=Split.DIVIDED,
             traffic=TrafficColumn("connections"),
             unrecorded_when_throttled=True,  # ConnectionQuotas unrecords a throttled connection
             sensor=Sensor("Connection", "connection_accept_rate"),

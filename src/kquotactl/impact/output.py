@@ -12,6 +12,7 @@ from kquotactl.core.layout import table_or_blocks
 from kquotactl.core.layout import wrap as wrap_lines
 from kquotactl.core.sanitizer import desanitize
 from kquotactl.core.wording import shown_name
+from kquotactl.impact.model import USAGE
 
 if TYPE_CHECKING:
     from kquotactl.impact.model import Sid
@@ -110,7 +111,7 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, width: int |
 def _lower_bounds(summary: Mapping[str, Any]) -> dict[str, str]:
     """``{key: "≥ "}`` for the keys whose usage the input only bounds from below (connections from a request log)."""
     log = summary.get("request_log") or {}
-    return {"connection_creation_rate": "≥ "} if log.get("connections") == "lower bound" else {}
+    return {k: "≥ " for k, usage in USAGE.items() if log.get(usage.column) == "lower bound"}
 
 
 def flat_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -204,7 +205,7 @@ def usage_text(key: str, usage: float) -> str:
     """A quota type's total usage over the replay: bytes, requests, request-thread time, connections."""
     if KEYS[key].byte_rate:
         return human(KEYS[key], usage).removesuffix("/s")
-    if key == "request_percentage":  # the usage of request_percentage is request_time_ms
+    if USAGE[key].column.endswith("_ms"):  # thread time in ms: request_percentage's usage (request_time_ms)
         return f"{significant(usage / 1000)} s of thread time"
     return f"{usage:,.0f} {KEYS[key].unit.removesuffix('/s')}"
 

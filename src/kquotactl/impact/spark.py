@@ -74,11 +74,11 @@ from kquotactl.impact.validation import check_input
 BROKER_EXACT_EMPTY_NAMES = (
     QuotaIndex(
         {
-            Entity(user=DEFAULT, client_id=DEFAULT): {"producer_byte_rate": 1},
-            Entity(client_id=DEFAULT): {"producer_byte_rate": 2},
+            Entity(user=DEFAULT, client_id=DEFAULT): {PRODUCE_KEY: 1},
+            Entity(client_id=DEFAULT): {PRODUCE_KEY: 2},
         }
     )
-    .resolve("producer_byte_rate", "", "c")
+    .resolve(PRODUCE_KEY, "", "c")
     .level
     == 8  # the broker: an empty user's (user, client) level gives tags ("", c), looked up at levels 7-8 only
 )

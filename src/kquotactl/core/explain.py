@@ -81,7 +81,7 @@ class ThrottleModel:
     def window(self, key: str) -> tuple[int, float]:
         """The window ``key`` is measured over: Kafka builds the controller mutation quota from its own
         ``controller.quota.window.*`` settings, every other quota from ``quota.window.*``."""
-        if key == "controller_mutation_rate":
+        if KEYS[key].token_bucket:
             return self.mutation_window_num, self.mutation_window_size_seconds
         return self.window_num, self.window_size_seconds
 

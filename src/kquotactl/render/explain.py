@@ -19,7 +19,7 @@ from kquotactl.core.explain import (
     sharing_words,
     step_words,
 )
-from kquotactl.core.keys import KEYS, Number, QuotaKey, limit_text
+from kquotactl.core.keys import KEYS, PRODUCE_KEY, Number, QuotaKey, limit_text
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
 from kquotactl.core.throttlemath import json_double
@@ -95,7 +95,7 @@ def _line(console: Any, text: str, indent: int = 0) -> None:
         console.print(line, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
-def throttle_words(ms: int, throttle: ThrottleModel, key: str = "producer_byte_rate") -> str:
+def throttle_words(ms: int, throttle: ThrottleModel, key: str = PRODUCE_KEY) -> str:
     """``5.5 s delay per 11 s window``: the steady-state throttle and the window ``key`` is measured over."""
     num, size = throttle.window(key)
     window = num * size
@@ -313,7 +313,7 @@ def json_lines(objs: Iterable[dict[str, Any] | str], out: IO[str], batch: int = 
 def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[str], color: bool) -> None:
     from rich.table import Table
 
-    bucket = key == "controller_mutation_rate"
+    bucket = KEYS[key].token_bucket
     console = _console(out, color)
     how = "a token bucket (KIP-599)" if bucket else "Kafka's sampled Rate"
     quota = limit_text(KEYS[key], limit)
@@ -337,7 +337,7 @@ def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[st
 def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
     """One recording: ``rate`` and ``window_ms`` for the sampled Rate, ``tokens`` (and, strict mode, ``rejected``)
     for the token bucket. A rate a zero-length window or a zero limit makes infinite or NaN is a string."""
-    if key == "controller_mutation_rate":
+    if key and KEYS[key].token_bucket:
         return {
             "time_ms": step.time_ms,
             "value": step.value,

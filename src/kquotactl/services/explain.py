@@ -176,10 +176,10 @@ def replay(
     window of controller_mutation_rate (``window_*`` is every other key's). A missing input raises
     :class:`MissingInput`."""
     from kquotactl.core.errors import InputValueError, InvalidValue
-    from kquotactl.core.keys import KeyScope, lookup_key
+    from kquotactl.core.keys import IP_CONNECTION_KEY, PRODUCE_KEY, KeyScope, lookup_key
 
     if key is None:
-        key = "connection_creation_rate" if conn is not None and conn.user is None else "producer_byte_rate"
+        key = IP_CONNECTION_KEY if conn is not None and conn.user is None else PRODUCE_KEY
     qk = lookup_key(key)
     if isinstance(limit, str):
         text = limit
@@ -252,7 +252,9 @@ def replay_steps(
 ) -> list[ReplayStep]:
     """Recordings replayed through the broker's sampled Rate for ``key`` under ``limit`` (controller_mutation_rate:
     its token bucket, over ``mutation_window``, the controller's own window): each recording's throttle."""
-    if key == "controller_mutation_rate":
+    from kquotactl.core.keys import KEYS
+
+    if KEYS[key].token_bucket:
         from kquotactl.core.kafkaversions import behaviour
         from kquotactl.core.rate import replay_token_bucket
 
@@ -264,7 +266,6 @@ def replay_steps(
         return replay_token_bucket(
             events, limit, samples=num, window_ms=size * 1000, mode=mutation_mode, kafka_version=kafka_version
         )
-    from kquotactl.core.keys import KEYS
     from kquotactl.core.rate import replay, sampled_stat_for
 
     return replay(

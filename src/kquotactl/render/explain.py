@@ -17,6 +17,7 @@ from kquotactl.core.explain import (
     limit_words,
     resolutions,
     sharing_words,
+    shown_path,
     step_words,
 )
 from kquotactl.core.keys import KEYS, PRODUCE_KEY, Number, QuotaKey, limit_text
@@ -119,12 +120,12 @@ def shadow_sentences(index: QuotaIndex, conn: Connection) -> list[str]:
     for r in resolutions(index, conn):
         if r.limit is None:
             continue
-        winner = r.entity_path or level_words(r)
+        winner = level_words(r)
         for step in chain_for(index, conn, r):
             if step.status.value != "shadowed" or step.value is None:
                 continue
             out.append(
-                f"{step.entity_path}'s {r.key} {compact(r.key, step.value)} is shadowed by {winner} "
+                f"{shown_path(step.entity_path or '')}'s {r.key} {compact(r.key, step.value)} is shadowed by {winner} "
                 f"({_aside(compact(r.key, r.limit))}); raise or remove it"
             )
     return out
@@ -184,7 +185,7 @@ def explain_table(
         steps = chains[kind_keys[0].key]
         chain_rows = []
         for i, step in enumerate(steps):
-            label = step.entity_path or (
+            label = (shown_path(step.entity_path) if step.entity_path else None) or (
                 level_pattern(step.level) + " (n/a: empty name)" if step.level < 9 else level_pattern(step.level)
             )
             cells = [step_words(chains[r.key][i], r.key) for r in kind_keys]

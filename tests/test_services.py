@@ -126,7 +126,7 @@ def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> N
     from kquotactl.cli.errorwords import worded
     from kquotactl.core.errors import MissingInput
     from kquotactl.core.explain import Connection
-    from kquotactl.services.simulate import replay
+    from kquotactl.services.explain import replay
 
     path = tmp_path / "q.yaml"
     path.write_text(MANIFEST)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import QuotaError, UsageError
-from kquotactl.core.keys import Number
+from kquotactl.core.keys import PRODUCE_KEY, Number
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.services.quotas import load_quota_set
@@ -169,7 +169,7 @@ def drive_verdict(
     from kquotactl.core.verify import NotVerified, compare_drive
 
     index = load_quota_set(backend).index
-    res = index.resolve("producer_byte_rate", target.user, target.client_id)
+    res = index.resolve(PRODUCE_KEY, target.user, target.client_id)
     window_num, window_size = _quota_window(backend)
     quiet = wait_quiet(target, index, sensors, window_num * window_size, quiet_timeout)
     if quiet.busy:
@@ -230,7 +230,7 @@ def wait_quiet(
     if sensors is None:
         sleep(window_s)
         return QuietWait("no sensors given: waited one quota window, past any traffic sent before", window_s)
-    user, client = index.resolve("producer_byte_rate", target.user, target.client_id).quota_id or ("", "")
+    user, client = index.resolve(PRODUCE_KEY, target.user, target.client_id).quota_id or ("", "")
     qid = QuotaIdKey(user=target.user if user else "", client_id=client)
     start = clock()
     while True:

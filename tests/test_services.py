@@ -126,7 +126,7 @@ def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> N
     from kquotactl.cli.errorwords import worded
     from kquotactl.core.errors import MissingInput
     from kquotactl.core.explain import Connection
-    from kquotactl.services.simulate import replay
+    from kquotactl.services.explain import replay
 
     path = tmp_path / "q.yaml"
     path.write_text(MANIFEST)
@@ -152,6 +152,67 @@ def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> N
         with pytest.raises(MissingInput) as e:
             replay(events, quota_set=quota_set, **kwargs)  # type: ignore[arg-type]
         assert "--" not in str(e.value) and words in worded(e.value)
+
+
+# -- each check in one place: refused before a connection is opened, before anything is written --------------------
+
+
+def _never_opened() -> QuotaBackend:
+    raise AssertionError("the backend was opened for a change the service refuses")
+
+
+class _NoWire:
+    """A wire that must not be used: every attribute is a failure."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"the backend used its connection ({name}) for a change it refuses")
+
+
+def test_alter_refuses_before_it_opens_the_backend() -> None:
+    """The service checks the change first (check_alter), then opens the backend: the CLI hands it the opener."""
+    from kquotactl.core.errors import InvalidValue
+    from kquotactl.services.quotas import check_alter
+
+    unknown = build_change(Entity(user="a"), {"request_rate": "5"})  # offline only: no Kafka release knows it
+    with pytest.raises(InvalidValue, match="request_rate is not a quota key of any Apache Kafka release"):
+        alter(_never_opened, unknown)
+    budget = build_change(Entity(user="a"), {"request_percentage": "50"})
+    with pytest.raises(InvalidValue, match="request_percentage cannot be a cluster-wide budget"):
+        alter(_never_opened, budget, cluster_wide=True)
+    check_alter(budget)  # per broker it is fine
+
+
+def test_a_backend_used_directly_refuses_an_unknown_key_before_any_request() -> None:
+    """Every backend's alter starts with backends.base.check_writes: a Python caller holding a backend (no service)
+    cannot write a key no Kafka release knows, nor one entity twice in a batch."""
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.core.errors import InvalidValue, UsageError
+
+    admin = AdminBackend(_NoWire())  # type: ignore[arg-type]
+    with pytest.raises(InvalidValue, match="request_rate"):
+        admin.alter([build_change(Entity(user="a"), {"request_rate": "5"})])
+    twice = build_change(Entity(user="a"), {"producer_byte_rate": "5"})
+    with pytest.raises(UsageError, match="appears twice"):
+        admin.alter([twice, twice])
+
+
+def test_apply_refuses_a_plan_before_its_first_chunk() -> None:
+    """check_applicable: too many deletions, or a key no live cluster accepts (a plan made offline may set one),
+    refused before the backend is asked anything; the apply command asks it before it shows the plan."""
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.backends.manifest import ManifestBackend
+    from kquotactl.core.errors import InvalidValue
+    from kquotactl.services.plans import check_applicable
+
+    live = ManifestBackend(load_text("quotas:\n  - {entity: {user: svc-x}, config: {producer_byte_rate: 1}}\n"))
+    wanted = load_text("prune: ['users/svc-*']\nquotas:\n  - {entity: {user: svc-a}, config: {request_rate: 5}}\n")
+    the_plan = plan(live, wanted, prune=True, offline=True).plan
+    with pytest.raises(TooManyDeletions):
+        check_applicable(the_plan, max_deletions=0)
+    with pytest.raises(InvalidValue, match="request_rate"):
+        check_applicable(the_plan)
+    with pytest.raises(InvalidValue, match="request_rate"):
+        apply(AdminBackend(_NoWire()), the_plan)  # type: ignore[arg-type]
 
 
 def test_a_logged_apply_resumes_from_python(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -209,20 +270,18 @@ def test_a_staged_apply_runs_and_resumes_from_python(backend: QuotaBackend, tmp_
 
 
 def test_alter_checks_its_change_before_connecting() -> None:
-    """change_for: the change alter writes, refused before any cluster is asked (a budget that sets nothing, a key
-    with no cluster-wide budget); the error carries data and the CLI names the flag."""
+    """check_alter: a budget that sets nothing, a key with no cluster-wide budget, refused before any cluster is
+    asked; the error carries data and the CLI names the flag."""
     from kquotactl.cli.errorwords import worded
     from kquotactl.core.errors import InvalidValue, MissingInput
-    from kquotactl.services.quotas import change_for
+    from kquotactl.services.quotas import check_alter
 
-    change = change_for(Entity(user="a"), {"producer_byte_rate": "1MiB"}, ["consumer_byte_rate"])
-    assert (dict(change.set), change.remove) == ({"producer_byte_rate": 1024 * 1024}, {"consumer_byte_rate"})
     with pytest.raises(MissingInput) as nothing:
-        change_for(Entity(user="a"), {}, ["producer_byte_rate"], cluster_wide=True)
+        check_alter(build_change(Entity(user="a"), {}, ["producer_byte_rate"]), cluster_wide=True)
     assert nothing.value.kind == "cluster-budgets"
     assert worded(nothing.value) == "--cluster-wide needs the budgets to set (--add-config KEY=VALUE)"
     with pytest.raises(InvalidValue, match="request_percentage cannot be a cluster-wide budget"):
-        change_for(Entity(user="a"), {"request_percentage": "50"}, cluster_wide=True)
+        check_alter(build_change(Entity(user="a"), {"request_percentage": "50"}), cluster_wide=True)
 
 
 def test_impact_replays_traffic_against_the_live_set_and_a_manifest(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]

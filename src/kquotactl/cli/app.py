@@ -45,7 +45,7 @@ PARSE_ONLY = "kquotactl.parse_only"  # ctx.meta key: describe/alter return their
 
 
 def _dialect(backend: QuotaBackend) -> str:
-    return "zookeeper" if backend.name == "zookeeper" else "bootstrap"
+    return backend.kafka_configs_mode
 
 
 def _warn_all(state: AppState, warnings: list[str]) -> None:
@@ -259,8 +259,9 @@ def alter(
     from kquotactl.cli.entityargs import EntityArgs, entity_for_alter
     from kquotactl.cli.principalargs import map_for_user, pop_principal, pop_rules_for, principal_as_user
     from kquotactl.core.grammar import parse_delete_config
+    from kquotactl.core.model import build_change
     from kquotactl.services.quotas import alter as alter_service
-    from kquotactl.services.quotas import change_for
+    from kquotactl.services.quotas import check_alter
 
     principal, principal_type = pop_principal(kw)
     rule_args = pop_rules_for(principal, kw)
@@ -271,13 +272,14 @@ def alter(
         principal_as_user(entity_args, mapping)
     entity = entity_for_alter(entity_args)
     adds = _adds(add_config, add_config_file)
-    deletes = parse_delete_config(list(delete_config))
-    change = change_for(entity, adds, deletes, if_exists=if_exists, cluster_wide=cluster_wide)  # before connecting
+    change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
     if ctx.meta.get(PARSE_ONLY):
+        check_alter(change, cluster_wide=cluster_wide)  # what the service refuses before connecting
         return ("alter", change)
+    # one result, or one per stored spelling when several stored ip names are this address; the service checks the
+    # change before it opens the backend
+    altered = alter_service(lambda: state.backend(ctx), change, dry_run=dry_run, cluster_wide=cluster_wide)
     backend = state.backend(ctx)
-    # one result, or one per stored spelling when several stored ip names are this address
-    altered = alter_service(backend, change, dry_run=dry_run, cluster_wide=cluster_wide)
     for share in altered.shares:
         click.echo(f"{entity.label()}: {share.describe()}", err=True)
     _warn_all(state, altered.warnings)

@@ -26,6 +26,7 @@ MISSING = {
     "ip": "{key} is an ip quota: give --ip",
     "client": "{key} is a user/client-id quota: give --user and/or --client-id",
     "unlimited": "{key} is unlimited for this connection: nothing would be throttled (give --limit)",
+    "broker-count": "--cluster-wide offline (-f, --example) needs the broker count: add --brokers N",
     "cluster-budgets": "--cluster-wide needs the budgets to set (--add-config KEY=VALUE)",
     "budget-brokers": "the manifests declare cluster-wide budgets (cluster:): give the broker count they divide by "
     "(--brokers N)",

@@ -3,14 +3,13 @@ impact, top and verify share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from kquotactl.backends.base import QuotaBackend
-from kquotactl.core.entities import Entity
+from kquotactl.backends.base import QuotaBackend, opened
 from kquotactl.core.errors import MissingInput, QuotaError
-from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, build_change, check_live_changes
+from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
 
 if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
     from kquotactl.core.budget import Share
@@ -55,43 +54,37 @@ class Altered:
         return None
 
 
-def change_for(
-    entity: Entity,
-    adds: Mapping[str, str],
-    deletes: Sequence[str] = (),
-    *,
-    if_exists: bool = False,
-    cluster_wide: bool = False,
-) -> EntityChange:
-    """The change ``alter`` writes (``adds``: key -> value as typed, ``deletes``: keys), checked before any cluster is
-    asked (:func:`check_change`)."""
-    change = build_change(entity, adds, deletes, if_exists=if_exists)
-    check_change(change, cluster_wide=cluster_wide)
-    return change
-
-
-def check_change(change: EntityChange, *, cluster_wide: bool = False) -> None:
-    """What no live cluster accepts, refused before it is asked: keys only a ZooKeeper cluster stores, and
-    (``cluster_wide``) a budget change that sets nothing or a key that has no cluster-wide budget."""
-    from kquotactl.core.budget import check_cluster_key
-    from kquotactl.core.keys import KEYS
-
+def check_alter(change: EntityChange, *, cluster_wide: bool = False) -> None:
+    """What :func:`alter` refuses before it opens the backend: a key no Kafka release knows (every backend's alter
+    refuses it too, :func:`kquotactl.backends.base.check_writes`) and, as cluster-wide budgets, nothing to set or a key
+    that has no cluster-wide meaning."""
+    if cluster_wide and not change.set:
+        raise MissingInput("cluster-budgets")
     check_live_changes([change])
     if cluster_wide:
-        if not change.set:
-            raise MissingInput("cluster-budgets")
+        from kquotactl.core.budget import check_cluster_key
+        from kquotactl.core.keys import KEYS
+
         for k in change.set:
             check_cluster_key(KEYS[k])
 
 
-def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False, cluster_wide: bool = False) -> Altered:
+def alter(
+    backend: QuotaBackend | Callable[[], QuotaBackend],
+    change: EntityChange,
+    *,
+    dry_run: bool = False,
+    cluster_wide: bool = False,
+) -> Altered:
     """Set and remove keys of one entity, atomically (``dry_run``: validated, nothing written); a refused change is
     in :attr:`Altered.rejection`. ``cluster_wide``: the values set are cluster-wide budgets, written as their
-    per-broker shares for the backend's live broker count (:func:`kquotactl.core.budget.per_broker`)."""
+    per-broker shares for the backend's live broker count (:func:`kquotactl.core.budget.per_broker`). ``backend``
+    may be the function that opens it: then a change :func:`check_alter` refuses never connects."""
     from kquotactl.core.budget import per_broker
     from kquotactl.core.keys import KEYS
 
-    check_change(change, cluster_wide=cluster_wide)  # refused before the cluster is asked anything
+    check_alter(change, cluster_wide=cluster_wide)
+    backend = opened(backend)
     shares: list[Share] = []
     if cluster_wide:
         brokers = len(backend.broker_ids())
@@ -146,5 +139,5 @@ def load_quota_set(
 
         records = spread_evenly(records, spread)
         static_defaults = {k: v * spread for k, v in (static_defaults or {}).items()}
-    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.name == "admin")
+    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.per_key_levels)
     return QuotaSet(index, backend_warnings(source))

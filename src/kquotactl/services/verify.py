@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kquotactl.backends.base import QuotaBackend
+from kquotactl.backends.base import QuotaBackend, opened
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import VerifyRefused
-from kquotactl.core.keys import Number
+from kquotactl.core.keys import PRODUCE_KEY, Number
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.services.quotas import load_quota_set
@@ -69,15 +69,14 @@ def wait_applied(
     not observable there: ``--drive`` shows it."""
     import time
 
-    from kquotactl.backends.kafka.quotas import AdminBackend
     from kquotactl.core.filters import EntityFilter
     from kquotactl.core.verify import BrokerView, lagging
 
     clock = clock or time.monotonic
     flt = EntityFilter.exact(entity)
-    if isinstance(backend, AdminBackend):
-        if backend.controller:
-            raise VerifyRefused("controller")
+    if not backend.can_describe:
+        raise VerifyRefused("controller")
+    if backend.asks_each_broker:
         brokers = backend.broker_ids()
         source = "DescribeClientQuotas sent to each broker"
 
@@ -85,7 +84,7 @@ def wait_applied(
             return [BrokerView(f"broker {b}", _config_of(backend.describe(flt, broker=b))) for b in brokers]
 
     else:
-        source = "the ZooKeeper znode brokers read" if backend.name == "zookeeper" else f"the {backend.name} backend"
+        source = backend.described_from
 
         def views() -> list[BrokerView]:
             return [BrokerView(backend.name, _config_of(backend.describe(flt)))]
@@ -168,7 +167,7 @@ def drive_verdict(
     from kquotactl.core.verify import DriveBusy, compare_drive
 
     index = load_quota_set(backend).index
-    res = index.resolve("producer_byte_rate", target.user, target.client_id)
+    res = index.resolve(PRODUCE_KEY, target.user, target.client_id)
     window_num, window_size = _quota_window(backend)
     quiet = wait_quiet(target, index, sensors, window_num * window_size, quiet_timeout)
     if quiet.busy:
@@ -221,7 +220,7 @@ def wait_quiet(
     if sensors is None:
         sleep(window_s)
         return QuietWait("no sensors given: waited one quota window, past any traffic sent before", window_s)
-    user, client = index.resolve("producer_byte_rate", target.user, target.client_id).quota_id or ("", "")
+    user, client = index.resolve(PRODUCE_KEY, target.user, target.client_id).quota_id or ("", "")
     qid = QuotaIdKey(user=target.user if user else "", client_id=client)
     start = clock()
     while True:
@@ -242,14 +241,16 @@ def wait_quiet(
 
 
 def _quota_window(backend: QuotaBackend) -> tuple[int, int]:
-    """The brokers' ``quota.window.num`` / ``quota.window.size.seconds`` (through the admin API: the first broker's
-    configuration; else Kafka's defaults)."""
-    from kquotactl.backends.kafka.quotas import AdminBackend
+    """The brokers' ``quota.window.num`` / ``quota.window.size.seconds`` (where each broker can be asked: the first
+    broker's configuration; else Kafka's defaults: they are static configs, never in ZooKeeper)."""
     from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 
-    if not isinstance(backend, AdminBackend):
+    read = (
+        backend.broker_settings(["quota.window.num", "quota.window.size.seconds"]) if backend.asks_each_broker else None
+    )
+    if read is None:
         return DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
-    configs, _ = backend.broker_settings(["quota.window.num", "quota.window.size.seconds"])
+    configs, _ = read
 
     def number(name: str, default: int) -> int:
         value = configs.get(name)
@@ -348,8 +349,7 @@ def verify(
     the simulation (:func:`drive_verdict`). A producer that cannot be the entity's connection is refused before
     ``backend`` (a function: opened then) is; ``warn``: what the backend noticed."""
     target = drive_target(opts, entity, drive.client_id, drive.bootstrap) if drive is not None else None
-    if not isinstance(backend, QuotaBackend):
-        backend = backend()
+    backend = opened(backend)
     conv = wait_applied(backend, entity, expected, timeout=opts.timeout)
     for w in backend.warnings:
         if warn is not None:

@@ -164,7 +164,9 @@ def apply(
         log_path = resume_path
     else:
         backend, the_plan, manifest = _plan_to_apply(state, ctx, files, plan_path, prune, dry_run, rule_kw)
-    _refuse_plan(the_plan, max_deletions)
+    from kquotactl.services.plans import check_applicable
+
+    check_applicable(the_plan, max_deletions)  # refused before the plan is shown and confirmed
     target = target_of(state, backend)
     if not the_plan.pending:
         _nothing_to_apply(the_plan, fmt)
@@ -190,15 +192,6 @@ def apply(
         ctx.exit(EXIT_PENDING)
     if verify:
         _verify_applied(backend, the_plan, result, verify_sample, timeout)
-
-
-def _refuse_plan(the_plan: Plan, max_deletions: int) -> None:
-    """What apply refuses, before the plan is shown and confirmed (the apply service checks again)."""
-    from kquotactl.core.model import check_live_changes
-    from kquotactl.core.plan import check_deletions
-
-    check_deletions(the_plan, max_deletions)
-    check_live_changes(d.change() for d in the_plan.diffs)
 
 
 def _nothing_to_apply(the_plan: Plan, fmt: str) -> None:

@@ -1,0 +1,68 @@
+"""kquotactl's public Python API: the services the commands call, and the types they take and return.
+
+Import from here (``from kquotactl import api``); these names keep their meaning within a major version, and the
+fields of the result types are a versioned contract (:data:`RESULT_SCHEMA_VERSION`, docs/python-api.md). This
+module only re-exports: each name has its home in :mod:`kquotactl.services` or the core.
+"""
+
+from __future__ import annotations
+
+from kquotactl.backends.base import QuotaBackend
+from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.core.entities import Entity, EntityType
+from kquotactl.core.errors import BackendUnavailable, PartialFailure, QuotaError, UsageError
+from kquotactl.core.explain import Connection
+from kquotactl.core.filters import EntityFilter
+from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord
+from kquotactl.core.plan import Plan
+from kquotactl.manifests.loader import load_manifests
+from kquotactl.services.connect import connect
+from kquotactl.services.plans import Applied, Planned, apply, plan
+from kquotactl.services.quotas import Altered, Described, QuotaSet, alter, describe, load_quota_set
+from kquotactl.services.simulate import Replayed, explain_lines, replay
+from kquotactl.services.verify import Converged, verify_applied, wait_applied
+
+#: The version of the result types' fields (docs/python-api.md): raised when a field is removed or changes meaning
+#: (adding one does not); tests/test_python_api.py holds the fields to tests/data/api_results.json.
+RESULT_SCHEMA_VERSION = 1
+
+#: The result types whose fields RESULT_SCHEMA_VERSION covers
+RESULT_TYPES = (Described, Altered, Planned, Applied, Converged, Replayed, QuotaSet, QuotaRecord, EntityResult)
+
+__all__ = [
+    "RESULT_SCHEMA_VERSION",
+    "RESULT_TYPES",
+    "Altered",
+    "Applied",
+    "BackendUnavailable",
+    "Connection",
+    "ConnectionOptions",
+    "Converged",
+    "Described",
+    "Entity",
+    "EntityChange",
+    "EntityFilter",
+    "EntityResult",
+    "EntityType",
+    "Outcome",
+    "PartialFailure",
+    "Plan",
+    "Planned",
+    "QuotaBackend",
+    "QuotaError",
+    "QuotaRecord",
+    "QuotaSet",
+    "Replayed",
+    "UsageError",
+    "alter",
+    "apply",
+    "connect",
+    "describe",
+    "explain_lines",
+    "load_manifests",
+    "load_quota_set",
+    "plan",
+    "replay",
+    "verify_applied",
+    "wait_applied",
+]

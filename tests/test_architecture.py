@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     },  # observe: apply --stages
     "cli": {"core", "manifests", "config", "backends", "inputs", "impact", "render", "services", "observe", "<root>"},
     "testing": {"core", "manifests", "config", "backends", "cli", "<root>"},
-    "api": {"core", "manifests", "config", "backends", "services"},  # the public Python API: re-exports only
+    "api": {"core", "manifests", "config", "backends", "observe", "services"},  # the public Python API: re-exports only
     "__main__": {"cli"},
     "<root>": set(),
 }
@@ -247,3 +247,105 @@ def test_every_package_directory_has_an_init() -> None:
         if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py")) and not (d / "__init__.py").exists()
     ]
     assert not missing, f"package directories without __init__.py: {missing}"
+
+
+# -- callers use the backend interface, never the concrete backend ------------------------------------------------
+
+#: what a backend is called (``QuotaBackend.name``); a test of it outside backends/ is a branch on the concrete class
+BACKEND_NAMES = frozenset({"zookeeper", "admin", "manifest"})
+
+
+def _mentions_backend(node: ast.AST) -> bool:
+    """Whether an expression names a backend: a name or attribute (``state.backend(ctx)`` too) spelled *backend*."""
+    for sub in ast.walk(node):
+        spelled = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+        if "backend" in spelled.lower():
+            return True
+    return False
+
+
+def backend_probes(source: str) -> list[tuple[int, str]]:
+    """Where ``source`` reaches past the backend interface: getattr/hasattr on a backend, isinstance against a
+    backend class, a comparison of a ``.name`` with a backend's name (``source.name == "admin"``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            if node.func.id in ("getattr", "hasattr") and _mentions_backend(node.args[0]):
+                found.append((node.lineno, f"{node.func.id}() on a backend"))
+            elif node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                classes = [
+                    n.id if isinstance(n, ast.Name) else n.attr
+                    for n in ast.walk(node.args[1])
+                    if isinstance(n, ast.Name | ast.Attribute)
+                ]
+                if any(c.endswith("Backend") for c in classes):
+                    found.append((node.lineno, f"{node.func.id}() against a backend class"))
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = any(isinstance(s, ast.Attribute) and s.attr == "name" for s in sides)
+            literal = any(isinstance(s, ast.Constant) and s.value in BACKEND_NAMES for s in sides)
+            if named and (literal or any(_mentions_backend(s) for s in sides)):
+                found.append((node.lineno, "a backend's name compared"))
+    return found
+
+
+def test_callers_use_only_the_backend_interface() -> None:
+    """Outside backends/, a backend is used through QuotaBackend's members alone: a capability a caller needs is
+    declared there (with its default), so a new backend is a class mypy checks, not a search through callers."""
+    found = [
+        f"{name}:{line}: {what}"
+        for name, (path, _) in modules(SRC).items()
+        if layer(name) != "backends"
+        for line, what in backend_probes(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "reaching past kquotactl.backends.base.QuotaBackend:\n" + "\n".join(found)
+
+
+def test_the_backend_probe_finder_finds_each_kind() -> None:
+    source = """
+from kquotactl.backends.kafka.quotas import AdminBackend
+def f(backend, source, state, ctx):
+    if isinstance(backend, AdminBackend) and backend.controller: pass
+    if getattr(backend, "wait_visible", False): pass
+    if hasattr(state.backend(ctx), "entity_names"): pass
+    if source.name == "admin": pass
+    if backend.name != other: pass
+    if isinstance(value, str) and getattr(log, "name", "") == "<stdin>": pass
+"""
+    assert sorted(line for line, _ in backend_probes(source)) == [4, 5, 6, 7, 8]
+
+
+def test_a_new_backend_is_one_class_with_the_interface_defaults() -> None:
+    """What a new backend must implement is abstract (mypy and Python both refuse an incomplete one); every optional
+    capability has the default of a backend without it."""
+    from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.entities import EntityType
+
+    class Partial(QuotaBackend):
+        name = "partial"
+
+        def describe(self, flt=None, *, broker=None):  # type: ignore[no-untyped-def]
+            return []
+
+    with pytest.raises(TypeError, match="abstract"):
+        Partial()  # type: ignore[abstract]
+
+    class Minimal(Partial):
+        def alter(self, changes, **kw):  # type: ignore[no-untyped-def]
+            return []
+
+        def broker_ids(self) -> list[int]:
+            return []
+
+        def close(self) -> None:
+            pass
+
+    b = Minimal()
+    assert (b.can_describe, b.asks_each_broker, b.per_key_levels) == (True, False, False)
+    assert (b.read_after_write_settle, b.kafka_configs_mode, b.described_from) == (
+        0.0,
+        "bootstrap",
+        "the partial backend",
+    )
+    assert b.broker_settings(["super.users"]) is None and b.entity_names(EntityType.USER) is None
+    b.check_writable()  # nothing to refuse

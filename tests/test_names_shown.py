@@ -117,6 +117,11 @@ def test_explain_names_the_connection_and_its_entity_escaped(chroot, tmp_path) -
     _only_visible(r.stdout)
     assert "user 'a\\tb', client-id '\\x1b[2J'" in r.stdout, r.stdout
     assert "shared by every client of user 'a\\tb'" in r.stdout, r.stdout
+    # where the limit comes from, and each precedence level, name the entity as plan does: never the stored form
+    assert "users/'a\\tb'/clients/'\\x1b[2J'" in r.stdout and "%09" not in r.stdout, r.stdout
+    assert any(line.split()[:2] == ["3", "users/'a\\tb'"] for line in r.stdout.splitlines()), r.stdout
+    r = run_cli("-o", "json", "explain", "-f", m, "--user", "a\tb")
+    assert json.loads(r.stdout)["quotas"][0]["entity_path"] == "users/a%09b"  # JSON keeps Kafka's stored path
     r = run_cli("-o", "table", "explain", "-f", m, "--user", " ")
     assert "user ' ', client-id ''" in r.stdout, r.stdout
 

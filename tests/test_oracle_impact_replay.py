@@ -30,7 +30,7 @@ from kquotactl.impact.model import (
     quota_table,
     report,
 )
-from kquotactl.services.simulate import replay_steps
+from kquotactl.services.explain import replay_steps
 from kquotactl.testing.oracle import cases_per_run
 from oracle_cases import FULL_VERSION, canon, kafka_steps
 

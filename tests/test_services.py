@@ -129,7 +129,7 @@ def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> N
     from kquotactl.cli.errorwords import worded
     from kquotactl.core.errors import MissingInput
     from kquotactl.core.explain import Connection
-    from kquotactl.services.simulate import replay
+    from kquotactl.services.explain import replay
 
     path = tmp_path / "q.yaml"
     path.write_text(MANIFEST)
@@ -155,3 +155,64 @@ def test_replay_resolves_its_limit_or_says_which_input_is_missing(tmp_path) -> N
         with pytest.raises(MissingInput) as e:
             replay(events, quota_set=quota_set, **kwargs)  # type: ignore[arg-type]
         assert "--" not in str(e.value) and words in worded(e.value)
+
+
+# -- each check in one place: refused before a connection is opened, before anything is written --------------------
+
+
+def _never_opened() -> QuotaBackend:
+    raise AssertionError("the backend was opened for a change the service refuses")
+
+
+class _NoWire:
+    """A wire that must not be used: every attribute is a failure."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"the backend used its connection ({name}) for a change it refuses")
+
+
+def test_alter_refuses_before_it_opens_the_backend() -> None:
+    """The service checks the change first (check_alter), then opens the backend: the CLI hands it the opener."""
+    from kquotactl.core.errors import InvalidValue
+    from kquotactl.services.quotas import check_alter
+
+    unknown = build_change(Entity(user="a"), {"request_rate": "5"})  # offline only: no Kafka release knows it
+    with pytest.raises(InvalidValue, match="request_rate is not a quota key of any Apache Kafka release"):
+        alter(_never_opened, unknown)
+    budget = build_change(Entity(user="a"), {"request_percentage": "50"})
+    with pytest.raises(InvalidValue, match="request_percentage cannot be a cluster-wide budget"):
+        alter(_never_opened, budget, cluster_wide=True)
+    check_alter(budget)  # per broker it is fine
+
+
+def test_a_backend_used_directly_refuses_an_unknown_key_before_any_request() -> None:
+    """Every backend's alter starts with backends.base.check_writes: a Python caller holding a backend (no service)
+    cannot write a key no Kafka release knows, nor one entity twice in a batch."""
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.core.errors import InvalidValue, UsageError
+
+    admin = AdminBackend(_NoWire())  # type: ignore[arg-type]
+    with pytest.raises(InvalidValue, match="request_rate"):
+        admin.alter([build_change(Entity(user="a"), {"request_rate": "5"})])
+    twice = build_change(Entity(user="a"), {"producer_byte_rate": "5"})
+    with pytest.raises(UsageError, match="appears twice"):
+        admin.alter([twice, twice])
+
+
+def test_apply_refuses_a_plan_before_its_first_chunk() -> None:
+    """check_applicable: too many deletions, or a key no live cluster accepts (a plan made offline may set one),
+    refused before the backend is asked anything; the apply command asks it before it shows the plan."""
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.backends.manifest import ManifestBackend
+    from kquotactl.core.errors import InvalidValue
+    from kquotactl.services.plans import check_applicable
+
+    live = ManifestBackend(load_text("quotas:\n  - {entity: {user: svc-x}, config: {producer_byte_rate: 1}}\n"))
+    wanted = load_text("prune: ['users/svc-*']\nquotas:\n  - {entity: {user: svc-a}, config: {request_rate: 5}}\n")
+    the_plan = plan(live, wanted, prune=True, offline=True).plan
+    with pytest.raises(TooManyDeletions):
+        check_applicable(the_plan, max_deletions=0)
+    with pytest.raises(InvalidValue, match="request_rate"):
+        check_applicable(the_plan)
+    with pytest.raises(InvalidValue, match="request_rate"):
+        apply(AdminBackend(_NoWire()), the_plan)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""``explain --replay`` (services.simulate.replay: the limit the connection resolves to, Kafka's Rate) and the impact
+"""``explain --replay`` (services.explain.replay: the limit the connection resolves to, Kafka's Rate) and the impact
 local engine give identical throttles for the same recordings, on random quota sets: the same resolution
 (core.precedence) and the one replay (core.rate.replay)."""
 
@@ -14,7 +14,7 @@ from kquotactl.core.explain import Connection
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import local
 from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, UNRECORDED_WHEN_THROTTLED, USAGE, Window
-from kquotactl.services.simulate import replay
+from kquotactl.services.explain import replay
 
 SEEDS = range(40)
 USERS = ["alice", "bob", ""]

@@ -108,7 +108,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(chroot, cli) -> None:
         ),
         (["alter", "--ip", "192.0.2.1", "--add-config", "producer_byte_rate=5"], ["producer_byte_rate", "ips"]),
         (["describe"], ["no cluster given", "--zookeeper", "--bootstrap-server", "--context"]),
-        (["--context", "nope", "describe"], ["context 'nope' not found", "config get-contexts"]),
+        (["--context", "nope", "describe"], ["context 'nope' not found", "does not exist", "config set-context nope"]),
         (["alter", "--user", "a", "--add-config", "producer_byte_rate=-1"], ["producer_byte_rate", "-1"]),
         (["alter", "--entity-type", "userz"], ["userz", "users"]),
         (["completion", "tcsh"], ["'SHELL'", "tcsh", "bash"]),

@@ -16,10 +16,13 @@ from kquotactl.core.filters import EntityFilter
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord
 from kquotactl.core.plan import Plan
 from kquotactl.manifests.loader import load_manifests
+from kquotactl.observe.model import QuotaIdRow
 from kquotactl.services.connect import connect
+from kquotactl.services.connection_rate import RateChanged, change_connection_rate, connection_rates
+from kquotactl.services.explain import Explained, ExplainedMany, Replayed, explain, explain_lines, explain_many, replay
 from kquotactl.services.plans import Applied, Planned, apply, plan
 from kquotactl.services.quotas import Altered, Described, QuotaSet, alter, describe, load_quota_set
-from kquotactl.services.simulate import Replayed, explain_lines, replay
+from kquotactl.services.top import top
 from kquotactl.services.verify import Converged, verify_applied, wait_applied
 
 #: The version of the result types' fields (docs/python-api.md): raised when a field is removed or changes meaning
@@ -27,7 +30,21 @@ from kquotactl.services.verify import Converged, verify_applied, wait_applied
 RESULT_SCHEMA_VERSION = 1
 
 #: The result types whose fields RESULT_SCHEMA_VERSION covers
-RESULT_TYPES = (Described, Altered, Planned, Applied, Converged, Replayed, QuotaSet, QuotaRecord, EntityResult)
+RESULT_TYPES = (
+    Described,
+    Altered,
+    Planned,
+    Applied,
+    Converged,
+    Explained,
+    ExplainedMany,
+    Replayed,
+    RateChanged,
+    QuotaIdRow,
+    QuotaSet,
+    QuotaRecord,
+    EntityResult,
+)
 
 __all__ = [
     "RESULT_SCHEMA_VERSION",
@@ -44,25 +61,34 @@ __all__ = [
     "EntityFilter",
     "EntityResult",
     "EntityType",
+    "Explained",
+    "ExplainedMany",
     "Outcome",
     "PartialFailure",
     "Plan",
     "Planned",
     "QuotaBackend",
     "QuotaError",
+    "QuotaIdRow",
     "QuotaRecord",
     "QuotaSet",
+    "RateChanged",
     "Replayed",
     "UsageError",
     "alter",
     "apply",
+    "change_connection_rate",
     "connect",
+    "connection_rates",
     "describe",
+    "explain",
     "explain_lines",
+    "explain_many",
     "load_manifests",
     "load_quota_set",
     "plan",
     "replay",
+    "top",
     "verify_applied",
     "wait_applied",
 ]

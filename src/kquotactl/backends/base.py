@@ -10,14 +10,20 @@ import a Kafka client.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Protocol, runtime_checkable
 
-from kquotactl.core.entities import Entity
+from kquotactl.core.entities import Entity, EntityType
 from kquotactl.core.filters import EntityFilter
 from kquotactl.core.keys import Number
-from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
+from kquotactl.core.model import (
+    EntityChange,
+    EntityResult,
+    QuotaRecord,
+    check_live_changes,
+    check_one_change_per_entity,
+)
 
 #: called by :meth:`QuotaBackend.alter` with the results of each write as it completes (a committed ZooKeeper
 #: transaction, an answered AlterClientQuotas request), and with the results settled without a write (unchanged,
@@ -26,17 +32,25 @@ from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
 ProgressCallback = Callable[[Sequence[EntityResult]], None]
 
 
-@runtime_checkable
-class QuotaBackend(Protocol):
-    """What every backend does. Results are per entity; nothing is ever half-written per entity."""
+class QuotaBackend(abc.ABC):
+    """What every backend does, and every capability a caller may use: callers use these members only (never the
+    concrete class, its name or ``getattr``; ``tests/test_architecture.py`` holds that). Results are per entity;
+    nothing is ever half-written per entity.
 
+    A new backend subclasses this: mypy names the abstract members it still lacks; the optional capabilities
+    below have the default of a backend without them."""
+
+    #: what the backend is called in messages (``zookeeper``, ``admin``, ``manifest``); never branched on
     name: str
     warnings: list[str]  # what it noticed reading or writing (said once per command)
 
-    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
-        """Entities with at least one quota that match ``flt`` (KIP-546 semantics), sorted."""
-        ...
+    @abc.abstractmethod
+    def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:
+        """Entities with at least one quota that match ``flt`` (KIP-546 semantics), sorted. ``broker``: ask that
+        broker (by id) instead of any; only where :attr:`asks_each_broker` (elsewhere every broker reads one store,
+        and it is ignored)."""
 
+    @abc.abstractmethod
     def alter(
         self,
         changes: Sequence[EntityChange],
@@ -45,20 +59,84 @@ class QuotaBackend(Protocol):
         expected: dict[Entity, Mapping[str, Number]] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
-        """Apply each change atomically per entity, in order.
+        """Apply each change atomically per entity, in order. Every backend that writes starts with
+        :func:`check_writes`: a backend used directly from Python never writes a key no Kafka release knows.
 
         ``expected`` maps an entity to the config a plan saw; when given, an entity whose live config
         differs is rejected (stale plan) instead of being overwritten. ``progress``: see :data:`ProgressCallback`.
         """
-        ...
 
+    @abc.abstractmethod
     def broker_ids(self) -> list[int]:
         """The ids of the cluster's live brokers, ascending: what a cluster-wide budget is divided by
         (:mod:`kquotactl.core.budget`). ZooKeeper: the ephemeral ``/brokers/ids`` children; admin API: the
         brokers of the cluster metadata (KRaft lists unfenced brokers only)."""
-        ...
 
+    @abc.abstractmethod
     def close(self) -> None: ...
+
+    # -- optional capabilities: the defaults are those of a backend without them ------------------------------
+
+    @property
+    def can_describe(self) -> bool:
+        """Whether :meth:`describe` can answer at all (a KRaft controller cannot describe quotas)."""
+        return True
+
+    @property
+    def asks_each_broker(self) -> bool:
+        """Whether each broker can be asked for its own view (``describe(broker=id)``) and its own configuration:
+        the admin API through brokers. Elsewhere one store is what every broker reads."""
+        return False
+
+    @property
+    def described_from(self) -> str:
+        """Where :meth:`describe` reads, in words (``verify`` names it)."""
+        return f"the {self.name} backend"
+
+    @property
+    def per_key_levels(self) -> bool:
+        """Whether the brokers behind it resolve each key's level on its own (a broker answering the admin API,
+        KRaft) rather than one level for every key of a quota manager (ZooKeeper mode, and offline manifests)."""
+        return False
+
+    @property
+    def read_after_write_settle(self) -> float:
+        """Seconds a read may lag a write (KRaft brokers apply committed metadata asynchronously): how long a
+        read-back of writes in flight keeps reading before it decides."""
+        return 0.0
+
+    @property
+    def kafka_configs_mode(self) -> str:
+        """The kafka-configs.sh mode this backend answers as (``zookeeper`` or ``bootstrap``): ``-o kafka`` prints
+        what that mode prints."""
+        return "bootstrap"
+
+    def check_writable(self) -> None:  # noqa: B027 - a capability with nothing to check by default
+        """Refuse, before any plan is shown, a write that :meth:`alter` would refuse for where it writes (a
+        ZooKeeper chroot no broker uses). Default: nothing to refuse."""
+
+    def broker_settings(self, names: Sequence[str]) -> tuple[dict[str, str | None], str] | None:
+        """The brokers' configs ``names`` as far as the backend can read them, and where they came from in words;
+        None when it cannot read any (offline manifests)."""
+        return None
+
+    def entity_names(self, etype: EntityType) -> set[str] | None:
+        """The real names of ``etype`` with quotas, cheaper than :meth:`describe` (completion); None when the
+        backend has no cheaper way (then :meth:`describe` answers)."""
+        return None
+
+
+def check_writes(changes: Sequence[EntityChange]) -> None:
+    """What every backend's :meth:`QuotaBackend.alter` refuses before reading or writing anything: a key no Apache
+    Kafka release knows (:func:`kquotactl.core.model.check_live_changes`), an entity twice in one batch."""
+    check_live_changes(changes)
+    check_one_change_per_entity(changes)
+
+
+def opened(backend: QuotaBackend | Callable[[], QuotaBackend]) -> QuotaBackend:
+    """A backend, or the function that opens one (called now): services that take either check what they can
+    before a connection is opened."""
+    return backend if isinstance(backend, QuotaBackend) else backend()
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kquotactl.backends.base import ProgressCallback
+from kquotactl.backends.base import ProgressCallback, QuotaBackend
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.filters import EntityFilter
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from kquotactl.core.principals import BrokerPrincipals
 
 
-class ManifestBackend:
-    """Quotas as declared in manifest files (``QuotaBackend`` protocol, read-only)."""
+class ManifestBackend(QuotaBackend):
+    """Quotas as declared in manifest files (read-only; no broker configs, no brokers)."""
 
     name = "manifest"
 
@@ -38,7 +38,7 @@ class ManifestBackend:
         """``principals``: the brokers' rules for ``principal:`` entries (see :func:`load_manifests`)."""
         return cls(load_manifests(paths, principals=principals))
 
-    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+    def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         exact = flt.exact_entity()
         if exact is not None:

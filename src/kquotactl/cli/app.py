@@ -42,7 +42,7 @@ PARSE_ONLY = "kquotactl.parse_only"  # ctx.meta key: describe/alter return their
 
 
 def _dialect(backend: QuotaBackend) -> str:
-    return "zookeeper" if backend.name == "zookeeper" else "bootstrap"
+    return backend.kafka_configs_mode
 
 
 def _warn_all(state: AppState, warnings: list[str]) -> None:
@@ -256,9 +256,10 @@ def alter(
     from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
     from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rules_for, principal_as_user
     from kquotactl.core.grammar import load_properties, parse_add_config, parse_delete_config
-    from kquotactl.core.model import Outcome, build_change, check_live_changes
+    from kquotactl.core.model import Outcome, build_change
     from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
     from kquotactl.services.quotas import alter as alter_service
+    from kquotactl.services.quotas import check_alter
 
     principal, principal_type = pop_principal(kw)
     rule_args = pop_rules_for(principal, kw)
@@ -276,20 +277,15 @@ def alter(
             raise UsageError(f"--add-config-file {add_config_file}: no such file (a Java properties file of keys)")
         adds = load_properties(add_config_file)
     change = build_change(entity, adds, parse_delete_config(list(delete_config)), if_exists=if_exists)
-    check_live_changes([change])  # before connecting (every backend alter checks it again)
-    if cluster_wide:
-        from kquotactl.core.budget import check_cluster_key
-        from kquotactl.core.keys import KEYS
-
-        if not change.set:
-            raise UsageError("--cluster-wide needs the budgets to set (--add-config KEY=VALUE)")
-        for k in change.set:
-            check_cluster_key(KEYS[k])  # before connecting
+    if cluster_wide and not change.set:
+        raise UsageError("--cluster-wide needs the budgets to set (--add-config KEY=VALUE)")
     if ctx.meta.get(PARSE_ONLY):
+        check_alter(change, cluster_wide=cluster_wide)  # what the service refuses before connecting
         return ("alter", change)
+    # one result, or one per stored spelling when several stored ip names are this address; the service checks the
+    # change before it opens the backend
+    altered = alter_service(lambda: state.backend(ctx), change, dry_run=dry_run, cluster_wide=cluster_wide)
     backend = state.backend(ctx)
-    # one result, or one per stored spelling when several stored ip names are this address
-    altered = alter_service(backend, change, dry_run=dry_run, cluster_wide=cluster_wide)
     for share in altered.shares:
         click.echo(f"{entity.label()}: {share.describe()}", err=True)
     _warn_all(state, altered.warnings)

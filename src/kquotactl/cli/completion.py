@@ -497,8 +497,9 @@ def live_names(ctx: click.Context, etype: str) -> list[str]:
     flt = EntityFilter((FilterComponent(t, MatchType.ANY),), strict=False)
 
     def names(backend: QuotaBackend) -> list[str]:
-        if hasattr(backend, "entity_names"):  # ZooKeeper: child listings only, a Tab on 1,000 users stays fast
-            return sorted(backend.entity_names(t))
+        cheap = backend.entity_names(t)  # ZooKeeper: child listings only, a Tab on 1,000 users stays fast
+        if cheap is not None:
+            return sorted(cheap)
         found = {r.entity.components().get(t) for r in backend.describe(flt)}
         return sorted(str(n) for n in found if n is not None and n is not DEFAULT)
 

@@ -1,4 +1,5 @@
-"""Generated documentation: man pages, the CLI reference and the completion scripts, from the click tree.
+"""Generated documentation: man pages, the CLI reference and the completion scripts, from the click tree; the
+manifest JSON Schema's key lists, from the key registry (:mod:`kquotactl.manifests.schema`).
 
 One source of truth: every page is built from the same click definitions ``--help`` prints, so a new
 command or option shows up everywhere by running ``make docs``; ``make docs-check`` (and the tests) fail
@@ -284,7 +285,10 @@ def summaries_module(all_pages: list[Page]) -> str:
 
 def render_all() -> dict[str, str]:
     """Relative path -> content, for everything generated."""
+    from importlib import resources
+
     from kquotactl.cli.completion import SHELLS, source
+    from kquotactl.manifests.schema import SCHEMA_FILE, with_registry_keys
 
     all_pages = pages()
     files: dict[str, str] = {f"man/{p.man_name}.{MAN_SECTION}": man_page(p, all_pages) for p in all_pages}
@@ -292,6 +296,9 @@ def render_all() -> dict[str, str]:
     files["src/kquotactl/cli/commands/summaries.py"] = summaries_module(all_pages)
     for shell in SHELLS:
         files[f"completions/{PROG}.{shell}"] = source(shell)
+    files[f"src/kquotactl/{SCHEMA_FILE}"] = with_registry_keys(
+        resources.files("kquotactl").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    )  # its key lists, from the key registry; the rest as written
     return files
 
 

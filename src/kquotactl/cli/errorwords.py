@@ -23,6 +23,7 @@ MISSING = {
     "ip": "{key} is an ip quota: give --ip",
     "client": "{key} is a user/client-id quota: give --user and/or --client-id",
     "unlimited": "{key} is unlimited for this connection: nothing would be throttled (give --limit)",
+    "broker-count": "--cluster-wide offline (-f, --example) needs the broker count: add --brokers N",
 }
 
 #: :attr:`kquotactl.core.principals.PrincipalError.needs` -> the flag that gives it

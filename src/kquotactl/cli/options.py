@@ -1,7 +1,8 @@
 """The option spec of the commands that take kafka-configs' options: which cluster (``connection_options``) and which
 entity (``entity_options``), with the help texts they share. Declared apart from the commands that use them, as
 httpie declares its options, so the help, the man pages (:mod:`kquotactl.cli.docsgen`) and completion
-(:mod:`kquotactl.cli.completion`, by option name) all read one definition. Only click is imported.
+(:mod:`kquotactl.cli.completion`, by option name) all read one definition. Only click and the key registry
+(``core/keys.py``, for the keys' help) are imported.
 """
 
 from __future__ import annotations
@@ -12,13 +13,38 @@ from typing import Any
 import click
 
 from kquotactl.cli.kit import stacked
+from kquotactl.core.keys import KEYS, KeyScope, keys_for
 
-KEYS_HELP = (
-    "Keys: producer_byte_rate, consumer_byte_rate (LONG, bytes/s; units like 10MiB or 5MB accepted), "
-    "request_percentage, controller_mutation_rate (DOUBLE) for users and clients; connection_creation_rate (INT) "
-    "for ips. Values must be greater than 0. request_rate (the KIP-124 draft key, which no Apache Kafka release "
-    "knows) is refused: set request_percentage; --delete-config request_rate still removes one another tool stored."
-)
+#: how the help names the entities of each key scope
+SCOPE_WORDS = {KeyScope.CLIENT: "users and clients", KeyScope.IP: "ips"}
+
+
+def keys_help() -> str:
+    """``alter --add-config``'s list of keys, from the registry: the live keys per scope grouped by type (byte rates
+    with their units), then each offline-only key and what to set instead."""
+    scopes = []
+    for scope, words in SCOPE_WORDS.items():
+        groups: list[tuple[str, list[str]]] = []  # (type words, keys): consecutive keys of one type share them
+        for k in keys_for(scope):
+            key = KEYS[k]
+            if not key.live:
+                continue
+            words_of_type = f"{key.type}, {key.unit}; units like 10MiB or 5MB accepted" if key.byte_rate else key.type
+            if groups and groups[-1][0] == words_of_type:
+                groups[-1][1].append(k)
+            else:
+                groups.append((words_of_type, [k]))
+        scopes.append(", ".join(f"{', '.join(ks)} ({t})" for t, ks in groups) + f" for {words}")
+    offline = [
+        f"{k} (the {v.draft} draft key, which no Apache Kafka release knows) is refused: set {v.shipped_instead}; "
+        f"--delete-config {k} still removes one another tool stored."
+        for k, v in KEYS.items()
+        if not v.live
+    ]
+    return " ".join([f"Keys: {'; '.join(scopes)}. Values must be greater than 0.", *offline])
+
+
+KEYS_HELP = keys_help()
 
 EPILOG_EXIT = (
     "Exit status: 0 success, 1 error (bad input, connection, conflict), 2 changes pending (plan, apply --dry-run, "

@@ -103,7 +103,10 @@ class ContextsFile:
         hint = f" — did you mean {close[0]}?" if close else ""
         known = ", ".join(sorted(self.contexts)) or "none defined"
         if not self.exists:  # say so: a path from KQUOTACTL_CONFIG with a typo reads as an empty file
-            raise UsageError(f"context {name!r} not found: the config file {self.path} does not exist{self.from_where}")
+            raise UsageError(
+                f"context {name!r} not found: the config file {self.path} does not exist{self.from_where} "
+                f"(`kquotactl config set-context {name} --bootstrap-server HOST:PORT` creates it)"
+            )
         raise UsageError(
             f"context {name!r} not found in {self.path}{hint} (contexts: {known}; "
             "`kquotactl config get-contexts` lists them)"

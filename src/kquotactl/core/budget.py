@@ -1,6 +1,7 @@
 """Cluster-wide budgets (pure): a value meant for the whole cluster, turned into the value each broker enforces.
 
-Kafka enforces client quotas where the work happens, and that differs per key (read in Kafka's sources):
+Kafka enforces client quotas where the work happens, and that differs per key (read in Kafka's sources; each key's
+:class:`~kquotactl.core.keys.Split` is in the registry, ``core/keys.py``):
 
 - ``producer_byte_rate`` / ``consumer_byte_rate``: every broker's ``ClientQuotaManager`` meters the bytes it
   serves itself, so a client producing to N brokers may move N × the configured value. A cluster-wide budget
@@ -28,11 +29,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import InvalidValue
-from kquotactl.core.keys import KEY_ORDER, KEYS, QuotaKey, ValueType, human_and_raw
+from kquotactl.core.keys import KEY_ORDER, KEYS, QuotaKey, Split, ValueType, human_and_raw
 from kquotactl.core.manifest import Manifest, ManifestError, entity_path_text
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.wording import counted
@@ -40,24 +40,6 @@ from kquotactl.core.wording import counted
 #: A live value that is the budget divided by more brokers than this (or 10 × today's) is taken for a hand edit, not
 #: for a broker-count change: small values divide a large budget by some huge count by coincidence.
 MAX_PLAUSIBLE_BROKERS = 1000
-
-
-class Split(StrEnum):
-    """How a cluster-wide value becomes the per-broker value of one key."""
-
-    DIVIDED = "divided"  # every broker enforces its own share: total / brokers
-    WHOLE = "whole"  # enforced in one place in KRaft (the active controller): the value is the cluster-wide value
-    REFUSED = "per-broker"  # per-broker by nature: no cluster-wide total exists (cluster: refuses it)
-
-
-SPLITS: dict[str, Split] = {
-    "producer_byte_rate": Split.DIVIDED,
-    "consumer_byte_rate": Split.DIVIDED,
-    "request_rate": Split.DIVIDED,
-    "connection_creation_rate": Split.DIVIDED,
-    "controller_mutation_rate": Split.WHOLE,
-    "request_percentage": Split.REFUSED,
-}
 
 
 #: Where a :attr:`Split.WHOLE` key is enforced, in both metadata modes (see the module docstring).
@@ -69,7 +51,7 @@ WHOLE_WHERE = (
 
 
 def split_of(key: QuotaKey) -> Split:
-    return SPLITS[key.name]
+    return key.split
 
 
 def check_cluster_key(key: QuotaKey) -> None:

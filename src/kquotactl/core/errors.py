@@ -96,13 +96,15 @@ class InputValueError(InvalidValue, InputProblem):
 class MissingInput(UsageError):
     """A computation lacks an input the caller can give: ``kind`` says which (``"replay-limit"``: a replay needs a
     limit or a connection to resolve one; ``"ip"``/``"client"``: the key needs that kind of connection;
-    ``"unlimited"``: the connection has no limit for the key), ``key`` the quota key. The CLI names the flags."""
+    ``"unlimited"``: the connection has no limit for the key; ``"broker-count"``: a cluster-wide view offline needs
+    the broker count), ``key`` the quota key. The CLI names the flags."""
 
     MESSAGES: ClassVar[dict[str, str]] = {
         "replay-limit": "a replay needs the quota: a limit, or a connection to resolve it",
         "ip": "{key} is an ip quota: it needs an ip",
         "client": "{key} is a user/client-id quota: it needs a user and/or a client-id",
         "unlimited": "{key} is unlimited for this connection: nothing would be throttled",
+        "broker-count": "a cluster-wide view without a cluster needs the broker count",
     }
 
     def __init__(self, kind: str, key: str = "") -> None:

@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity, canonical_ip
-from kquotactl.core.errors import InputError, InputValueError, UsageError
+from kquotactl.core.errors import InputError, InputValueError, QuotaError, UsageError
 from kquotactl.core.inet import read_ip_name
 from kquotactl.core.keys import KEYS, UNIT_FACTORS, Number, human_and_raw, limit_text, not_applied_reason
 from kquotactl.core.precedence import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
@@ -81,7 +81,7 @@ class ThrottleModel:
     def window(self, key: str) -> tuple[int, float]:
         """The window ``key`` is measured over: Kafka builds the controller mutation quota from its own
         ``controller.quota.window.*`` settings, every other quota from ``quota.window.*``."""
-        if key == "controller_mutation_rate":
+        if KEYS[key].token_bucket:
             return self.mutation_window_num, self.mutation_window_size_seconds
         return self.window_num, self.window_size_seconds
 
@@ -161,11 +161,25 @@ def _who_shares(s: Sharing, level: int | None, conn: Connection) -> str:
 
 
 def level_words(res: Resolution) -> str:
+    """Where a limit comes from, for a person: the level's entity with its names as every output shows them."""
     if res.level is None:
         return "unlimited"
     if res.level == STATIC_LEVEL:
         return f"static broker config {STATIC_CONFIGS[res.key]}"
-    return res.entity_path or ""
+    return shown_path(res.entity_path) if res.entity_path else ""
+
+
+@lru_cache(maxsize=4096)
+def shown_path(entity_path: str) -> str:
+    """A stored entity path (``users/a%09b/clients/c%20d``, the ZooKeeper form JSON keeps) as a person reads it:
+    the real names, shown as plan and describe show them (``users/'a\\tb'/clients/'c d'``), so a name with a
+    space, a tab or a percent sign is one readable entity (cached: explain shows the same few paths many times)."""
+    from kquotactl.core.manifest import entity_path_text
+
+    try:
+        return entity_path_text(Entity.from_path(entity_path))
+    except QuotaError:
+        return entity_path
 
 
 def _quota_json(res: Resolution, conn: Connection, throttle: ThrottleModel | None) -> dict[str, Any]:

@@ -1,7 +1,12 @@
-"""Quota keys: their types and the exact values Kafka accepts.
+"""Quota keys: the one registry of every fact about a key, and the exact values Kafka accepts.
 
-One home for everything about a key: its Kafka config type (LONG / DOUBLE / INT), which entities take it,
-its unit, whether a stock broker enforces it, and whether its throttle is capped at one window sample.
+:data:`KEYS` is the only table of key names in ``src/``: each key's Kafka config type (LONG / DOUBLE / INT), which
+entities take it, its unit, whether a stock broker enforces it and a live cluster accepts it, whether its throttle
+is capped at one window sample, how a cluster-wide budget splits over brokers (``core/budget.py``), the traffic
+column the impact model replays (``impact/model.py``), the broker sensor ``top`` reads (``observe/model.py``), and
+its help text. Every other module derives its per-key tables from it (``tests/test_keys_registry.py`` holds that);
+docs/architecture.md ("Adding a quota key") is the recipe.
+
 Values are checked here, before anything is written, as strictly as a KRaft 3.6+ controller would:
 finite, greater than zero, integral for LONG/INT keys, inside the type's range.
 """
@@ -10,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -41,6 +46,33 @@ class KeyScope(StrEnum):
     IP = "ip"
 
 
+class Split(StrEnum):
+    """How a cluster-wide value becomes the per-broker value of one key (``core/budget.py`` says why per key)."""
+
+    DIVIDED = "divided"  # every broker enforces its own share: total / brokers
+    WHOLE = "whole"  # enforced in one place in KRaft (the active controller): the value is the cluster-wide value
+    REFUSED = "per-broker"  # per-broker by nature: no cluster-wide total exists (cluster: refuses it)
+
+
+@dataclass(frozen=True)
+class TrafficColumn:
+    """Where a key's usage comes from in an impact traffic table: ``units = floor(column × scale + 0.5)``; rate =
+    units / divisor / (N·S)."""
+
+    column: str
+    scale: int = 1
+    divisor: int = 1
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """The broker's quota sensor of a key, as the JMX exporter rules name it: the quota type (``Produce``; the ip
+    sensor has none in its tags) and the exporter metric carrying its usage (``kafka_quota_<metric>``)."""
+
+    quota_type: str
+    metric: str
+
+
 @dataclass(frozen=True)
 class QuotaKey:
     name: str
@@ -52,10 +84,23 @@ class QuotaKey:
     throttle_capped: bool = False  # throttle capped at one window sample (request and connection quotas)
     byte_rate: bool = False  # accepts unit suffixes such as 10MiB
     shipped_instead: str = ""  # for a key no Apache Kafka release knows: the shipped key to set instead
+    draft: str = ""  # for such a key: the KIP draft it comes from
+    # required of every key (keyword-only, no default), so that a new key cannot leave one out:
+    split: Split = field(kw_only=True)  # a cluster-wide budget per broker (core/budget.py)
+    traffic: TrafficColumn | None = field(kw_only=True)  # the impact model's usage column; None: not in request samples
+    sensor: Sensor | None = field(kw_only=True)  # the broker's quota sensor (observe: top); None: no broker has one
+    unrecorded_when_throttled: bool = False  # the broker takes a throttled recording back out (impact replay)
+    token_bucket: bool = False  # metered by a token bucket (KIP-599), not the sampled Rate
+    static_default: str = ""  # a <= 2.8 broker's static default config for it (the 9th precedence level)
 
     @property
     def integral(self) -> bool:
         return self.type is not ValueType.DOUBLE
+
+    @property
+    def live(self) -> bool:
+        """Can it be set on a live cluster? (offline only: manifests, ``explain -f``, ``impact``)"""
+        return not self.shipped_instead
 
 
 KEYS: dict[str, QuotaKey] = {
@@ -68,6 +113,10 @@ KEYS: dict[str, QuotaKey] = {
             "bytes/s",
             "Upper bound (bytes/second) for producer traffic.",
             byte_rate=True,
+            split=Split.DIVIDED,
+            traffic=TrafficColumn("produce_bytes"),
+            sensor=Sensor("Produce", "byte_rate"),
+            static_default="quota.producer.default",
         ),
         QuotaKey(
             "consumer_byte_rate",
@@ -76,6 +125,11 @@ KEYS: dict[str, QuotaKey] = {
             "bytes/s",
             "Upper bound (bytes/second) for consumer traffic: Fetch, and ShareFetch for share consumers (4.1+).",
             byte_rate=True,
+            split=Split.DIVIDED,
+            traffic=TrafficColumn("fetch_bytes"),
+            unrecorded_when_throttled=True,  # a throttled Fetch is answered empty (KafkaApis: unrecordQuotaSensor)
+            sensor=Sensor("Fetch", "byte_rate"),
+            static_default="quota.consumer.default",
         ),
         QuotaKey(
             "request_rate",
@@ -87,6 +141,10 @@ KEYS: dict[str, QuotaKey] = {
             enforced=False,
             throttle_capped=True,
             shipped_instead="request_percentage",
+            draft="KIP-124",
+            split=Split.DIVIDED,
+            traffic=TrafficColumn("requests"),
+            sensor=None,  # no broker meters it
         ),
         QuotaKey(
             "request_percentage",
@@ -95,6 +153,10 @@ KEYS: dict[str, QuotaKey] = {
             "%",
             "Percentage of one request-handler/network thread's time per quota window.",
             throttle_capped=True,
+            split=Split.REFUSED,
+            # request_time_ms / 10 is percent-seconds; kept as integer microseconds (scale 1000)
+            traffic=TrafficColumn("request_time_ms", scale=1000, divisor=10_000),
+            sensor=Sensor("Request", "request_time"),
         ),
         QuotaKey(
             "controller_mutation_rate",
@@ -102,6 +164,10 @@ KEYS: dict[str, QuotaKey] = {
             KeyScope.CLIENT,
             "mutations/s",
             "Rate of partition mutations (create/delete topics and partitions) per second (KIP-599).",
+            split=Split.WHOLE,
+            traffic=None,  # partition mutations are not in request samples
+            sensor=Sensor("ControllerMutation", "mutation_rate"),
+            token_bucket=True,
         ),
         QuotaKey(
             "connection_creation_rate",
@@ -110,6 +176,10 @@ KEYS: dict[str, QuotaKey] = {
             "connections/s",
             "Upper bound of connections accepted per second for the IP (KIP-612).",
             throttle_capped=True,
+            split=Split.DIVIDED,
+            traffic=TrafficColumn("connections"),
+            unrecorded_when_throttled=True,  # ConnectionQuotas unrecords a throttled connection
+            sensor=Sensor("Connection", "connection_accept_rate"),
         ),
     )
 }
@@ -119,6 +189,12 @@ KEY_ORDER = {k: i for i, k in enumerate(KEYS)}
 
 CLIENT_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is KeyScope.CLIENT)
 IP_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.kind is KeyScope.IP)
+#: the byte-rate keys (produce and fetch bytes: the impact report's headline share)
+BYTE_RATE_KEYS: tuple[str, ...] = tuple(k for k, v in KEYS.items() if v.byte_rate)
+#: the key whose quota-ids throttle topics' produce bytes (the impact topic model, ``verify --drive``)
+PRODUCE_KEY = "producer_byte_rate"
+#: the key an ip entity's connections are held to (an ip connection's default resolution)
+IP_CONNECTION_KEY = IP_KEYS[0]
 SCRAM_KEYS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
 
 # Unit suffixes for byte rates. IEC (KiB) are powers of 1024, SI (kB/KB) powers of 1000; "B" is bytes.
@@ -159,7 +235,7 @@ def lookup_key(name: str, kind: KeyScope | None = None) -> QuotaKey:
     if kind is not None and key.kind is not kind:
         if key.kind is KeyScope.IP:
             raise InvalidValue(f"{name} is only valid for ips, not for users or clients")
-        raise InvalidValue(f"{name} is not valid for ips (ips take only connection_creation_rate)")
+        raise InvalidValue(f"{name} is not valid for ips (ips take only {', '.join(IP_KEYS)})")
     return key
 
 
@@ -173,7 +249,7 @@ def check_live_key(key: QuotaKey) -> None:
     """
     if key.shipped_instead:
         raise InvalidValue(
-            f"{key.name} is not a quota key of any Apache Kafka release (the KIP-124 draft's {key.unit}; "
+            f"{key.name} is not a quota key of any Apache Kafka release (the {key.draft} draft's {key.unit}; "
             f"brokers and kafka-configs reject it): set {key.shipped_instead}, the shipped request quota, instead"
         )
 

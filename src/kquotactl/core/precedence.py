@@ -37,7 +37,7 @@ from functools import lru_cache
 
 from kquotactl.core.entities import DEFAULT, Entity, Name
 from kquotactl.core.inet import address_key, read_ip_name
-from kquotactl.core.keys import CLIENT_KEYS, IP_KEYS, LONG_MAX, Number
+from kquotactl.core.keys import CLIENT_KEYS, IP_CONNECTION_KEY, IP_KEYS, KEYS, LONG_MAX, Number
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.sanitizer import sanitize
 
@@ -108,10 +108,8 @@ def precedence_rank(entity: Entity) -> int:
     return entity_level(entity) + (len(LEVELS) if entity.ip is not None else 0)
 
 
-STATIC_CONFIGS: dict[str, str] = {
-    "producer_byte_rate": "quota.producer.default",
-    "consumer_byte_rate": "quota.consumer.default",
-}
+#: key -> a <= 2.8 broker's static default config for it (the registry's ``static_default``)
+STATIC_CONFIGS: dict[str, str] = {k: v.static_default for k, v in KEYS.items() if v.static_default}
 
 
 class ChainStatus(StrEnum):
@@ -425,7 +423,7 @@ class QuotaIndex:
 
     # -- ips -------------------------------------------------------------------------------------
 
-    def resolve_ip(self, ip: str, key: str = "connection_creation_rate") -> Resolution:
+    def resolve_ip(self, ip: str, key: str = IP_CONNECTION_KEY) -> Resolution:
         """``ips/<ip>``, then ``ips/<default>``, then unlimited (KIP-612). Addresses match as brokers match them,
         by address: ``2001:DB8:0::1`` is ``2001:db8::1``, and a broker-written ``%3A%3A1`` node is ``::1``."""
         k = _ip_key(ip)
@@ -453,9 +451,7 @@ class QuotaIndex:
     def resolve_all_ip(self, ip: str) -> list[Resolution]:
         return [self.resolve_ip(ip, k) for k in IP_KEYS]
 
-    def chain_ip(
-        self, ip: str, key: str = "connection_creation_rate", resolution: Resolution | None = None
-    ) -> list[ChainStep]:
+    def chain_ip(self, ip: str, key: str = IP_CONNECTION_KEY, resolution: Resolution | None = None) -> list[ChainStep]:
         res = resolution or self.resolve_ip(ip, key)
         steps = []
         for number, name in ((1, _ip_key(ip)), (2, DEFAULT)):

@@ -42,7 +42,7 @@ def steady_state_throttle_ms(
     :func:`kquotactl.core.rate.mutation_window_throttle_ms`)."""
     if limit is None:
         return 0
-    if key == "controller_mutation_rate":
+    if KEYS[key].token_bucket:
         from kquotactl.core.rate import mutation_window_throttle_ms
 
         return mutation_window_throttle_ms(

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kquotactl.core.keys import PRODUCE_KEY
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.model import (
     CLIENT_MODEL_KEYS,
@@ -214,7 +215,7 @@ def topic_usage(
 ) -> tuple[dict[tuple[int, str], int], dict[str, int]]:
     """Produce bytes per (sample, topic), and per topic the bytes that client quotas would have throttled
     (those in a throttled sample of the row's ``producer_byte_rate`` quota-id)."""
-    key = "producer_byte_rate"
+    key = PRODUCE_KEY
     throttled: dict[Sid, set[int]] = {
         sid: {t for s, e, _ in iv for t in range(s, e)} for sid, iv in timeline.items() if sid[0] == key
     }
@@ -242,7 +243,7 @@ def topic_cells(
     columns: Mapping[str, Sequence[Any]], explicit: Mapping[str, float]
 ) -> tuple[list[Cell], dict[str, int]]:
     """Produce bytes per :data:`~kquotactl.impact.topic.Cell`, and each topic's first produce time (µs)."""
-    units = columns["u_" + USAGE["producer_byte_rate"].column]
+    units = columns["u_" + USAGE[PRODUCE_KEY].column]
     rows = [
         (t, topic, u)
         for t, topic, u in zip(columns["t_us"], columns["topic"], units, strict=True)

@@ -31,37 +31,21 @@ from typing import Any
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.explain import level_pattern
-from kquotactl.core.keys import KEYS, Number
+from kquotactl.core.keys import BYTE_RATE_KEYS, KEYS, KeyScope, Number, TrafficColumn
 from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing, entity_level
 from kquotactl.core.rate import replay, sampled_stat_for
 from kquotactl.core.sanitizer import sanitize
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 from kquotactl.core.throttlemath import quota_throttle_ms
 
-
-@dataclass(frozen=True)
-class Usage:
-    """Where a key's usage comes from: ``units = floor(column × scale + 0.5)``; rate = units / divisor / (N·S)."""
-
-    column: str
-    scale: int = 1
-    divisor: int = 1
-
-
-# request_percentage: request_time_ms / 10 is percent-seconds; kept as integer microseconds (scale 1000).
-USAGE: dict[str, Usage] = {
-    "producer_byte_rate": Usage("produce_bytes"),
-    "consumer_byte_rate": Usage("fetch_bytes"),
-    "request_rate": Usage("requests"),
-    "request_percentage": Usage("request_time_ms", scale=1000, divisor=10_000),
-    "connection_creation_rate": Usage("connections"),
-}
-CLIENT_MODEL_KEYS: tuple[str, ...] = ("producer_byte_rate", "consumer_byte_rate", "request_rate", "request_percentage")
-IP_MODEL_KEYS: tuple[str, ...] = ("connection_creation_rate",)
+#: Where each key's usage comes from (the registry's :attr:`~kquotactl.core.keys.QuotaKey.traffic`).
+USAGE: dict[str, TrafficColumn] = {k: v.traffic for k, v in KEYS.items() if v.traffic is not None}
+CLIENT_MODEL_KEYS: tuple[str, ...] = tuple(k for k in USAGE if KEYS[k].kind is KeyScope.CLIENT)
+IP_MODEL_KEYS: tuple[str, ...] = tuple(k for k in USAGE if KEYS[k].kind is KeyScope.IP)
 MODEL_KEYS = CLIENT_MODEL_KEYS + IP_MODEL_KEYS
 USAGE_COLUMNS: tuple[str, ...] = tuple(USAGE[k].column for k in MODEL_KEYS)
 ID_COLUMNS: tuple[str, ...] = ("user", "client_id", "ip")
-NOT_MODELLED = ("controller_mutation_rate",)  # partition mutations are not in request samples
+NOT_MODELLED = tuple(k for k, v in KEYS.items() if v.traffic is None)  # partition mutations: not in request samples
 #: partition mutations, in tables rebuilt from the brokers' sensors: carried, not replayed (NOT_MODELLED; the
 #: controller's quota is a token bucket, not the windowed rate this model replays)
 MUTATIONS_COLUMN = "mutations"
@@ -70,7 +54,7 @@ MUTATIONS_COLUMN = "mutations"
 BROKER_COLUMN = "broker"
 #: keys whose throttled recording the broker takes back out: a throttled Fetch is answered empty
 #: (``KafkaApis``: ``unrecordQuotaSensor``), a throttled connection unrecorded (``ConnectionQuotas``)
-UNRECORDED_WHEN_THROTTLED = frozenset({"consumer_byte_rate", "connection_creation_rate"})
+UNRECORDED_WHEN_THROTTLED = frozenset(k for k, v in KEYS.items() if v.unrecorded_when_throttled)
 
 
 @dataclass(frozen=True)
@@ -326,9 +310,8 @@ def report(result: EngineResult, index: QuotaIndex, window: Window) -> dict[str,
 def _overall_share(totals: Mapping[str, KeyTotals]) -> float:
     """Share of the bytes (produce + fetch) in throttled recordings (windowed input: throttled samples): the
     headline number."""
-    byte_keys = ("producer_byte_rate", "consumer_byte_rate")
-    units = sum(totals[k].units for k in byte_keys if k in totals)
-    throttled = sum(totals[k].units_throttled for k in byte_keys if k in totals)
+    units = sum(totals[k].units for k in BYTE_RATE_KEYS if k in totals)
+    throttled = sum(totals[k].units_throttled for k in BYTE_RATE_KEYS if k in totals)
     return throttled / units if units else 0.0
 
 
@@ -357,8 +340,7 @@ def merge_broker_reports(reports: Mapping[str, dict[str, Any]]) -> dict[str, Any
             "usage_throttled": throttled,
             "share_throttled": throttled / usage if usage else 0.0,
         }
-    byte_keys = ("producer_byte_rate", "consumer_byte_rate")
-    byte_usage = sum(traffic[k]["usage"] for k in byte_keys)
+    byte_usage = sum(traffic[k]["usage"] for k in BYTE_RATE_KEYS)
     first = summaries[0] if summaries else {"window": {}, "not_modelled": list(NOT_MODELLED), "open_loop": True}
     summary = {
         "rows": sum(s["rows"] for s in summaries),
@@ -367,7 +349,7 @@ def merge_broker_reports(reports: Mapping[str, dict[str, Any]]) -> dict[str, Any
         "quota_ids": len(rows),
         "throttled_quota_ids": sum(1 for r in rows if r["seconds_throttled"] > 0),
         "share_of_traffic_throttled": (
-            sum(traffic[k]["usage_throttled"] for k in byte_keys) / byte_usage if byte_usage else 0.0
+            sum(traffic[k]["usage_throttled"] for k in BYTE_RATE_KEYS) / byte_usage if byte_usage else 0.0
         ),
         "traffic": traffic,
         "not_modelled": first["not_modelled"],

@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from kquotactl.core.keys import KEYS, human, iec_rate, limit_text, significant
+from kquotactl.core.keys import KEYS, PRODUCE_KEY, human, iec_rate, limit_text, significant
 from kquotactl.core.layout import table_or_blocks
 from kquotactl.core.layout import wrap as wrap_lines
 from kquotactl.core.sanitizer import desanitize
 from kquotactl.core.wording import shown_name
+from kquotactl.impact.model import USAGE
 
 if TYPE_CHECKING:
     from kquotactl.impact.model import Sid
@@ -110,7 +111,7 @@ def render_table(report: Mapping[str, Any], out: IO[str], top: int, width: int |
 def _lower_bounds(summary: Mapping[str, Any]) -> dict[str, str]:
     """``{key: "≥ "}`` for the keys whose usage the input only bounds from below (connections from a request log)."""
     log = summary.get("request_log") or {}
-    return {"connection_creation_rate": "≥ "} if log.get("connections") == "lower bound" else {}
+    return {k: "≥ " for k, usage in USAGE.items() if log.get(usage.column) == "lower bound"}
 
 
 def flat_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -204,7 +205,7 @@ def usage_text(key: str, usage: float) -> str:
     """A quota type's total usage over the replay: bytes, requests, request-thread time, connections."""
     if KEYS[key].byte_rate:
         return human(KEYS[key], usage).removesuffix("/s")
-    if key == "request_percentage":  # the usage of request_percentage is request_time_ms
+    if USAGE[key].column.endswith("_ms"):  # thread time in ms: request_percentage's usage (request_time_ms)
         return f"{significant(usage / 1000)} s of thread time"
     return f"{usage:,.0f} {KEYS[key].unit.removesuffix('/s')}"
 
@@ -467,7 +468,7 @@ def render_compare(cmp: Mapping[str, Any], out: IO[str], top: int, width: int | 
 def render_topics(t: Mapping[str, Any], out: IO[str], top: int, width: int | None = None) -> None:
     """Bytes the topic-threshold model would drop per topic, next to what client quotas would throttle."""
     rate = {"one-minute-rate": "Meter one-minute rates", "quota-window": "quota-window rates"}.get(t["topic_rate"], "")
-    total = limit_cell("producer_byte_rate", round(t["total_threshold"]))
+    total = limit_cell(PRODUCE_KEY, round(t["total_threshold"]))
     summary = (
         f"Topic thresholds (total {total}, {rate}): {t['bytes_dropped']:,} of {t['bytes_in']:,} "
         f"produce bytes dropped ({t['share_dropped']:.1%}); client quotas would throttle "
@@ -478,7 +479,7 @@ def render_topics(t: Mapping[str, Any], out: IO[str], top: int, width: int | Non
     rows = [
         [
             r["topic"],
-            limit_cell("producer_byte_rate", round(r["threshold"])),
+            limit_cell(PRODUCE_KEY, round(r["threshold"])),
             "yes" if r["explicit"] else "share",
             f"{r['bytes_in']:,}",
             f"{r['bytes_dropped']:,}",

@@ -30,7 +30,7 @@ from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
-from kquotactl.core.keys import KEYS
+from kquotactl.core.keys import KEYS, PRODUCE_KEY
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.model import (
     CLIENT_MODEL_KEYS,
@@ -74,11 +74,11 @@ from kquotactl.impact.validation import check_input
 BROKER_EXACT_EMPTY_NAMES = (
     QuotaIndex(
         {
-            Entity(user=DEFAULT, client_id=DEFAULT): {"producer_byte_rate": 1},
-            Entity(client_id=DEFAULT): {"producer_byte_rate": 2},
+            Entity(user=DEFAULT, client_id=DEFAULT): {PRODUCE_KEY: 1},
+            Entity(client_id=DEFAULT): {PRODUCE_KEY: 2},
         }
     )
-    .resolve("producer_byte_rate", "", "c")
+    .resolve(PRODUCE_KEY, "", "c")
     .level
     == 8  # the broker: an empty user's (user, client) level gives tags ("", c), looked up at levels 7-8 only
 )
@@ -1034,7 +1034,7 @@ def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int],
 def _produce(traffic: Any) -> Any:
     from pyspark.sql import functions as F
 
-    u = F.col("u_" + USAGE["producer_byte_rate"].column)
+    u = F.col("u_" + USAGE[PRODUCE_KEY].column)
     return traffic.where((u > 0) & F.col("t_us").isNotNull()).select("sample", "topic", "t_us", u.alias("u"))
 
 
@@ -1104,7 +1104,7 @@ def topic_client_throttled(traffic: Any, rows: Sequence[QuotaRow], window: Windo
 
     if last is None:
         return {}
-    key = MODEL_KEYS.index("producer_byte_rate")
+    key = MODEL_KEYS.index(PRODUCE_KEY)
     usage = resolved_usage(traffic, rows, carry=("topic",)).where((F.col("k") == key) & (F.col("level") > 0))
     swept = throttle_rows(usage, window, last).where((F.col("ms") > 0) & (F.col("len") > 0))
     throttled = swept.select(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kquotactl.core.errors import UsageError
-from kquotactl.core.keys import KEYS, human
+from kquotactl.core.keys import KEYS, PRODUCE_KEY, human
 from kquotactl.impact.model import Window
 
 #: ``--topic-rate`` values: the design's Meter one-minute rate (default), or the quota window's rate
@@ -31,7 +31,7 @@ TOPIC_RATES = (ONE_MINUTE_RATE, QUOTA_WINDOW)
 
 
 def _rate(v: float) -> str:
-    return human(KEYS["producer_byte_rate"], v)
+    return human(KEYS[PRODUCE_KEY], v)
 
 
 @dataclass(frozen=True)

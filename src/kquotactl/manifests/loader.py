@@ -708,7 +708,7 @@ def json_schema() -> dict[str, Any]:
     import json
     from importlib.resources import files
 
-    schema: dict[str, Any] = json.loads(
-        files("kquotactl").joinpath("schema/manifest.schema.json").read_text(encoding="utf-8")
-    )
+    from kquotactl.manifests.schema import SCHEMA_FILE
+
+    schema: dict[str, Any] = json.loads(files("kquotactl").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
     return schema

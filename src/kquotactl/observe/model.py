@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kquotactl.core.explain import level_pattern, level_words
-from kquotactl.core.keys import Number
+from kquotactl.core.keys import KEYS, KeyScope, Number
 from kquotactl.core.precedence import QuotaIndex, Resolution, Sharing
 from kquotactl.core.sanitizer import desanitize
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
@@ -32,14 +32,18 @@ from kquotactl.impact.model import BROKER_COLUMN, MUTATIONS_COLUMN
 from kquotactl.impact.model import USAGE as TRAFFIC_USAGE
 
 #: exporter metric (``kafka_quota_<name>``) that carries each quota type's usage, and the quota key it is held to
+#: (the registry's :attr:`~kquotactl.core.keys.QuotaKey.sensor`)
 USAGE: dict[str, tuple[str, str]] = {
-    "Produce": ("byte_rate", "producer_byte_rate"),
-    "Fetch": ("byte_rate", "consumer_byte_rate"),
-    "Request": ("request_time", "request_percentage"),
-    "ControllerMutation": ("mutation_rate", "controller_mutation_rate"),
+    v.sensor.quota_type: (v.sensor.metric, k)
+    for k, v in KEYS.items()
+    if v.sensor is not None and v.kind is KeyScope.CLIENT
 }
-IP_TYPE = "Connection"  # the per-ip connection creation rate
-IP_USAGE = ("connection_accept_rate", "connection_creation_rate")
+#: the per-ip connection creation rate's quota type (not in the sensor's tags) and (metric, key)
+IP_TYPE, IP_USAGE = next(
+    (v.sensor.quota_type, (v.sensor.metric, k))
+    for k, v in KEYS.items()
+    if v.sensor is not None and v.kind is KeyScope.IP
+)
 THROTTLE = "throttle_time"
 #: a listener's throttle of ip connections: the only place a throttled ip connection shows, as the broker takes it
 #: back out of the ip's rate (ConnectionQuotas.recordIpConnectionMaybeThrottle: ``unrecord`` on the ip's sensor)
@@ -430,7 +434,7 @@ def _traffic_sensors() -> dict[tuple[str, str], tuple[str, float]]:
         usage = TRAFFIC_USAGE.get(key)
         if usage is not None:
             out[(metric, qtype)] = (usage.column, usage.divisor / usage.scale)
-        else:  # controller_mutation_rate: carried in the table, not replayed (impact.model.NOT_MODELLED)
+        else:  # a key not in request samples: carried in the table, not replayed (impact.model.NOT_MODELLED)
             out[(metric, qtype)] = (MUTATIONS_COLUMN, 1.0)
     ip_metric, ip_key = IP_USAGE
     ip_usage = TRAFFIC_USAGE[ip_key]

@@ -17,9 +17,10 @@ from kquotactl.core.explain import (
     limit_words,
     resolutions,
     sharing_words,
+    shown_path,
     step_words,
 )
-from kquotactl.core.keys import KEYS, limit_text
+from kquotactl.core.keys import KEYS, PRODUCE_KEY, Number, QuotaKey, limit_text
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.rate import ReplayStep
 from kquotactl.core.throttlemath import json_double
@@ -95,7 +96,7 @@ def _line(console: Any, text: str, indent: int = 0) -> None:
         console.print(line, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
-def throttle_words(ms: int, throttle: ThrottleModel, key: str = "producer_byte_rate") -> str:
+def throttle_words(ms: int, throttle: ThrottleModel, key: str = PRODUCE_KEY) -> str:
     """``5.5 s delay per 11 s window``: the steady-state throttle and the window ``key`` is measured over."""
     num, size = throttle.window(key)
     window = num * size
@@ -119,12 +120,12 @@ def shadow_sentences(index: QuotaIndex, conn: Connection) -> list[str]:
     for r in resolutions(index, conn):
         if r.limit is None:
             continue
-        winner = r.entity_path or level_words(r)
+        winner = level_words(r)
         for step in chain_for(index, conn, r):
             if step.status.value != "shadowed" or step.value is None:
                 continue
             out.append(
-                f"{step.entity_path}'s {r.key} {compact(r.key, step.value)} is shadowed by {winner} "
+                f"{shown_path(step.entity_path or '')}'s {r.key} {compact(r.key, step.value)} is shadowed by {winner} "
                 f"({_aside(compact(r.key, r.limit))}); raise or remove it"
             )
     return out
@@ -184,7 +185,7 @@ def explain_table(
         steps = chains[kind_keys[0].key]
         chain_rows = []
         for i, step in enumerate(steps):
-            label = step.entity_path or (
+            label = (shown_path(step.entity_path) if step.entity_path else None) or (
                 level_pattern(step.level) + " (n/a: empty name)" if step.level < 9 else level_pattern(step.level)
             )
             cells = [step_words(chains[r.key][i], r.key) for r in kind_keys]
@@ -313,7 +314,7 @@ def json_lines(objs: Iterable[dict[str, Any] | str], out: IO[str], batch: int = 
 def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[str], color: bool) -> None:
     from rich.table import Table
 
-    bucket = key == "controller_mutation_rate"
+    bucket = KEYS[key].token_bucket
     console = _console(out, color)
     how = "a token bucket (KIP-599)" if bucket else "Kafka's sampled Rate"
     quota = limit_text(KEYS[key], limit)
@@ -337,7 +338,7 @@ def replay_table(steps: Sequence[ReplayStep], key: str, limit: float, out: IO[st
 def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
     """One recording: ``rate`` and ``window_ms`` for the sampled Rate, ``tokens`` (and, strict mode, ``rejected``)
     for the token bucket. A rate a zero-length window or a zero limit makes infinite or NaN is a string."""
-    if key == "controller_mutation_rate":
+    if key and KEYS[key].token_bucket:
         return {
             "time_ms": step.time_ms,
             "value": step.value,
@@ -352,3 +353,14 @@ def replay_json(step: ReplayStep, key: str = "") -> dict[str, Any]:
         "window_ms": step.window_ms,
         "throttle_ms": step.throttle_ms,
     }
+
+
+def cluster_wide_lines(limits: Sequence[tuple[QuotaKey, Number]], brokers: int, out: IO[str]) -> None:
+    """Under explain's table: each per-broker limit times the broker count (nothing when no key is limited)."""
+    from kquotactl.core.budget import cluster_view_words
+
+    if not limits:
+        return
+    out.write(f"Cluster-wide ({counted(brokers, 'broker')}; traffic assumed spread evenly):\n")
+    out.writelines(f"  {cluster_view_words(qk, limit, brokers)}\n" for qk, limit in limits)
+    out.flush()

@@ -5,7 +5,9 @@
 - :mod:`~kquotactl.services.plans`: plan a manifest, read a saved plan, apply a plan (chunked, exact partial report);
 - :mod:`~kquotactl.services.staged`: the staged apply, its between-stage check, log and resume;
 - :mod:`~kquotactl.services.verify`: every broker reports the values; a driven producer's first throttle;
-- :mod:`~kquotactl.services.simulate`: explain's bulk lines and replays;
+- :mod:`~kquotactl.services.explain`: explain one connection or many, and replays; the embedded example quota set;
+- :mod:`~kquotactl.services.top`: the brokers' quota sensors joined with a quota set's limits;
+- :mod:`~kquotactl.services.connection_rate`: broker-level connection-creation limits, read and changed;
 - :mod:`~kquotactl.services.principals`: the brokers' principal rules, given or read from a broker.
 
 Services take typed arguments (a :class:`~kquotactl.backends.base.QuotaBackend`, a manifest, entities, changes) and

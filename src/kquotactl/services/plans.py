@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback, QuotaBackend, signals_held
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, opened, signals_held
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import EXIT_INTERRUPTED, PartialFailure, QuotaError, UsageError
 from kquotactl.core.model import EntityResult, Outcome, QuotaRecord, check_live_changes
@@ -61,8 +61,7 @@ def plan(
 
     if not offline and (problems := live_problems(manifest)):
         raise ManifestError(problems)
-    if not isinstance(backend, QuotaBackend):
-        backend = backend()
+    backend = opened(backend)
     live = backend.describe()
     warnings = backend_warnings(backend)
     budget_notes: list[str] = []
@@ -148,9 +147,8 @@ def result_record(result: EntityResult, diff: EntityDiff | None) -> dict[str, An
 
 #: the ``--log`` header of a plain apply (``"plan"``: the whole plan, so ``apply --resume LOG`` needs nothing else)
 LOG_PLAN = "plan"
-#: how long a read-back waits for a backend whose reads lag its writes (KRaft brokers apply metadata asynchronously)
-READ_BACK_SETTLE = 2.0
-READ_BACK_POLL = RetryPolicy(delay=0.1)  # within READ_BACK_SETTLE
+#: how often a read-back reads again within the backend's read-after-write settle time
+READ_BACK_POLL = RetryPolicy(delay=0.1)
 
 
 def apply_log_header(the_plan: Plan, target: Mapping[str, str] | None = None) -> str:
@@ -158,6 +156,16 @@ def apply_log_header(the_plan: Plan, target: Mapping[str, str] | None = None) ->
     so that ``apply --resume LOG`` can continue it from the log alone."""
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     return json.dumps({"time": stamp, LOG_PLAN: the_plan.to_json(target)}, ensure_ascii=False) + "\n"
+
+
+def check_applicable(the_plan: Plan, max_deletions: int | None = None) -> None:
+    """What :func:`apply` refuses before anything is written, a saved plan too: removing quotas from more than
+    ``max_deletions`` entities (default :data:`kquotactl.core.plan.DEFAULT_MAX_DELETIONS`), setting a key no live
+    cluster accepts (before the first chunk: every backend's alter refuses it too, one chunk at a time)."""
+    from kquotactl.core.plan import DEFAULT_MAX_DELETIONS, check_deletions
+
+    check_deletions(the_plan, DEFAULT_MAX_DELETIONS if max_deletions is None else max_deletions)
+    check_live_changes(d.change() for d in the_plan.diffs)
 
 
 def apply(
@@ -174,8 +182,7 @@ def apply(
 ) -> Applied:
     """Hand the plan to the backend in order, ``chunk`` entities at a time.
 
-    Refused before anything is written when it removes quotas from more than ``max_deletions`` entities (default
-    :data:`kquotactl.core.plan.DEFAULT_MAX_DELETIONS`) or sets a key no live cluster accepts. ``log``: one JSON
+    Refused before anything is written as :func:`check_applicable` says. ``log``: one JSON
     line per entity result, written and flushed as each write completes (a committed transaction, an answered
     request), also when the apply stops midway; ``log_extra``: fields added to each line, as a staged apply's
     stage number. ``keep_records``: the same records are kept in :attr:`Applied.records`. ``progress``: called with
@@ -185,13 +192,9 @@ def apply(
     was applied is raised); the entities whose write was in flight are read back first, so that only those the
     cluster does not answer for stay unknown.
     """
-    from kquotactl.core.plan import DEFAULT_MAX_DELETIONS, check_deletions
     from kquotactl.core.wording import counted
 
-    if max_deletions is None:
-        max_deletions = DEFAULT_MAX_DELETIONS
-    check_deletions(the_plan, max_deletions)
-    check_live_changes(d.change() for d in the_plan.diffs)  # a saved plan too: refused before any chunk is written
+    check_applicable(the_plan, max_deletions)
     by_entity = {d.entity: d for d in the_plan.diffs}
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     out = Applied()
@@ -318,7 +321,7 @@ def _read_back(
 
     if not in_flight:
         return [], ""
-    settle = READ_BACK_SETTLE if getattr(backend, "wait_visible", False) else 0.0
+    settle = backend.read_after_write_settle
     wanted = {d.entity for d in in_flight}
     covering = EntityFilter.covering(wanted)  # one describe request (one scan) that reads them all
     pending = list(in_flight)

@@ -33,9 +33,11 @@ def broker_principals(
 
     configs: dict[str, str | None] = {}
     where: str | None = None
-    read = getattr(backend, "broker_settings", None)
-    if read is not None and (read_super_users or not args.all_given):
-        configs, where = read(PRINCIPAL_CONFIGS)
+    read = None
+    if backend is not None and (read_super_users or not args.all_given):
+        read = backend.broker_settings(PRINCIPAL_CONFIGS)
+    if read is not None:
+        configs, where = read
     return BrokerPrincipals.of(
         configs,
         where,

@@ -3,11 +3,11 @@ impact, top and verify share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from kquotactl.backends.base import QuotaBackend
+from kquotactl.backends.base import QuotaBackend, opened
 from kquotactl.core.errors import QuotaError, UsageError
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
 
@@ -54,18 +54,37 @@ class Altered:
         return None
 
 
-def alter(backend: QuotaBackend, change: EntityChange, *, dry_run: bool = False, cluster_wide: bool = False) -> Altered:
+def check_alter(change: EntityChange, *, cluster_wide: bool = False) -> None:
+    """What :func:`alter` refuses before it opens the backend: a key no Kafka release knows (every backend's alter
+    refuses it too, :func:`kquotactl.backends.base.check_writes`) and, as a cluster-wide budget, a key that has no
+    cluster-wide meaning."""
+    check_live_changes([change])
+    if cluster_wide:
+        from kquotactl.core.budget import check_cluster_key
+        from kquotactl.core.keys import KEYS
+
+        for k in change.set:
+            check_cluster_key(KEYS[k])
+
+
+def alter(
+    backend: QuotaBackend | Callable[[], QuotaBackend],
+    change: EntityChange,
+    *,
+    dry_run: bool = False,
+    cluster_wide: bool = False,
+) -> Altered:
     """Set and remove keys of one entity, atomically (``dry_run``: validated, nothing written); a refused change is
     in :attr:`Altered.rejection`. ``cluster_wide``: the values set are cluster-wide budgets, written as their
-    per-broker shares for the backend's live broker count (:func:`kquotactl.core.budget.per_broker`)."""
-    from kquotactl.core.budget import check_cluster_key, per_broker
+    per-broker shares for the backend's live broker count (:func:`kquotactl.core.budget.per_broker`). ``backend``
+    may be the function that opens it: then a change :func:`check_alter` refuses never connects."""
+    from kquotactl.core.budget import per_broker
     from kquotactl.core.keys import KEYS
 
-    check_live_changes([change])
+    check_alter(change, cluster_wide=cluster_wide)
+    backend = opened(backend)
     shares: list[Share] = []
     if cluster_wide:
-        for k in change.set:
-            check_cluster_key(KEYS[k])  # refused before the cluster is asked anything
         brokers = len(backend.broker_ids())
         shares = [per_broker(KEYS[k], v, brokers) for k, v in change.set.items()]
         change = replace(change, set={s.key.name: s.per_broker for s in shares})
@@ -121,5 +140,5 @@ def load_quota_set(
 
         records = spread_evenly(records, spread)
         static_defaults = {k: v * spread for k, v in (static_defaults or {}).items()}
-    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.name == "admin")
+    index = QuotaIndex(records, static_defaults=static_defaults, per_key_levels=source.per_key_levels)
     return QuotaSet(index, backend_warnings(source))

@@ -67,9 +67,7 @@ def applied_mismatches(
     """One line per entity not applied as ``expected``: through the admin API, a broker that does not report it
     within ``timeout`` (:func:`verify_applied`); else the live config as describe reads it
     (:func:`live_mismatches`)."""
-    from kquotactl.backends.kafka.quotas import AdminBackend
-
-    if not isinstance(backend, AdminBackend) or backend.controller:
+    if not backend.asks_each_broker:
         return live_mismatches(backend, expected)
     from kquotactl.core.verify import lag_message
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import QuotaError, UsageError
-from kquotactl.core.keys import Number
+from kquotactl.core.keys import PRODUCE_KEY, Number
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.retry import RetryPolicy
@@ -69,15 +69,14 @@ def wait_applied(
     not observable there: ``--drive`` shows it."""
     import time
 
-    from kquotactl.backends.kafka.quotas import AdminBackend
     from kquotactl.core.filters import EntityFilter
     from kquotactl.core.verify import BrokerView, lagging
 
     clock = clock or time.monotonic
     flt = EntityFilter.exact(entity)
-    if isinstance(backend, AdminBackend):
-        if backend.controller:
-            raise UsageError("verify asks each broker: use --bootstrap-server (controllers do not describe quotas)")
+    if not backend.can_describe:
+        raise UsageError("verify asks each broker: use --bootstrap-server (controllers do not describe quotas)")
+    if backend.asks_each_broker:
         brokers = backend.broker_ids()
         source = "DescribeClientQuotas sent to each broker"
 
@@ -85,7 +84,7 @@ def wait_applied(
             return [BrokerView(f"broker {b}", _config_of(backend.describe(flt, broker=b))) for b in brokers]
 
     else:
-        source = "the ZooKeeper znode brokers read" if backend.name == "zookeeper" else f"the {backend.name} backend"
+        source = backend.described_from
 
         def views() -> list[BrokerView]:
             return [BrokerView(backend.name, _config_of(backend.describe(flt)))]
@@ -170,7 +169,7 @@ def drive_verdict(
     from kquotactl.core.verify import NotVerified, compare_drive
 
     index = load_quota_set(backend).index
-    res = index.resolve("producer_byte_rate", target.user, target.client_id)
+    res = index.resolve(PRODUCE_KEY, target.user, target.client_id)
     window_num, window_size = _quota_window(backend)
     quiet = wait_quiet(target, index, sensors, window_num * window_size, quiet_timeout)
     if quiet.busy:
@@ -231,7 +230,7 @@ def wait_quiet(
     if sensors is None:
         sleep(window_s)
         return QuietWait("no sensors given: waited one quota window, past any traffic sent before", window_s)
-    user, client = index.resolve("producer_byte_rate", target.user, target.client_id).quota_id or ("", "")
+    user, client = index.resolve(PRODUCE_KEY, target.user, target.client_id).quota_id or ("", "")
     qid = QuotaIdKey(user=target.user if user else "", client_id=client)
     for attempt in RetryPolicy(delay=poll, deadline=timeout).tries(clock, sleep):
         figures = {
@@ -250,14 +249,16 @@ def wait_quiet(
 
 
 def _quota_window(backend: QuotaBackend) -> tuple[int, int]:
-    """The brokers' ``quota.window.num`` / ``quota.window.size.seconds`` (through the admin API: the first broker's
-    configuration; else Kafka's defaults)."""
-    from kquotactl.backends.kafka.quotas import AdminBackend
+    """The brokers' ``quota.window.num`` / ``quota.window.size.seconds`` (where each broker can be asked: the first
+    broker's configuration; else Kafka's defaults: they are static configs, never in ZooKeeper)."""
     from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 
-    if not isinstance(backend, AdminBackend):
+    read = (
+        backend.broker_settings(["quota.window.num", "quota.window.size.seconds"]) if backend.asks_each_broker else None
+    )
+    if read is None:
         return DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
-    configs, _ = backend.broker_settings(["quota.window.num", "quota.window.size.seconds"])
+    configs, _ = read
 
     def number(name: str, default: int) -> int:
         value = configs.get(name)

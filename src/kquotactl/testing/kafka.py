@@ -177,7 +177,10 @@ class _KafkaBase:
                 with AdminBackend.connect(self.bootstrap, connect_timeout=5, timeout=5) as b:
                     if self.supports_quota_api:
                         b.describe()
-                    return
+                    if b.broker_ids():  # a ZooKeeper-mode broker lists itself once the controller told it
+                        return
+                    last = QuotaError("the broker does not list itself in its metadata yet")
+                time.sleep(0.5)
             except QuotaError as e:
                 last = e
                 if self._proc is not None and self._proc.poll() is not None:

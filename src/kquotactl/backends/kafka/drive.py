@@ -19,6 +19,7 @@ from typing import Any
 
 from kquotactl.config.clientprops import ClientSettings, librdkafka_config
 from kquotactl.core.errors import BackendUnavailable
+from kquotactl.core.keys import PRODUCE_KEY
 from kquotactl.core.verify import Drive
 
 REQUESTS_PER_SECOND = 50
@@ -98,7 +99,7 @@ def drive_producer(
     recorded = [(t, b + overhead) for t, b in sent]
     avg, top = _throttle_window(stats)
     band = round((origin - called) * 1000)  # the broker recorded the warm-up within this many ms before time 0
-    return Drive("producer_byte_rate", rate, seconds, recorded, list(throttles), avg, top, band)
+    return Drive(PRODUCE_KEY, rate, seconds, recorded, list(throttles), avg, top, band)
 
 
 def _brokers(stats: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, check_writes
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
 from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, MatchType
@@ -30,8 +30,6 @@ from kquotactl.core.model import (
     QuotaRecord,
     WireEntry,
     apply_change,
-    check_live_changes,
-    check_one_change_per_entity,
     stale_plan_result,
 )
 from kquotactl.core.partial import interrupted, partial_failure
@@ -55,6 +53,8 @@ EXACT_READS_UP_TO = 8
 # After an alter, wait up to this long for the broker to describe what was applied (KRaft metadata lag).
 VISIBLE_WAIT = 10.0
 VISIBLE_POLL = RetryPolicy(delay=0.02, deadline=VISIBLE_WAIT)
+#: how long a read-back of writes in flight keeps reading (the broker applies committed metadata asynchronously)
+READ_BACK_SETTLE = 2.0
 
 WireEntity = list[tuple[str, str | None]]
 _ORDER = (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP)
@@ -186,7 +186,7 @@ def chunks(
 # -- the backend -------------------------------------------------------------------------------------
 
 
-class AdminBackend:
+class AdminBackend(QuotaBackend):
     """Quotas through the broker admin API (``--bootstrap-server`` / ``--bootstrap-controller``)."""
 
     name = "admin"
@@ -237,6 +237,24 @@ class AdminBackend:
         if self._wire is not None:
             self._wire.close()
             self._wire = None
+
+    # -- capabilities (see QuotaBackend) -----------------------------------------------------------
+
+    @property
+    def can_describe(self) -> bool:
+        return not self.controller  # controllers do not answer DescribeClientQuotas
+
+    @property
+    def asks_each_broker(self) -> bool:
+        return not self.controller
+
+    @property
+    def per_key_levels(self) -> bool:
+        return True  # a broker answering the admin API (KRaft) tells each key's quota manager its own level
+
+    @property
+    def read_after_write_settle(self) -> float:
+        return READ_BACK_SETTLE if self.wait_visible else 0.0
 
     @property
     def wire(self) -> QuotaWire:
@@ -316,8 +334,7 @@ class AdminBackend:
         progress: ProgressCallback | None = None,
     ) -> list[EntityResult]:
         """Read, plan (pure), then send batched entries; see the module docstring."""
-        check_live_changes(changes)
-        check_one_change_per_entity(changes)
+        check_writes(changes)
         check_wire_exact(changes)
         if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
             ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, check_writes
 from kquotactl.backends.zookeeper.codec import Node, entity_znode, typed_config, unstorable_reason
 from kquotactl.backends.zookeeper.session import ConnectionTrouble, ZkSession, ZkSettings
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
@@ -31,8 +31,6 @@ from kquotactl.core.model import (
     EntityResult,
     Outcome,
     QuotaRecord,
-    check_live_changes,
-    check_one_change_per_entity,
 )
 from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
@@ -45,10 +43,12 @@ log = logging.getLogger("kquotactl.zookeeper")
 _SECURE_ACL_NEEDS_AUTH = "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
 
 
-class ZooKeeperBackend:
+class ZooKeeperBackend(QuotaBackend):
     """Quotas in a ZooKeeper-mode Kafka cluster's ZooKeeper (``--zookeeper host:port[/chroot]``)."""
 
     name = "zookeeper"
+    described_from = "the ZooKeeper znode brokers read"  # written with its change notification, in one transaction
+    kafka_configs_mode = "zookeeper"
 
     def __init__(self, settings: ZkSettings) -> None:
         self.settings = settings
@@ -157,7 +157,7 @@ class ZooKeeperBackend:
         """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``)."""
         self._check_brokers(writing=True)
 
-    def describe(self, flt: EntityFilter | None = None) -> list[QuotaRecord]:
+    def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:
         flt = (flt or EntityFilter.all()).validate()
         self._session.outages = 0
         self._check_brokers(writing=False)
@@ -255,8 +255,7 @@ class ZooKeeperBackend:
 
         from kquotactl.backends.zookeeper.transactions import CAS_RETRY, assume_absent, batches
 
-        check_live_changes(changes)
-        check_one_change_per_entity(changes)
+        check_writes(changes)
         if changes:
             self._check_brokers(writing=not validate_only)
         self._session.outages = 0

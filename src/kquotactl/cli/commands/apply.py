@@ -199,11 +199,9 @@ def apply(
         if not dry_run:
             _check_writable(state, ctx)
         backend, the_plan, manifest = make_plan(state, ctx, files, prune, (), rule_kw=rule_kw)
-    from kquotactl.core.model import check_live_changes
-    from kquotactl.core.plan import check_deletions
+    from kquotactl.services.plans import check_applicable
 
-    check_deletions(the_plan, max_deletions)  # refused before the plan is shown and confirmed (apply checks again)
-    check_live_changes(d.change() for d in the_plan.diffs)
+    check_applicable(the_plan, max_deletions)  # refused before the plan is shown and confirmed
     target = target_of(state, backend)
     if not the_plan.pending:
         if fmt in ("json", "yaml"):
@@ -446,9 +444,7 @@ def _resume(
 
 def _check_writable(state: AppState, ctx: click.Context) -> None:
     """Whatever the backend would refuse to write, refused before the plan is shown and confirmed."""
-    check = getattr(state.backend(ctx), "check_writable", None)
-    if check is not None:
-        check()
+    state.backend(ctx).check_writable()
 
 
 def _resume_plain(

@@ -1,27 +1,22 @@
-"""``kquotactl connection-rate``: broker-level connection-creation rate limits (KIP-612), through
-DescribeConfigs / IncrementalAlterConfigs on BROKER resources, with the same Kafka client, settings and errors
-as the quota commands (:mod:`kquotactl.backends.kafka.client`).
+"""``kquotactl connection-rate``: broker-level connection-creation rate limits (KIP-612); the work is
+:mod:`kquotactl.services.connection_rate` (DescribeConfigs / IncrementalAlterConfigs on BROKER resources, with the
+same Kafka client, settings and errors as the quota commands).
 
-Only click is imported at module level; the Kafka client loads inside the command.
+Only click is imported at module level; the service and the Kafka client load inside the command.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 from kquotactl.cli.kit import AppState, OnceCommand
 
-if TYPE_CHECKING:  # the Kafka client loads inside the command
-    from kquotactl.backends.kafka.client import QuotaWire
-    from kquotactl.backends.kafka.quotas import AdminBackend
-    from kquotactl.config.cluster import ConnectionOptions
+if TYPE_CHECKING:  # the Kafka client loads inside the services
     from kquotactl.core.broker_connection_rate import RateSetting
-
-T = TypeVar("T")
+    from kquotactl.services.connection_rate import RateChanged
 
 
 @click.command(cls=OnceCommand, name="connection-rate")
@@ -54,12 +49,6 @@ def connection_rate(
       kquotactl --bootstrap-server b:9092 connection-rate --broker 1 --listener EXTERNAL --set 20
       kquotactl --bootstrap-server b:9092 connection-rate --broker 1 --listener EXTERNAL --delete
     """
-    from kquotactl.core.broker_connection_rate import (
-        config_name,
-        parse_rate,
-        settings_from_configs,
-        sort_settings,
-    )
     from kquotactl.core.errors import UsageError
 
     state: AppState = ctx.obj  # the group's AppState
@@ -76,93 +65,30 @@ def connection_rate(
         raise UsageError("give --set N or --delete, not both")
     if (set_value is not None or delete) and broker is None and not broker_defaults:
         raise UsageError("say which broker to change: --broker ID or --broker-defaults")
-    name = config_name(listener)
-    value = parse_rate(set_value) if set_value is not None else None
-    brokers = _Brokers(conn)
-    ctx.call_on_close(brokers.close)
-    if value is not None or delete:
-        rid = "" if broker_defaults else str(broker)
-        brokers.alter(rid, name, value, dry_run)
-        if not dry_run:
-            brokers.await_visible(rid, name, value, state)
-        what = f"{'cluster default' if broker_defaults else f'broker {broker}'}: {name}"
-        verb = "would set" if dry_run and value is not None else "would remove" if dry_run else None
-        if verb is None:
-            verb = "set" if value is not None else "removed"
-        click.echo(f"{verb} {what}" + (f" = {value} {_per_s(value)}" if value is not None else ""))
+    if set_value is not None or delete:
+        from kquotactl.services.connection_rate import change_connection_rate
+
+        changed = change_connection_rate(conn, broker=broker, listener=listener, value=set_value, dry_run=dry_run)
+        _said(changed, state)
         return
-    resources = [""] if broker_defaults else [str(broker)] if broker else ["", *brokers.broker_ids()]
-    found: list[RateSetting] = []
-    for rid in resources:
-        found += settings_from_configs(rid or None, brokers.describe(rid))
-    if listener is not None:
-        found = [r for r in found if r.listener == listener.lower()]
-    _render(sort_settings(found), state.output_format())
+    from kquotactl.services.connection_rate import connection_rates
+
+    found = connection_rates(conn, broker=broker, cluster_default=broker_defaults, listener=listener)
+    _render(found, state.output_format())
 
 
-class _Brokers:
-    """BROKER config resources (one broker's, or the cluster-wide default) and the broker ids, through the
-    admin backend's connection: one client, one settings mapping, one error model for every admin command."""
+def _said(changed: RateChanged, state: AppState) -> None:
+    """What was set or removed (or would be, dry run); a change the brokers do not show yet is warned of."""
+    from kquotactl.services.connection_rate import where
 
-    def __init__(self, conn: ConnectionOptions) -> None:
-        self.conn = conn
-        self._backend: AdminBackend | None = None
-
-    @property
-    def wire(self) -> QuotaWire:
-        if self._backend is None:
-            from kquotactl.backends.kafka.quotas import open_admin_backend
-
-            self._backend = open_admin_backend(self.conn)
-        return self._backend.wire
-
-    def close(self) -> None:
-        if self._backend is not None:
-            self._backend.close()
-            self._backend = None
-
-    def broker_ids(self) -> list[str]:
-        return [str(b) for b in self.wire.broker_ids()]
-
-    def describe(self, rid: str) -> dict[str, tuple[str | None, str]]:
-        return _prefixed(f"describe configs of {_where(rid)}", self.wire.broker_configs, rid)
-
-    def alter(self, rid: str, name: str, value: int | None, dry_run: bool) -> None:
-        v = None if value is None else str(value)
-        _prefixed(f"alter {name} on {_where(rid)}", self.wire.alter_broker_config, rid, name, v, dry_run)
-
-    def await_visible(self, rid: str, name: str, value: int | None, state: AppState) -> None:
-        """Brokers apply committed config changes asynchronously: wait (bounded) until DescribeConfigs shows
-        the change, so that a command that follows sees it."""
-        import time
-
-        wanted = "DYNAMIC_DEFAULT_BROKER_CONFIG" if rid == "" else "DYNAMIC_BROKER_CONFIG"
-        deadline = time.monotonic() + min(self.conn.timeout, 10.0)
-        while True:
-            current = self.describe(rid).get(name, (None, ""))
-            dynamic = current[1] == wanted
-            if (value is not None and dynamic and current[0] == str(value)) or (value is None and not dynamic):
-                return
-            if time.monotonic() >= deadline:
-                state.warn(f"{_where(rid)} does not show the change to {name} yet; describe may lag")
-                return
-            time.sleep(0.05)
-
-
-def _where(rid: str) -> str:
-    return "the cluster default" if rid == "" else f"broker {rid}"
-
-
-def _prefixed(what: str, call: Callable[..., T], *args: object) -> T:
-    """Kafka's answer to a config request; its error (not a connection problem) prefixed with what was asked."""
-    from kquotactl.core.errors import BackendUnavailable, QuotaError
-
-    try:
-        return call(*args)
-    except BackendUnavailable:
-        raise
-    except QuotaError as e:
-        raise type(e)(f"{what}: {e}") from None
+    if not changed.visible:
+        state.warn(f"{where(changed.broker)} does not show the change to {changed.name} yet; describe may lag")
+    what = f"{'cluster default' if changed.broker is None else f'broker {changed.broker}'}: {changed.name}"
+    value = changed.value
+    verb = "would set" if changed.dry_run and value is not None else "would remove" if changed.dry_run else None
+    if verb is None:
+        verb = "set" if value is not None else "removed"
+    click.echo(f"{verb} {what}" + (f" = {value} {_per_s(value)}" if value is not None else ""))
 
 
 def _render(settings: list[RateSetting], fmt: str) -> None:

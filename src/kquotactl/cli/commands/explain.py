@@ -4,11 +4,14 @@ and what throttle a given rate would get. Works live (either backend) or offline
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from kquotactl.cli.kit import (
+    AppState,
     OnceCommand,
     controller_window_options,
     manifest_quotas_option,
@@ -17,12 +20,13 @@ from kquotactl.cli.kit import (
     quota_window_options,
 )
 from kquotactl.cli.options import principal_options
+from kquotactl.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from kquotactl.core.explain import Connection
+    from kquotactl.core.explain import Connection, ThrottleModel
     from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.services.explain import Explained, ExplainedMany, Replayed
+    from kquotactl.services.principals import PrincipalRuleArgs
 
 
 @click.command(cls=OnceCommand)
@@ -117,31 +121,7 @@ if TYPE_CHECKING:
     help="The broker count for the cluster-wide view and for manifests' cluster: budgets (offline, -f).",
 )
 @click.pass_context
-def explain(
-    ctx: click.Context,
-    user: str | None,
-    client_id: str | None,
-    ip: str | None,
-    files: tuple[str, ...],
-    example: bool,
-    connections: IO[str] | None,
-    observed: tuple[str, ...],
-    window_num: int,
-    window_size_seconds: int,
-    controller_window_num: int,
-    controller_window_size_seconds: int,
-    kafka_version: str | None,
-    static_default: tuple[str, ...],
-    with_chain: bool,
-    replay: IO[str] | None,
-    key: str | None,
-    limit_text: str | None,
-    unrecord_throttled: bool,
-    mutation_mode: str,
-    cluster_wide: bool,
-    brokers: int | None,
-    **principal_kw: Any,
-) -> None:
+def explain(ctx: click.Context, **kw: Any) -> None:
     """Explain which quota applies to a connection, per quota type, and the throttle it would get.
 
     Each key resolves independently through the broker's 8 precedence levels (users/<u>/clients/<c>,
@@ -161,150 +141,175 @@ def explain(
       kquotactl --bootstrap-server b:9092 explain --user team-a --cluster-wide
       kquotactl --bootstrap-server b:9092 explain --principal 'CN=svc-a,OU=payments,O=acme' --client-id app1
     """
-    from kquotactl.cli.kit import AppState
-    from kquotactl.cli.principalargs import (
-        echo_mapping,
-        given_principals,
-        map_for_user,
-        pop_principal,
-        pop_rule_args,
-    )
-    from kquotactl.core.errors import UsageError
-    from kquotactl.core.explain import Connection, ThrottleModel, explain_json, parse_observed
-    from kquotactl.core.keys import KEYS
-    from kquotactl.inputs import read_connections, read_events
-
     state = ctx.ensure_object(AppState)
     fmt = state.output_format()
     if fmt == "kafka":
         raise UsageError("-o kafka has no explain form: use -o table, json or yaml")
-    principal, principal_type = pop_principal(principal_kw)
-    rule_args = pop_rule_args(principal_kw)
-    if principal is not None:
-        if user is not None:
-            raise UsageError("--principal names the user: drop --user")
-        offline = bool(files) or example
-        mapping = map_for_user(principal, principal_type, rule_args, None if offline else lambda: state.backend(ctx))
-        user = mapping.user
-        echo_mapping(mapping, fmt)
-    version = parse_kafka_version(kafka_version) if kafka_version else None
-    statics = _parse_statics(static_default, version)
-    has_conn = user is not None or client_id is not None or ip is not None
-    if connections is not None and has_conn:
-        raise UsageError("give either --connections FILE or one connection (--user/--client-id/--ip), not both")
-    if replay is None and connections is None and not has_conn:
-        raise UsageError("nothing to explain: give --user/--client-id, --ip, --connections FILE or --replay EVENTS")
-    if replay is not None and connections is not None:
-        raise UsageError("--replay explains one connection's key: it cannot be combined with --connections")
-    if replay is None and (key or limit_text or unrecord_throttled):
-        raise UsageError("--key, --limit and --unrecord-throttled go with --replay")
-    throttle = ThrottleModel(
-        parse_observed(list(observed)),
-        window_num,
-        window_size_seconds,
-        kafka_version=version,
-        mutation_mode=mutation_mode,
-        mutation_window_num=controller_window_num,
-        mutation_window_size_seconds=controller_window_size_seconds,
-    )
-    conn = Connection.of(user, client_id, ip) if has_conn else None
-    if "-" in files and connections is not None and getattr(connections, "name", "") == "<stdin>":
-        raise UsageError("-f - and --connections - cannot both read stdin: put one of them in a file")
-    if conn is not None and replay is None:
-        from kquotactl.core.keys import KeyScope
+    args = _Parsed.of(ctx, state, fmt, kw)
+    opts, load = args.options, args.loader(ctx, state)
+    if opts.replay is not None:
+        from kquotactl.inputs import read_events
+        from kquotactl.services.explain import replay
 
-        for k in throttle.observed:
-            if (KEYS[k].kind is KeyScope.IP) != (conn.user is None) and not (conn.ip and conn.user):
-                needs = "--ip" if conn.user else "--user/--client-id"
-                state.warn(f"--observed {k}: this connection has no {k} (it needs {needs})")
+        events = read_events(opts.replay, getattr(opts.replay, "name", "events"))
+        _render_replay(state, fmt, replay(events, conn=args.conn, quota_set=load, **args.replay_settings()))
+    elif args.conn is not None:
+        from kquotactl.services.explain import explain as explain_one
 
-    if example and files:
-        raise UsageError("--example uses the embedded example quotas: drop -f, or drop --example")
-
-    def load() -> Any:
-        if example:
-            click.echo(
-                "kquotactl: --example: these answers use kquotactl's built-in example quotas, not a cluster's",
-                err=True,
-            )
-            return _example_index(statics)
-        return quota_index(ctx, state, files, statics, brokers, given_principals(rule_args))
-
-    if replay is not None:
-        events = read_events(replay, getattr(replay, "name", "events"))
-        _replay(
-            state,
-            fmt,
-            conn,
-            load,
-            events,
-            key,
-            limit_text,
-            unrecord_throttled,
-            window_num,
-            window_size_seconds,
-            version,
-            mutation_mode,
-            (controller_window_num, controller_window_size_seconds),
-        )
-        return
-
-    index = load()
-    out = sys.stdout
-    if (cluster_wide or brokers is not None) and conn is None:
-        raise UsageError("--cluster-wide explains one connection (--user/--client-id/--ip), not --connections")
-    if conn is not None:
-        views: list[tuple[Any, Any]] = []
-        count = 0
-        if cluster_wide or brokers is not None:
-            from kquotactl.core.explain import resolutions
-
-            if brokers is None and (files or example):
-                raise UsageError("--cluster-wide offline (-f, --example) needs the broker count: add --brokers N")
-            count = brokers if brokers is not None else len(state.backend(ctx).broker_ids())
-            views = [(KEYS[r.key], r.limit) for r in resolutions(index, conn) if r.limit is not None]
-        if fmt == "table":
-            from kquotactl.render.explain import explain_table
-
-            explain_table(index, conn, out, state.color, throttle)
-            if views:
-                from kquotactl.core.budget import cluster_view_words
-                from kquotactl.core.wording import counted
-
-                click.echo(f"Cluster-wide ({counted(count, 'broker')}; traffic assumed spread evenly):", file=out)
-                for qk, limit in views:
-                    click.echo(f"  {cluster_view_words(qk, limit, count)}", file=out)
-        else:
-            from kquotactl.render.records import dump_json, dump_yaml
-
-            data = explain_json(index, conn, throttle, chain=with_chain or fmt == "yaml")
-            if views:
-                from kquotactl.core.budget import cluster_view
-
-                data["cluster_wide"] = [cluster_view(qk, limit, count) for qk, limit in views]
-            (dump_json if fmt == "json" else dump_yaml)(data, out)
-        return
-
-    assert connections is not None
-    conns = read_connections(connections, getattr(connections, "name", "connections"))
-    if fmt == "table":
-        from kquotactl.render.explain import connections_table
-
-        connections_table(index, conns, out, state.color, throttle)
-    elif fmt == "json":
-        from kquotactl.render.explain import json_lines
-        from kquotactl.services.simulate import explain_lines
-
-        json_lines(explain_lines(index, conns, throttle, with_chain), out)
+        backend = None if opts.offline else lambda: state.backend(ctx)
+        wide = opts.cluster_wide or opts.brokers is not None
+        done = explain_one(load, args.conn, args.throttle, cluster_wide=wide, brokers=opts.brokers, backend=backend)
+        _render_one(state, fmt, done, opts.with_chain)
     else:
-        from kquotactl.render.records import dump_yaml
+        from kquotactl.inputs import read_connections
+        from kquotactl.services.explain import explain_many
 
-        for c in conns:
-            dump_yaml([explain_json(index, c, throttle, with_chain)], out)
+        assert opts.connections is not None
+        conns = read_connections(opts.connections, getattr(opts.connections, "name", "connections"))
+        many = explain_many(load, conns, args.throttle)
+        if opts.cluster_wide or opts.brokers is not None:  # said after loading the quotas, as it always was
+            raise UsageError("--cluster-wide explains one connection (--user/--client-id/--ip), not --connections")
+        _render_many(state, fmt, many, opts.with_chain)
+
+
+@dataclass
+class _Options:
+    """explain's options as click parses them (the principal options are taken out first)."""
+
+    user: str | None
+    client_id: str | None
+    ip: str | None
+    files: tuple[str, ...]
+    example: bool
+    connections: IO[str] | None
+    observed: tuple[str, ...]
+    window_num: int
+    window_size_seconds: int
+    controller_window_num: int
+    controller_window_size_seconds: int
+    kafka_version: str | None
+    static_default: tuple[str, ...]
+    with_chain: bool
+    replay: IO[str] | None
+    key: str | None
+    limit_text: str | None
+    unrecord_throttled: bool
+    mutation_mode: str
+    cluster_wide: bool
+    brokers: int | None
+
+    @property
+    def offline(self) -> bool:
+        return bool(self.files) or self.example
+
+    @property
+    def has_connection(self) -> bool:
+        return self.user is not None or self.client_id is not None or self.ip is not None
+
+    def check_combination(self) -> None:
+        """The options that go together, before anything is read."""
+        if self.connections is not None and self.has_connection:
+            raise UsageError("give either --connections FILE or one connection (--user/--client-id/--ip), not both")
+        if self.replay is None and self.connections is None and not self.has_connection:
+            raise UsageError("nothing to explain: give --user/--client-id, --ip, --connections FILE or --replay EVENTS")
+        if self.replay is not None and self.connections is not None:
+            raise UsageError("--replay explains one connection's key: it cannot be combined with --connections")
+        if self.replay is None and (self.key or self.limit_text or self.unrecord_throttled):
+            raise UsageError("--key, --limit and --unrecord-throttled go with --replay")
+
+
+@dataclass
+class _Parsed:
+    """explain's command line as the services take it: the connection, the throttle model, the static defaults."""
+
+    options: _Options
+    conn: Connection | None
+    throttle: ThrottleModel
+    version: tuple[int, ...] | None
+    statics: dict[str, int]
+    rule_args: PrincipalRuleArgs
+
+    @classmethod
+    def of(cls, ctx: click.Context, state: AppState, fmt: str, kw: dict[str, Any]) -> _Parsed:
+        from kquotactl.cli.principalargs import echo_mapping, map_for_user, pop_principal, pop_rule_args
+        from kquotactl.core.explain import Connection, ThrottleModel, parse_observed
+
+        principal, principal_type = pop_principal(kw)
+        rule_args = pop_rule_args(kw)
+        opts = _Options(**kw)
+        if principal is not None:
+            if opts.user is not None:
+                raise UsageError("--principal names the user: drop --user")
+            backend = None if opts.offline else lambda: state.backend(ctx)
+            mapping = map_for_user(principal, principal_type, rule_args, backend)
+            opts.user = mapping.user
+            echo_mapping(mapping, fmt)
+        version = parse_kafka_version(opts.kafka_version) if opts.kafka_version else None
+        statics = _parse_statics(opts.static_default, version)
+        opts.check_combination()
+        throttle = ThrottleModel(
+            parse_observed(list(opts.observed)),
+            opts.window_num,
+            opts.window_size_seconds,
+            kafka_version=version,
+            mutation_mode=opts.mutation_mode,
+            mutation_window_num=opts.controller_window_num,
+            mutation_window_size_seconds=opts.controller_window_size_seconds,
+        )
+        conn = Connection.of(opts.user, opts.client_id, opts.ip) if opts.has_connection else None
+        if "-" in opts.files and opts.connections is not None and getattr(opts.connections, "name", "") == "<stdin>":
+            raise UsageError("-f - and --connections - cannot both read stdin: put one of them in a file")
+        if conn is not None and opts.replay is None:
+            _warn_unmatched_observed(state, conn, throttle)
+        if opts.example and opts.files:
+            raise UsageError("--example uses the embedded example quotas: drop -f, or drop --example")
+        return cls(opts, conn, throttle, version, statics, rule_args)
+
+    def loader(self, ctx: click.Context, state: AppState) -> Callable[[], QuotaIndex]:
+        """What loads the quotas when a service first needs them, saying what it noticed on the way."""
+
+        def load() -> QuotaIndex:
+            if self.options.example:
+                from kquotactl.services.explain import example_quota_set
+
+                click.echo(
+                    "kquotactl: --example: these answers use kquotactl's built-in example quotas, not a cluster's",
+                    err=True,
+                )
+                return example_quota_set(self.statics).index
+            from kquotactl.cli.principalargs import given_principals
+
+            opts = self.options
+            return quota_index(ctx, state, opts.files, self.statics, opts.brokers, given_principals(self.rule_args))
+
+        return load
+
+    def replay_settings(self) -> dict[str, Any]:
+        """The replay service's settings from the options."""
+        opts = self.options
+        return {
+            "key": opts.key,
+            "limit": opts.limit_text,
+            "unrecord_throttled": opts.unrecord_throttled,
+            "window_num": opts.window_num,
+            "window_size_seconds": opts.window_size_seconds,
+            "kafka_version": self.version,
+            "mutation_mode": opts.mutation_mode,
+            "mutation_window": (opts.controller_window_num, opts.controller_window_size_seconds),
+        }
+
+
+def _warn_unmatched_observed(state: AppState, conn: Connection, throttle: ThrottleModel) -> None:
+    """An observed rate for a key this connection has no quota of (an ip key without --ip, or the reverse)."""
+    from kquotactl.core.keys import KEYS, KeyScope
+
+    for k in throttle.observed:
+        if (KEYS[k].kind is KeyScope.IP) != (conn.user is None) and not (conn.ip and conn.user):
+            needs = "--ip" if conn.user else "--user/--client-id"
+            state.warn(f"--observed {k}: this connection has no {k} (it needs {needs})")
 
 
 def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> dict[str, int]:
-    from kquotactl.core.errors import UsageError
     from kquotactl.core.keys import KEYS, parse_value
     from kquotactl.core.precedence import STATIC_CONFIGS
 
@@ -333,62 +338,37 @@ def _parse_statics(items: tuple[str, ...], version: tuple[int, ...] | None) -> d
     return out
 
 
-EXAMPLE_MANIFEST = """\
-# kquotactl explain --example: a small quota set with the classic surprises (man kquotactl-explain)
-quotas:
-  - entity: {user: alice}
-    config: {producer_byte_rate: 10MiB}
-  - entity: {user: alice, client-id: "<default>"}     # an old per-client cap nobody remembers
-    config: {producer_byte_rate: 2MiB}
-  - entity: {client-id: ingest}
-    config: {producer_byte_rate: 50MiB, consumer_byte_rate: 20MiB}
-  - entity: {user: "<default>"}
-    config: {consumer_byte_rate: 5MiB, request_percentage: 50}
-  - entity: {client-id: "<default>"}
-    config: {consumer_byte_rate: 1MiB, controller_mutation_rate: 10}
-  - entity: {ip: "<default>"}
-    config: {connection_creation_rate: 20}
-"""
+def _render_one(state: AppState, fmt: str, done: Explained, with_chain: bool) -> None:
+    if fmt == "table":
+        from kquotactl.render.explain import cluster_wide_lines, explain_table
+
+        explain_table(done.index, done.connection, sys.stdout, state.color, done.throttle)
+        cluster_wide_lines(done.cluster_limits, done.brokers, sys.stdout)
+    else:
+        from kquotactl.render.records import dump_json, dump_yaml
+
+        (dump_json if fmt == "json" else dump_yaml)(done.to_json(chain=with_chain or fmt == "yaml"), sys.stdout)
 
 
-def _example_index(statics: dict[str, int]) -> Any:
-    from kquotactl.core.precedence import QuotaIndex
-    from kquotactl.manifests.loader import load_text
+def _render_many(state: AppState, fmt: str, many: ExplainedMany, with_chain: bool) -> None:
+    if fmt == "table":
+        from kquotactl.render.explain import connections_table
 
-    return QuotaIndex(load_text(EXAMPLE_MANIFEST, "<example>").records(), static_defaults=statics)
+        connections_table(many.index, many.connections, sys.stdout, state.color, many.throttle)
+    elif fmt == "json":
+        from kquotactl.render.explain import json_lines
+
+        json_lines(many.lines(with_chain), sys.stdout)
+    else:
+        from kquotactl.render.records import dump_yaml
+
+        for document in many.documents(with_chain):
+            dump_yaml([document], sys.stdout)
 
 
-def _replay(
-    state: Any,
-    fmt: str,
-    conn: Connection | None,
-    load: Callable[[], QuotaIndex],
-    events: list[tuple[int, float]],
-    key: str | None,
-    limit_text: str | None,
-    unrecord: bool,
-    window_num: int,
-    window_size_seconds: int,
-    version: tuple[int, ...] | None,
-    mutation_mode: str,
-    mutation_window: tuple[int, int],
-) -> None:
+def _render_replay(state: AppState, fmt: str, done: Replayed) -> None:
     from kquotactl.render.explain import json_lines, replay_json, replay_table
-    from kquotactl.services.simulate import replay
 
-    done = replay(
-        events,
-        conn=conn,
-        quota_set=load,
-        key=key,
-        limit=limit_text,
-        unrecord_throttled=unrecord,
-        window_num=window_num,
-        window_size_seconds=window_size_seconds,
-        kafka_version=version,
-        mutation_mode=mutation_mode,
-        mutation_window=mutation_window,
-    )
     if fmt == "table":
         replay_table(done.steps, done.key, done.limit, sys.stdout, state.color)
     elif fmt == "json":

@@ -337,14 +337,14 @@ def _topic_config(model: str, total: str | None, pairs: tuple[str, ...], rate: s
         if total or pairs:
             raise UsageError("--total-threshold and --topic-threshold need --model topic-threshold")
         return None
-    from kquotactl.core.keys import KEYS, parse_value
+    from kquotactl.core.keys import KEYS, PRODUCE_KEY, parse_value
     from kquotactl.impact.topic import TopicConfig, parse_topic_thresholds
 
     if not total:
         raise UsageError("--model topic-threshold needs --total-threshold BYTES/S (e.g. 100MiB)")
 
     def parse(text: str) -> float:
-        return float(parse_value(KEYS["producer_byte_rate"], text))
+        return float(parse_value(KEYS[PRODUCE_KEY], text))
 
     cfg = TopicConfig(parse(total), parse_topic_thresholds(pairs, parse), rate)
     cfg.check()

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand, manifest_quotas_option, stdout_closed
+from kquotactl.cli.kit import AppState, OnceCommand, manifest_quotas_option, stdout_closed
 
 
 @click.command(cls=OnceCommand)
@@ -73,10 +74,34 @@ def top(
       kquotactl --bootstrap-server b:9092 top --prometheus http://prometheus:9090 --watch 5
       kquotactl top --prometheus http://prometheus:9090 -f quotas/
     """
-    from kquotactl.cli.kit import AppState, quota_index
-    from kquotactl.core.errors import UsageError
+    from kquotactl.cli.kit import quota_index
+    from kquotactl.services.top import top as top_rows
 
     state = ctx.ensure_object(AppState)
+    fmt = _checked_format(state, prometheus, scrape_urls, lookback, fmt, watch)
+    index = quota_index(ctx, state, files) if files else None  # manifests are read once, the cluster every refresh
+
+    def rows() -> list[Any]:
+        live = index or (lambda: quota_index(ctx, state, ()))  # an empty manifest's index is falsy: as it always was
+        return top_rows(live, prometheus=prometheus, scrape=scrape_urls, lookback=lookback, show_all=show_all)
+
+    if fmt == "json":
+        click.echo(json.dumps([r.to_json() for r in rows()], indent=2))
+    else:
+        _show(rows, show_all, watch)
+
+
+def _checked_format(
+    state: AppState,
+    prometheus: str | None,
+    scrape_urls: tuple[str, ...],
+    lookback: float,
+    fmt: str | None,
+    watch: float | None,
+) -> str:
+    """The output format, once the options are known to go together."""
+    from kquotactl.core.errors import UsageError
+
     if bool(prometheus) == bool(scrape_urls):
         raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
     if lookback and not prometheus:
@@ -87,27 +112,19 @@ def top(
     fmt = fmt or ("table" if sys.stdout.isatty() else "json")
     if watch is not None and fmt != "table":
         raise UsageError("--watch refreshes a table: drop -o json, or --watch")
+    return fmt
 
-    index = quota_index(ctx, state, files) if files else None  # manifests are read once, the cluster every refresh
 
-    def rows() -> list[Any]:
-        from kquotactl.observe import prometheus as source
-        from kquotactl.observe.model import top_rows
-
-        samples = source.from_prometheus(prometheus, lookback) if prometheus else source.scrape(scrape_urls)
-        found = top_rows(samples, index or quota_index(ctx, state, ()))
-        return found if show_all else [r for r in found if r.throttled]
-
-    if fmt == "json":
-        click.echo(json.dumps([r.to_json() for r in rows()], indent=2))
-        return
+def _show(rows: Callable[[], list[Any]], show_all: bool, watch: float | None) -> None:
+    """The table once, or every ``watch`` seconds until interrupted: redrawn in place on a terminal, appended in
+    a pipe or a file (rich's Live draws only on a terminal)."""
     from kquotactl.cli.manifestargs import terminal_width
 
     width = terminal_width()
     if watch is None:
         click.echo("\n".join(_lines(rows(), show_all, width)))
         return
-    if not sys.stdout.isatty():  # a pipe or a file: each refresh appended (rich's Live draws only on a terminal)
+    if not sys.stdout.isatty():
         try:
             while True:
                 click.echo("\n".join(_lines(rows(), show_all, width)))

@@ -154,9 +154,10 @@ def _rate(text: str) -> float:
     """``--drive RATE``: a byte rate as ``explain --observed`` takes it (units such as 100KiB), above 0."""
     from kquotactl.core.errors import InputError, InputValueError, UsageError
     from kquotactl.core.explain import parse_observed
+    from kquotactl.core.keys import PRODUCE_KEY
 
     try:
-        rate = parse_observed([f"producer_byte_rate={text}"])["producer_byte_rate"]
+        rate = parse_observed([f"{PRODUCE_KEY}={text}"])[PRODUCE_KEY]
     except (InputError, InputValueError) as e:  # said as --drive, the option the rate came from
         raise UsageError(f"--drive {text!r}: {e.detail}") from None
     if rate <= 0:
@@ -188,7 +189,7 @@ def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
     """What each broker reports, then the drive against the simulation: plain tables that fit the terminal (else a
     block per row, :mod:`kquotactl.core.layout`), never padded in a pipe."""
     from kquotactl.cli.manifestargs import terminal_width
-    from kquotactl.core.keys import KEYS, human, human_and_raw, limit_text
+    from kquotactl.core.keys import KEYS, PRODUCE_KEY, human, human_and_raw, limit_text
     from kquotactl.core.layout import table_or_blocks, wrap
 
     def words(config: Any) -> str:  # each limit as every command shows one
@@ -200,7 +201,7 @@ def _print_table(conv: Converged, verdict: DriveVerdict | None) -> None:
     rows = [[v.broker, words(v.config), "lags" if v.broker in late else "applied"] for v in conv.views]
     lines += table_or_blocks(["BROKER", "REPORTS", "STATE"], rows, width)
     if verdict is not None:
-        key = KEYS["producer_byte_rate"]
+        key = KEYS[PRODUCE_KEY]
         limit = "no limit" if verdict.limit is None else f"a limit of {limit_text(key, verdict.limit)}"
         lines += wrap(f"driven at {human(key, verdict.rate)} under {limit}", width)
         header = ["", "FIRST THROTTLE AT", "FIRST THROTTLE", "AVG", "MAX"]

@@ -23,8 +23,9 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The pure tests: no server of any kind (tests/fixtures_markers.py fails a test that starts one unmarked).
 test-fast: setup
-	$(BIN)/python -m pytest -m "not kafka and not spark and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not server and not slow" $(PYTEST_ARGS)
 
 # ruff, then mypy ([tool.mypy] in pyproject.toml: the package checked, kquotactl.core strictly)
 lint: setup

@@ -100,7 +100,9 @@ def stop_half_way(target: list[str], tmp_path: Path, sig: int, wait_for: int) ->
     [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
     ids=["SIGINT", "SIGTERM"],
 )
-@pytest.mark.parametrize("where", ["zookeeper", "kraft"])
+@pytest.mark.parametrize(
+    "where", [pytest.param("zookeeper", marks=pytest.mark.zookeeper), pytest.param("kraft", marks=pytest.mark.kafka)]
+)
 def test_a_5000_entity_apply_stopped_half_way_logs_exactly_what_changed_and_resumes(
     request, tmp_path, where, sig, code, cause
 ) -> None:
@@ -142,6 +144,7 @@ def test_a_5000_entity_apply_stopped_half_way_logs_exactly_what_changed_and_resu
     assert r.exit_code == 0 and "nothing to resume" in r.stderr, r.stderr
 
 
+@pytest.mark.zookeeper
 def test_a_lost_zookeeper_mid_apply_logs_every_committed_transaction(tmp_path) -> None:
     """The server is killed between transactions: the log holds every committed one; the transaction in flight
     cannot be read back (nothing answers) and stays unknown, said as such; exit 1; resume converges."""
@@ -180,6 +183,7 @@ def test_a_lost_zookeeper_mid_apply_logs_every_committed_transaction(tmp_path) -
         assert run_cli(*target, "plan", "-f", m).exit_code == 0
 
 
+@pytest.mark.zookeeper
 def test_a_log_that_cannot_be_written_stops_the_apply_and_resume_reads_the_cluster(chroot, tmp_path) -> None:
     """The disk fills up (a file size limit) while the second transaction's lines are written: the apply stops
     at once (exit 1) saying the log misses them, the report still counts them applied (they were committed), and
@@ -221,6 +225,7 @@ def test_a_log_that_cannot_be_written_stops_the_apply_and_resume_reads_the_clust
     assert run_cli(*target, "plan", "-f", m).exit_code == 0
 
 
+@pytest.mark.zookeeper
 def test_resume_refuses_when_the_live_values_are_not_what_the_log_expects(chroot, tmp_path) -> None:
     target = ["--zookeeper", chroot.connect]
     m, log = manifest(tmp_path, 30), tmp_path / "apply.log"
@@ -245,6 +250,7 @@ def test_resume_refuses_when_the_live_values_are_not_what_the_log_expects(chroot
     assert r.exit_code == 1 and "asks for other values than the apply logged" in r.stderr, r.stderr
 
 
+@pytest.mark.zookeeper
 def test_resume_refuses_a_log_without_an_apply_and_another_cluster(chroot, tmp_path) -> None:
     target = ["--zookeeper", chroot.connect]
     empty = tmp_path / "empty.log"
@@ -282,6 +288,7 @@ def prompt(chroot, tmp_path) -> tuple[subprocess.Popen, int]:
     return p, master  # (at once: Python's input() drops a Ctrl-C that lands as the prompt appears; ours must not)
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(
     ("how", "code", "said"),
     [
@@ -329,6 +336,7 @@ class AnswerLost:
         return getattr(self.backend, name)
 
 
+@pytest.mark.zookeeper
 def test_writes_whose_answer_never_came_are_read_back_logged_and_counted(chroot, tmp_path) -> None:
     import io
 

@@ -40,6 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     },  # observe: apply --stages
     "cli": {"core", "manifests", "config", "backends", "inputs", "impact", "render", "services", "observe", "<root>"},
     "testing": {"core", "manifests", "config", "backends", "cli", "<root>"},
+    "api": {"core", "manifests", "config", "backends", "observe", "services"},  # the public Python API: re-exports only
     "__main__": {"cli"},
     "<root>": set(),
 }

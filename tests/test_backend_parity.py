@@ -12,7 +12,13 @@ from conftest import run_cli
 pytestmark = pytest.mark.kafka
 
 
-@pytest.fixture(params=["zookeeper", "kraft", "zk-broker"])
+@pytest.fixture(
+    params=[
+        pytest.param("zookeeper", marks=pytest.mark.zookeeper),
+        "kraft",
+        pytest.param("zk-broker", marks=pytest.mark.zookeeper),
+    ]
+)
 def target(request) -> list[str]:
     if request.param == "zookeeper":
         return ["--zookeeper", request.getfixturevalue("chroot").connect]

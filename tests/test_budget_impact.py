@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import run_cli
@@ -38,6 +39,7 @@ def test_even_spread_over_three_brokers_equals_the_limits_times_three(tmp_path: 
     assert got["summary"]["throttled_quota_ids"] < single["summary"]["throttled_quota_ids"]
 
 
+@pytest.mark.spark
 def test_per_broker_replay_of_request_logs_meters_each_brokers_share(tmp_path: Path) -> None:
     from kquotactl.impact import generate
 

@@ -112,6 +112,7 @@ def brokers_registered(chroot: Chroot) -> Iterator[list]:
         zk.close()
 
 
+@pytest.mark.zookeeper
 def test_zookeeper_backend_reads_the_registered_brokers_and_sees_one_leave(chroot, brokers_registered, tmp_path: Path):
     path = write_manifest(tmp_path, BUDGET)
     r = zk_cli(chroot, "apply", "-f", path, "--yes")

@@ -164,6 +164,7 @@ def test_same_settings_and_errors_as_quota_commands_over_sasl(kraft, tmp_path):
         assert "authentication to Kafka broker" in lines[0] and "check sasl.jaas.config" in lines[0], r.stderr
 
 
+@pytest.mark.zookeeper
 @pytest.mark.kafka
 def test_set_show_delete_against_zookeeper_mode(zkmode):
     """A ZooKeeper-mode broker (Kafka 3.9, broker id 0) answers its own BROKER resource and the cluster default."""

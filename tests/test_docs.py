@@ -112,10 +112,12 @@ def _doc_examples() -> list[tuple[str, list[str]]]:
 
     out = []
     for path in [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "cli.md")]:
-        in_code = False
+        in_code = python = False
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.startswith("```"):
-                in_code = not in_code
+                in_code, python = not in_code, line == "```pycon"  # Python sessions (python-api.md): no commands
+                continue
+            if python:
                 continue
             m = re.search(r"(?:^|[\s(])kquotactl((?:\s.*)?)$", line)
             if not in_code or not m or "<Tab>" in line:

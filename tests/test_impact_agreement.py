@@ -157,6 +157,7 @@ def _replayed(runner: Runner, index: QuotaIndex, key: str, client: str, seconds:
     return len(hit) / len(seconds), (sum(hit) / len(hit) if hit else 0.0)
 
 
+@pytest.mark.prometheus
 def test_replays_agree_with_the_brokers_throttling(observed_request_log, spark, tmp_path: Path) -> None:
     from kquotactl.observe.prometheus import traffic_table
 

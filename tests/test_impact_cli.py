@@ -123,6 +123,7 @@ def test_compare_two_quota_sets(cli, data, tmp_path):
     assert change["after"]["limit"] * 4 == change["before"]["limit"]
 
 
+@pytest.mark.zookeeper
 def test_live_zookeeper_quota_set(cli, chroot, tmp_path):
     rows = [{"ts": 100.0 + i / 10, "user": "alice", "client_id": "app", "produce_bytes": 5000} for i in range(50)]
     import pyarrow as pa

@@ -167,6 +167,7 @@ def test_command_line_errors(tmp_path) -> None:
     _one_line_error([str(tmp_path), "--since", "1h", "-f", m], "--since is a Prometheus range")
 
 
+@pytest.mark.prometheus
 def test_a_range_without_sensor_readings_is_an_error(tmp_path) -> None:
     """A real Prometheus that scrapes nothing: the range holds no quota sensor."""
     from kquotactl.testing.observe import PrometheusServer
@@ -176,6 +177,7 @@ def test_a_range_without_sensor_readings_is_an_error(tmp_path) -> None:
         _one_line_error(["--from-prometheus", prometheus.url, "--since", "1h", "-f", m], "no quota sensor readings")
 
 
+@pytest.mark.prometheus
 def test_a_fresh_read_waits_for_a_scrape_and_says_when_prometheus_scrapes_no_broker() -> None:
     """verify and the staged check read the sensors as they are *now*: after a scrape that began after the call.
     A real Prometheus scraping no exporter never gives one: one line names the server and the cause, in time."""

@@ -182,6 +182,7 @@ def test_request_log_of_a_kraft_broker(spark, tmp_path: Path, version: str) -> N
     _replay_broker_log(spark, tmp_path, broker, broker.scram_user, sasl)
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize("version", [v for v in REQUEST_LOG_LINES if RELEASES[v].zookeeper])
 def test_request_log_of_a_zookeeper_mode_broker(spark, zk_server, tmp_path: Path, version: str) -> None:
     chroot = f"{zk_server.connect}/rl-{uuid.uuid4().hex[:8]}"

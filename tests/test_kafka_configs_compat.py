@@ -190,6 +190,7 @@ def _config_command_entity(entity: Entity) -> list[str]:
 _DESCRIBED = re.compile(r"^Configs for .* are (.*)$", re.MULTILINE)
 
 
+@pytest.mark.jvm
 @pytest.mark.zookeeper
 def test_kafka_configs_2_8_alters_and_describes_every_entity_kquotactl_wrote(chroot, kafka_oracle, oracle_seed):
     rng = random.Random(oracle_seed)
@@ -300,6 +301,7 @@ def _entity_case(rng: random.Random) -> list[tuple[tuple[str, str | None], ...]]
     return list(out)
 
 
+@pytest.mark.jvm
 def test_java_hashmap_order_matches_java(kafka_oracle, oracle_seed) -> None:
     rng = random.Random(oracle_seed)
     n = cases_per_run(2000)
@@ -382,8 +384,9 @@ def _kafka_lines(text: str) -> str:
     )
 
 
+@pytest.mark.jvm
 @pytest.mark.kafka
-@pytest.mark.parametrize("broker", ["kraft", "zkmode"])
+@pytest.mark.parametrize("broker", ["kraft", pytest.param("zkmode", marks=pytest.mark.zookeeper)])
 def test_describe_o_kafka_is_byte_identical_to_kafka_configs(request, broker, kafka_oracle, oracle_seed) -> None:
     from kquotactl.backends.kafka.quotas import AdminBackend
 

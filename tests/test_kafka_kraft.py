@@ -352,6 +352,7 @@ def test_alter_waits_until_its_writes_are_visible(kraft):
         assert b.describe() == []
 
 
+@pytest.mark.zookeeper
 def test_broker_older_than_2_6_is_one_line(old_kafka):
     for args in (["describe"], ["alter", "--user", "a", "--add-config", "producer_byte_rate=5"]):
         r = run_cli("--bootstrap-server", old_kafka.bootstrap, *args)

@@ -44,6 +44,7 @@ def as_set(records) -> set:
     return {(r.entity, tuple(sorted(r.config.items()))) for r in records}
 
 
+@pytest.mark.zookeeper
 def test_kquotactl_zookeeper_writes_are_what_the_broker_serves(zkmode):
     with zk_backend(zkmode) as zk:
         results = zk.alter([EntityChange(e, c) for e, c in CASES])
@@ -65,6 +66,7 @@ def test_kquotactl_zookeeper_writes_are_what_the_broker_serves(zkmode):
     assert as_set(zk_view) == as_set(broker_view)
 
 
+@pytest.mark.zookeeper
 def test_broker_writes_read_back_by_zookeeper_backend(zkmode):
     with AdminBackend.connect(zkmode.bootstrap) as admin:
         results = admin.alter([EntityChange(e, c) for e, c in CASES])
@@ -81,6 +83,7 @@ def test_broker_writes_read_back_by_zookeeper_backend(zkmode):
     assert raw[Entity.of(client_id=DEFAULT)]["request_percentage"] == "1.0E-4"
 
 
+@pytest.mark.zookeeper
 def test_znodes_byte_identical_whichever_side_writes(zkmode, zk_admin):
     """The same change written by the broker and by kquotactl leaves byte-identical entity znodes."""
     root = zkmode.zookeeper.split("/", 1)[1]
@@ -95,6 +98,7 @@ def test_znodes_byte_identical_whichever_side_writes(zkmode, zk_admin):
     assert by_kquotactl == by_broker
 
 
+@pytest.mark.zookeeper
 def test_cli_both_backends_same_answers(zkmode):
     assert (
         run_cli(
@@ -133,6 +137,7 @@ def test_cli_both_backends_same_answers(zkmode):
     )
 
 
+@pytest.mark.zookeeper
 def test_removing_last_key_through_broker_removes_nodes(zkmode, zk_admin):
     root = zkmode.zookeeper.split("/", 1)[1]
     e = Entity.of(user="gone", client_id="c")
@@ -145,6 +150,7 @@ def test_removing_last_key_through_broker_removes_nodes(zkmode, zk_admin):
         assert zk.describe() == []
 
 
+@pytest.mark.zookeeper
 def test_ipv6_entities_known_divergence(zkmode, zk_admin):
     """Documented in docs/admin-api.md: a ZooKeeper-mode 3.9 broker sanitizes an ip entity's name *before*
     checking that it is an address, so AlterClientQuotas refuses every IPv6 address (``2001%3Adb8%3A%3A1 is

@@ -41,8 +41,15 @@ def key_literals(root: Path, known: set[str]) -> list[tuple[str, int, str]]:
         rel = path.relative_to(root).as_posix()
         if rel == REGISTRY:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        exported = {  # __all__ lists Python names (api.change_connection_rate), not keys
+            id(c)
+            for a in ast.walk(tree)
+            if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in a.targets)
+            for c in ast.walk(a.value)
+        }
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in exported:
                 continue
             if node.value in known or KEY_SHAPED.match(node.value):
                 found.append((rel, node.lineno, node.value))

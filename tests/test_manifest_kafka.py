@@ -37,7 +37,7 @@ quotas:
 """
 
 
-@pytest.fixture(params=["kraft", "zk-broker"])
+@pytest.fixture(params=["kraft", pytest.param("zk-broker", marks=pytest.mark.zookeeper)])
 def target(request) -> list[str]:
     if request.param == "kraft":
         return ["--bootstrap-server", request.getfixturevalue("kraft").bootstrap]
@@ -84,6 +84,7 @@ def test_plan_apply_converge_and_prune_through_the_admin_api(target, tmp_path) -
     assert run_cli(*target, "plan", "-f", m, "--prune").exit_code == 0
 
 
+@pytest.mark.zookeeper
 def test_export_from_zookeeper_and_apply_to_kraft_migrates_every_entity_kind(chroot, kraft, tmp_path) -> None:
     state = {
         Entity(user="alice"): {"producer_byte_rate": 1048576, "request_percentage": 12.5},

@@ -62,6 +62,7 @@ def _users(chroot) -> None:
         assert r.exit_code == 0, (name, r.stderr)
 
 
+@pytest.mark.zookeeper
 def test_zookeeper_describe_alter_and_kafka_lines_show_each_name_as_one_entity(chroot) -> None:
     z = ["--zookeeper", chroot.connect]
     r = run_cli(*z, "alter", "--user", " ", "--add-config", "producer_byte_rate=5", "-o", "table")
@@ -85,6 +86,7 @@ def test_zookeeper_describe_alter_and_kafka_lines_show_each_name_as_one_entity(c
     assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1 and "user='a\\nb'" in r.stderr, r.stderr
 
 
+@pytest.mark.zookeeper
 def test_plan_apply_and_prune_name_a_blank_user_as_itself(chroot, tmp_path) -> None:
     z = ["--zookeeper", chroot.connect]
     entries = "".join(
@@ -107,6 +109,7 @@ def test_plan_apply_and_prune_name_a_blank_user_as_itself(chroot, tmp_path) -> N
     assert "users/' '" in r.stdout, r.stdout
 
 
+@pytest.mark.zookeeper
 def test_explain_names_the_connection_and_its_entity_escaped(chroot, tmp_path) -> None:
     m = write_manifest(tmp_path, 'quotas:\n- {entity: {user: "a\\tb"}, config: {producer_byte_rate: 9}}\n')
     r = run_cli("-o", "table", "explain", "-f", m, "--user", "a\tb", "--client-id", "\x1b[2J")
@@ -130,6 +133,7 @@ def test_top_names_a_quota_id_escaped() -> None:
     assert QuotaIdKey(user="alice", client_id="app").words() == "user alice, client-id app"
 
 
+@pytest.mark.kafka
 def test_through_a_real_broker_kafka_lines_verify_and_alter_show_names_escaped(kraft) -> None:
     b = ["--bootstrap-server", kraft.bootstrap]
     for name, _ in HOSTILE:
@@ -159,6 +163,7 @@ def test_impact_names_a_quota_id_escaped_and_keeps_the_metric_tag_spelling() -> 
     assert qid_label({"ip": "10.0.0.1"}) == "ip=10.0.0.1"
 
 
+@pytest.mark.jvm
 @pytest.mark.kafka
 def test_o_kafka_is_kafka_configs_own_output_with_control_characters_escaped(kraft, kafka_oracle) -> None:
     """The differential: kafka-configs 4.x's describe lines for hostile names, byte for byte, once its control

@@ -22,6 +22,8 @@ from kquotactl.observe.model import QuotaIdKey, top_rows
 from kquotactl.observe.prometheus import scrape
 from kquotactl.testing.observe import ExporterOracle
 
+pytestmark = pytest.mark.jvm
+
 # JMX's quoting specials (" \ * ? , = : newline), what URLEncoder escapes, Java regex line terminators (\r, NEL,
 # LINE SEPARATOR: '.' does not match them), multi-byte, tab and space (kept bare by jmxSanitize)
 _ALPHABET = "aZ09._-%\"\\*?,=:\n\r\x85\u2028\u2029 \t@/+~<>&#'é€中😀"

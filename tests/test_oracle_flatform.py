@@ -333,6 +333,7 @@ def _compare(oracle: Any, version: str, lines: list[Line], seen: Counter[str]) -
     return out
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", sorted(CONNECT))
 def test_flat_command_lines_match_kafka_configs(kafka_oracle, oracle_seed, version):
     rng = random.Random(oracle_seed)
@@ -413,6 +414,8 @@ def _assert_sample_agrees(sample: list[Any], written: int, bad: list[str], seed:
     assert not bad, f"seed {seed} (KQUOTACTL_ORACLE_SEED={seed}), Kafka {version}:" + "".join(bad[:5])
 
 
+@pytest.mark.zookeeper
+@pytest.mark.jvm
 def test_flat_alters_write_what_kafka_configs_writes_in_zookeeper(kafka_oracle, oracle_seed, chroot):
     """Kafka 2.8.2's ConfigCommand.main (--zookeeper) and kquotactl, the same line on the same empty chroot."""
     from conftest import run_cli
@@ -461,6 +464,8 @@ def _kraft_quotas(backend: Any, before: dict[Any, dict[str, float]] | None = Non
         time.sleep(0.05)
 
 
+@pytest.mark.kafka
+@pytest.mark.jvm
 def test_flat_alters_do_what_kafka_configs_does_on_kraft(kafka_oracle, oracle_seed, kraft):
     """The newest Kafka's ConfigCommand.main (--bootstrap-server) and kquotactl, the same line on the same empty
     cluster."""

@@ -152,6 +152,7 @@ def _expected_row(case: dict[str, Any], per_sample: dict[int, tuple[int, str]]) 
     return len(throttled) * size, sum(throttled), max(throttled, default=0), canon(top)
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_impact_and_explain_replay_kafkas_rate(kafka_oracle, oracle_seed, version, spark):
     from kquotactl.impact import local, readers

@@ -10,8 +10,12 @@ from __future__ import annotations
 import random
 import struct
 
+import pytest
+
 from fixtures_oracle import assert_no_mismatches, random_cases
 from kquotactl.impact.topic import M1_ALPHA, TICK_US, Meter
+
+pytestmark = pytest.mark.jvm
 
 VERSION = "3.9"  # metrics-core 2.2.0 is on every broker's classpath; 3.9's jar set is the one the harness caches
 

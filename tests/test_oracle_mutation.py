@@ -24,6 +24,8 @@ from oracle_cases import assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit
 
+pytestmark = pytest.mark.jvm
+
 REAL_CLOCK = 1_700_000_000_000
 
 

@@ -176,6 +176,7 @@ def _differences(case: dict[str, Any], ours: dict[str, Any], kafka: dict[str, An
     }
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_precedence_matches_the_brokers_quota_managers(kafka_oracle, oracle_seed, version):
     rng = random.Random(oracle_seed)
@@ -188,6 +189,7 @@ def test_precedence_matches_the_brokers_quota_managers(kafka_oracle, oracle_seed
     assert_no_mismatches(cases, ours, kafka, oracle_seed, version, limit=2, show=_differences)
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", [v for v in ORACLE_VERSIONS if RELEASES[v].kraft])
 def test_a_brokers_quota_ids_after_the_last_quota_is_removed(kafka_oracle, oracle_seed, version):
     """KAFKA-19282 (4.2): a quota type's enabled bit is cleared when its last quota goes, so a broker whose quotas
@@ -212,6 +214,7 @@ def test_a_brokers_quota_ids_after_the_last_quota_is_removed(kafka_oracle, oracl
         assert left == with_client_quotas, f"{replay_hint(oracle_seed, version)}: bits left {left}"
 
 
+@pytest.mark.jvm
 def test_a_known_answer_so_the_comparison_can_fail(kafka_oracle):
     """users/<default>/clients/<default> found first by an empty user gives client tags: clients/c applies."""
     case = {

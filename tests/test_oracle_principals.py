@@ -215,6 +215,7 @@ def _compare(cases: list[Any], ours: list[Any], kafka: list[Any], seed: int, ver
     assert skipped < 0.5, f"{replay_hint(seed, version)}: {skipped:.0%} of the cases were refused as unsupported"
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_ssl_mapper_matches_kafka(kafka_oracle, oracle_seed, version):
     def make(rng: random.Random) -> tuple[str, list[str]]:
@@ -228,6 +229,7 @@ def test_ssl_mapper_matches_kafka(kafka_oracle, oracle_seed, version):
     _compare(cases, ours, [_kafka_answer(a) for a in kafka], oracle_seed, version)
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kerberos_namer_matches_kafka(kafka_oracle, oracle_seed, version):
     def make(rng: random.Random) -> tuple[list[str], list[str]]:
@@ -244,6 +246,7 @@ def test_kerberos_namer_matches_kafka(kafka_oracle, oracle_seed, version):
     _compare(cases, ours, [_kafka_answer(a) for a in kafka], oracle_seed, version)
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kerberos_rule_list_splits_as_configdef(kafka_oracle, oracle_seed, version):
     def make(rng: random.Random) -> str:
@@ -336,6 +339,7 @@ def _dn_typed(rng: random.Random) -> str:
     return rng.choice([",", ", ", " , ", ",", ";", "; "]).join(rdns) + ("," if rng.random() < 0.05 else "")
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_dn_spelling_as_x500principal_prints_it(kafka_oracle, oracle_seed, version):
     """What the broker maps is ``X500Principal.getName()``: every DN it prints back as it is, every other spelling
@@ -367,6 +371,7 @@ def test_dn_spelling_as_x500principal_prints_it(kafka_oracle, oracle_seed, versi
     assert not missed, f"{replay_hint(oracle_seed, version)}: {missed[:5]}"
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_typed_dns_map_as_the_broker_maps_the_certificate(kafka_oracle, oracle_seed, version):
     """``map_principal`` on a DN as typed = ``SslPrincipalMapper.getName(new X500Principal(dn).getName())``."""
@@ -521,6 +526,7 @@ def test_dns_as_the_broker_prints_them_map_as_sslprincipalmapper(dn, seen):
 # -- the regex layer on its own: java.util.regex.Pattern / Matcher.replaceAll / replaceFirst ----------------------
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", [NEWEST_VERSION])  # the JVM's regex, whichever kafka-clients is on the class path
 def test_java_regex_translation_matches_java(kafka_oracle, oracle_seed, version):
     from kquotactl.core.javaregex import InvalidRegex, compile_java, replace

@@ -23,6 +23,8 @@ from oracle_cases import FULL_VERSION, assert_replays_match_kafka
 from oracle_cases import canon as _canon
 from oracle_cases import limit as _limit
 
+pytestmark = pytest.mark.jvm
+
 
 def _value(rng: random.Random) -> float:
     r = rng.random()

@@ -183,6 +183,7 @@ _IP_VECTORS = [
 ]
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_ip_names_match_inetaddress(kafka_oracle, oracle_seed, version):
     rng = random.Random(oracle_seed)
@@ -251,6 +252,7 @@ def _kafka_value(answer: dict) -> dict:
     return {"error": answer["error"]} if "error" in answer else answer
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", ZK_VERSIONS)
 @pytest.mark.parametrize("vtype", list(ValueType))
 def test_stored_values_match_broker_parsing(kafka_oracle, oracle_seed, version, vtype):

@@ -9,6 +9,8 @@ import pytest
 from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, random_cases
 from kquotactl.core.sanitizer import desanitize, sanitize
 
+pytestmark = pytest.mark.jvm
+
 # Characters that exercise every branch: the safe set, URLEncoder's specials (* + ~ space), '%', '/', multi-byte.
 _ALPHABET = "aZ09._-*+~ %/=,@<>?&#\\\"'é€ü中😀\t\n\x7f"
 

@@ -128,6 +128,7 @@ def _expected(version: str, answer: dict[str, Any], key: str, ours: int | float)
     return want
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("version", ORACLE_VERSIONS)
 def test_every_value_kquotactl_writes_is_accepted_by_every_target_as_the_same_number(
     kafka_oracle, oracle_seed, version
@@ -147,6 +148,7 @@ def test_every_value_kquotactl_writes_is_accepted_by_every_target_as_the_same_nu
     )
 
 
+@pytest.mark.jvm
 def test_a_plain_number_every_target_accepts_is_accepted_by_kquotactl_with_the_same_value(
     kafka_oracle, oracle_seed
 ) -> None:
@@ -212,6 +214,7 @@ def _sendable(admin: Any, sample: dict[Entity, dict[str, int | float]]) -> dict[
     return exact
 
 
+@pytest.mark.zookeeper
 @pytest.mark.kafka
 def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_would_store_it(
     zkmode, oracle_seed

@@ -46,6 +46,7 @@ def many(tmp_path: Path, n: int, value: int = 1, name: str = "q.yaml") -> str:
     return shlex.quote(str(p))
 
 
+@pytest.mark.zookeeper
 def test_plan_into_head_exits_2_when_changes_are_pending(chroot, tmp_path) -> None:
     z = f"--zookeeper {chroot.connect}"
     rc, head, out, err = piped(f"{z} plan -f {many(tmp_path, 3000)} -o table")
@@ -56,6 +57,7 @@ def test_plan_into_head_exits_2_when_changes_are_pending(chroot, tmp_path) -> No
     assert not chroot.exists("/config/users")  # plan never writes
 
 
+@pytest.mark.zookeeper
 def test_plan_in_sync_into_head_still_exits_0(chroot, tmp_path) -> None:
     m = many(tmp_path, 2000)
     assert run_cli("--zookeeper", chroot.connect, "apply", "-f", shlex.split(m)[0], "--yes").exit_code == 0
@@ -86,6 +88,7 @@ def test_validate_strict_into_head_exits_1_on_warnings(tmp_path) -> None:
     assert rc == 1 and "--strict" in err and out.strip(), err[-300:]
 
 
+@pytest.mark.zookeeper
 def test_apply_and_export_and_describe_into_head_report_what_happened(chroot, tmp_path) -> None:
     z = f"--zookeeper {chroot.connect}"
     m = many(tmp_path, 2000)
@@ -109,6 +112,7 @@ def test_a_failure_after_the_output_is_cut_is_still_a_failure(tmp_path) -> None:
     assert "3001" in err, err  # the bad line is named, though nobody read the output before it
 
 
+@pytest.mark.zookeeper
 def test_explain_into_head_exits_as_describe_does(chroot, tmp_path) -> None:
     m = many(tmp_path, 2000)
     conns = tmp_path / "conns.jsonl"
@@ -124,6 +128,7 @@ def test_explain_into_head_exits_as_describe_does(chroot, tmp_path) -> None:
     assert rc == rc2 == 0, (err, err2)
 
 
+@pytest.mark.kafka
 def test_through_a_real_broker_plan_and_describe_into_head(kraft, tmp_path) -> None:
     b = f"--bootstrap-server {kraft.bootstrap}"
     m = many(tmp_path, 1500)
@@ -156,6 +161,7 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_error_not_success(tmp_path) -> N
     assert r.exit_code == 1 and "Broken pipe" in r.stderr, (r.exit_code, r.stderr)
 
 
+@pytest.mark.zookeeper
 def test_top_watch_stops_when_its_reader_goes_away(chroot, exporter) -> None:  # noqa: F811
     """`top --watch` into `head`: it would refresh into a closed pipe forever; it ends, exit 0."""
     run_cli("--zookeeper", chroot.connect, "alter", "--client-id", 'a "b"', "--add-config", "producer_byte_rate=2000")
@@ -167,6 +173,7 @@ def test_top_watch_stops_when_its_reader_goes_away(chroot, exporter) -> None:  #
     assert rc == 0 and out.strip(), err
 
 
+@pytest.mark.zookeeper
 def test_a_closed_stdout_from_the_start_is_no_crash_and_keeps_the_exit_code(chroot, tmp_path) -> None:
     """`kquotactl plan ... >&-` (stdout closed before start): no internal error; the result decides the status."""
     bad = tmp_path / "bad.yaml"

@@ -59,6 +59,7 @@ EMPTY = [
 ]
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(("entity", "what", "hint"), EMPTY, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
 def test_an_empty_name_is_refused_and_never_becomes_the_default(chroot, entity, what, hint) -> None:
     before = chroot.snapshot()
@@ -68,6 +69,7 @@ def test_an_empty_name_is_refused_and_never_becomes_the_default(chroot, entity, 
     assert chroot.snapshot() == before
 
 
+@pytest.mark.zookeeper
 def test_an_empty_name_is_refused_in_kafka_configs_flat_form_too(chroot) -> None:
     before = chroot.snapshot()
     r = zk(chroot, "--alter", "--entity-type", "users", "--entity-name", "", "--add-config", "producer_byte_rate=5")
@@ -75,6 +77,7 @@ def test_an_empty_name_is_refused_in_kafka_configs_flat_form_too(chroot) -> None
     assert chroot.snapshot() == before
 
 
+@pytest.mark.zookeeper
 def test_the_defaults_are_still_named_by_the_default_flags(chroot) -> None:
     assert zk(chroot, "alter", "--user-defaults", "--add-config", "producer_byte_rate=5").exit_code == 0
     r = zk(chroot, "--alter", "--entity-type", "clients", "--entity-default", "--add-config", "producer_byte_rate=6")
@@ -86,6 +89,7 @@ def test_the_defaults_are_still_named_by_the_default_flags(chroot) -> None:
 # -- rule 1: "<default>" ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(
     ("entity", "hint"),
     [
@@ -102,6 +106,7 @@ def test_a_user_or_client_named_default_is_refused_as_ambiguous(chroot, entity, 
     assert chroot.snapshot() == before
 
 
+@pytest.mark.zookeeper
 def test_literal_names_reaches_the_real_user_and_every_output_tells_it_from_the_default(chroot) -> None:
     assert zk(chroot, "alter", "--user-defaults", "--add-config", "producer_byte_rate=1").exit_code == 0
     r = zk(chroot, "alter", "--user", "<default>", "--literal-names", "--add-config", "producer_byte_rate=2")
@@ -135,6 +140,7 @@ def test_literal_names_reaches_the_real_user_and_every_output_tells_it_from_the_
     assert r.stdout.strip() == "Completed updating config for entity: user-principal '<default>'."
 
 
+@pytest.mark.zookeeper
 def test_ip_default_marker_is_the_default_ip_as_in_kafka_configs(chroot) -> None:
     assert zk(chroot, "alter", "--ip", "<default>", "--add-config", "connection_creation_rate=5").exit_code == 0
     assert chroot.children("/config/ips") == ["<default>"]
@@ -143,6 +149,7 @@ def test_ip_default_marker_is_the_default_ip_as_in_kafka_configs(chroot) -> None
 # -- rule 1: repeated options and keys --------------------------------------------------------------------------
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(
     "args",
     [
@@ -167,11 +174,13 @@ def test_an_option_given_twice_is_refused_not_the_last_one_kept(chroot, args) ->
     assert chroot.snapshot() == before
 
 
+@pytest.mark.zookeeper
 def test_the_zookeeper_option_given_twice_is_refused(chroot) -> None:
     r = run_cli("--zookeeper", chroot.connect, "describe", "--zookeeper", chroot.connect + "x")
     one_error_line(r, "--zookeeper given more than once")
 
 
+@pytest.mark.zookeeper
 def test_repeatable_options_and_positional_pairs_stay_accepted(chroot) -> None:
     pair = ["--entity-type", "users", "--entity-name", "a", "--entity-type", "clients", "--entity-name", "c"]
     deletes = ["--delete-config", "consumer_byte_rate,request_percentage", "--delete-config", "request_rate"]
@@ -180,6 +189,7 @@ def test_repeatable_options_and_positional_pairs_stay_accepted(chroot) -> None:
     assert chroot.children("/config/users/a/clients") == ["c"]
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(
     "config",
     ["producer_byte_rate=5,producer_byte_rate=6", "producer_byte_rate=5, producer_byte_rate = 5", "a=[1,2],a=3"],
@@ -202,6 +212,7 @@ def bare_chroot(zk_server, zk_admin):
     zk_admin.delete(root, recursive=True)
 
 
+@pytest.mark.zookeeper
 def test_writes_into_a_chroot_without_brokers_are_refused_reads_warn(bare_chroot, zk_admin, tmp_path) -> None:
     connect, root = bare_chroot
     r = run_cli("--zookeeper", connect, "alter", "--user", "a", "--add-config", "producer_byte_rate=5")
@@ -254,6 +265,7 @@ def test_unreachable_clusters_fail_at_once_naming_why(target, cause) -> None:
 # -- rule 2: files ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.zookeeper
 def test_output_files_that_cannot_be_written_are_one_line_errors_before_any_work(chroot, tmp_path) -> None:
     m = manifest(tmp_path, 3)
     before = chroot.snapshot()
@@ -294,6 +306,7 @@ def test_impact_outputs_never_create_missing_parent_directories(tmp_path) -> Non
 # -- rule 2: pipes, prompts, Ctrl-C -----------------------------------------------------------------------------
 
 
+@pytest.mark.zookeeper
 def test_describe_into_a_closed_pipe_is_not_a_failure(chroot, tmp_path) -> None:
     assert zk(chroot, "apply", "-f", manifest(tmp_path, 1500), "--yes").exit_code == 0
     p = subprocess.Popen(
@@ -308,6 +321,7 @@ def test_describe_into_a_closed_pipe_is_not_a_failure(chroot, tmp_path) -> None:
     assert rc == 0 and err == "", (rc, err)
 
 
+@pytest.mark.zookeeper
 def test_declining_the_apply_prompt_writes_nothing_and_exits_2(chroot, tmp_path) -> None:
     import pty
 
@@ -328,6 +342,7 @@ def test_declining_the_apply_prompt_writes_nothing_and_exits_2(chroot, tmp_path)
     assert chroot.snapshot() == before
 
 
+@pytest.mark.zookeeper
 def test_ctrl_c_during_apply_reports_what_was_applied_and_exits_130(chroot, tmp_path) -> None:
     n = 4000
     m = manifest(tmp_path, n)
@@ -364,6 +379,7 @@ def test_ctrl_c_during_apply_reports_what_was_applied_and_exits_130(chroot, tmp_
     assert len(chroot.children("/config/users")) == n
 
 
+@pytest.mark.kafka
 def test_through_a_real_broker_default_and_literal_default_stay_apart(kraft) -> None:
     """The bootstrap path (TCP probe first, then the admin API): both spellings reach their own entity, and
     kafka-configs' alter lines and describe output tell them apart."""
@@ -386,6 +402,7 @@ def test_through_a_real_broker_default_and_literal_default_stay_apart(kraft) -> 
     ]
 
 
+@pytest.mark.zookeeper
 def test_completion_offers_a_real_name_default_only_with_literal_names(chroot) -> None:
     from test_completion import complete
 
@@ -402,6 +419,7 @@ def test_completion_offers_a_real_name_default_only_with_literal_names(chroot) -
     ]
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize("option", ["--zookeeper", "--bootstrap-server", "--context", "--config", "--command-config"])
 def test_an_empty_cluster_option_never_falls_back_to_the_current_context(chroot, tmp_path, option) -> None:
     cfg = tmp_path / "config.yaml"
@@ -415,6 +433,7 @@ def test_an_empty_cluster_option_never_falls_back_to_the_current_context(chroot,
     assert r.exit_code == 0, r.stderr  # (the context itself works)
 
 
+@pytest.mark.zookeeper
 def test_export_and_plan_out_replace_the_file_whole_and_leave_no_temporary_behind(chroot, tmp_path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -435,6 +454,7 @@ def _umask() -> int:
     return m
 
 
+@pytest.mark.zookeeper
 def test_completion_still_works_on_a_line_that_repeats_an_option(chroot) -> None:
     from test_completion import complete
 
@@ -464,6 +484,7 @@ OPTION_AS_NAME = [
 ]
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(("args", "what"), OPTION_AS_NAME, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
 def test_a_name_that_is_one_of_our_options_is_refused_as_a_missing_value(chroot, args, what) -> None:
     """`--user "$U" --client-defaults` with U unset: kafka-configs would create the user `--client-defaults`."""
@@ -472,6 +493,7 @@ def test_a_name_that_is_one_of_our_options_is_refused_as_a_missing_value(chroot,
     assert chroot.snapshot() == before
 
 
+@pytest.mark.zookeeper
 def test_literal_names_reaches_an_entity_named_like_an_option(chroot) -> None:
     r = zk(chroot, "alter", "--literal-names", "--user", "--client-defaults", "--add-config", "producer_byte_rate=5")
     assert r.exit_code == 0, r.stderr
@@ -479,6 +501,7 @@ def test_literal_names_reaches_an_entity_named_like_an_option(chroot) -> None:
     assert "--client-defaults" in zk(chroot, "describe", "--literal-names", "--user", "--client-defaults").stdout
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize("option", ["--zookeeper", "--bootstrap-server", "--context"])
 def test_a_cluster_option_whose_value_is_one_of_our_options_is_refused(chroot, option) -> None:
     before = chroot.snapshot()
@@ -499,6 +522,7 @@ EMPTY_PATHS = [
 ]
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(("args", "what"), EMPTY_PATHS, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
 def test_an_empty_path_is_refused_never_read_as_the_current_directory(chroot, tmp_path, monkeypatch, args, what):
     """`apply -f "$QUOTA_DIR"` with the variable unset must not apply (or prune with) the current directory."""

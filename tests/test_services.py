@@ -39,6 +39,7 @@ def backend(chroot) -> Iterator[QuotaBackend]:  # type: ignore[no-untyped-def]
     b.close()
 
 
+@pytest.mark.zookeeper
 def test_describe_alter_plan_apply_round_trip(backend: QuotaBackend) -> None:
     assert describe(backend).records == []
     altered = alter(backend, build_change(Entity(user="svc-old"), {"producer_byte_rate": "5"}))
@@ -64,6 +65,7 @@ def test_describe_alter_plan_apply_round_trip(backend: QuotaBackend) -> None:
     assert rejected.rejection is not None and "Invalid config(s): consumer_byte_rate" in str(rejected.rejection)
 
 
+@pytest.mark.zookeeper
 def test_a_partial_failure_is_returned_as_data(backend: QuotaBackend, chroot) -> None:  # type: ignore[no-untyped-def]
     from kazoo.security import make_acl
 
@@ -94,6 +96,7 @@ def test_a_partial_failure_is_returned_as_data(backend: QuotaBackend, chroot) ->
     assert [r.entity for r in describe(backend).records] == [Entity(user="svc-a")]  # what it says is what is there
 
 
+@pytest.mark.zookeeper
 def test_the_deletion_guard_refuses_before_writing(backend: QuotaBackend) -> None:
     for i in range(3):
         alter(backend, build_change(Entity(user=f"svc-{i}"), {"producer_byte_rate": "5"}))

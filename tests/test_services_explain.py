@@ -66,6 +66,7 @@ def test_a_cluster_wide_view_offline_needs_the_broker_count_as_data(tmp_path) ->
     assert worded(e.value) == "--cluster-wide offline (-f, --example) needs the broker count: add --brokers N"
 
 
+@pytest.mark.zookeeper
 def test_a_live_cluster_wide_view_counts_the_backends_brokers(chroot) -> None:  # type: ignore[no-untyped-def]
     from kquotactl.backends.factory import open_backend
     from kquotactl.config.cluster import ConnectionOptions

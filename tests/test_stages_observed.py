@@ -49,6 +49,7 @@ class Producer(threading.Thread):
         p.flush(5)
 
 
+@pytest.mark.prometheus
 def test_the_observed_check_passes_a_predicted_stage_and_stops_on_a_surge(observed_kraft) -> None:
     bs = observed_kraft.bootstrap
     with open_backend(ConnectionOptions(bootstrap_server=bs)) as backend:
@@ -81,6 +82,7 @@ def test_the_observed_check_passes_a_predicted_stage_and_stops_on_a_surge(observ
     assert line.startswith("client-id surge: producer_byte_rate throttled ") and " predicted " in line, line
 
 
+@pytest.mark.prometheus
 def test_a_raised_limit_is_not_blamed_for_the_throttle_time_it_ended(observed_kraft) -> None:
     """throttle-time averages over a minute: right after a stage that lifts a throttled client's limit, the sensor
     still holds the old throttles. The client's usage is then far under its new limit: history, not a regression."""

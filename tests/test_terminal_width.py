@@ -110,6 +110,7 @@ def _fits(term: Terminal, joined: str) -> None:
     assert not too_long, f"lines wider than {term.width} columns:\n" + "\n".join(too_long)
 
 
+@pytest.mark.zookeeper
 def test_explain_plan_apply_and_help_fit_real_terminals_with_whole_paths(terminal, chroot, tmp_path) -> None:
     m = tmp_path / "quotas.yaml"
     m.write_text(MANIFEST)
@@ -159,6 +160,7 @@ def test_explain_plan_apply_and_help_fit_real_terminals_with_whole_paths(termina
     assert "--bootstrap-server HOST:PORT[,...]" in rows
 
 
+@pytest.mark.zookeeper
 def test_apply_verbose_lists_every_entity(chroot, tmp_path) -> None:
     m = tmp_path / "q.yaml"
     m.write_text("quotas:\n" + _many(25, "1MiB"))
@@ -170,6 +172,7 @@ def test_apply_verbose_lists_every_entity(chroot, tmp_path) -> None:
     assert "applied 25 entities" in r.stdout
 
 
+@pytest.mark.zookeeper
 def test_export_units_is_lossless_and_applies_as_a_no_op_on_zookeeper(chroot, tmp_path) -> None:
     m = tmp_path / "q.yaml"
     m.write_text(

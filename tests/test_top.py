@@ -138,6 +138,7 @@ def _join(threads: list[threading.Thread]) -> None:
         t.join()
 
 
+@pytest.mark.prometheus
 def test_top_names_the_throttled_quota_ids(observed_kraft, tmp_path):
     bs = observed_kraft.bootstrap
     threads = _traffic(["--bootstrap-server", bs], bs, QUOTAS, CLIENTS)
@@ -220,6 +221,7 @@ def test_top_names_the_throttled_quota_ids(observed_kraft, tmp_path):
 ODD = 'odd,id="1"'  # the broker JMX-quotes this client-id in its MBean name; top shows it as it is
 
 
+@pytest.mark.zookeeper
 def test_top_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server):
     """Kafka 3.9 (ZooKeeper mode, the Scala quota managers): limits read from ZooKeeper, sensors scraped."""
     zk = ["--zookeeper", f"{zk_server.connect}/kafka39top"]
@@ -238,6 +240,7 @@ def test_top_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server):
     assert mutation["throttle_ms"] > 0 and "note" not in mutation  # a ZooKeeper-mode broker throttles it itself
 
 
+@pytest.mark.prometheus
 def test_a_throttled_ip_connection_shows_on_its_listener(observed_kraft, tmp_path):
     """KIP-612: over its connection_creation_rate, an ip's new connection is throttled and taken back out of the ip's
     rate; only the listener's ip-connection-accept-throttle-time records it, and top shows it there."""

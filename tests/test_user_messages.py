@@ -173,6 +173,7 @@ NO_VALUE = [
 ]  # fmt: skip
 
 
+@pytest.mark.zookeeper
 @pytest.mark.parametrize(
     ("args", "option", "detail"), NO_VALUE, ids=lambda x: " ".join(x) if isinstance(x, list) else ""
 )
@@ -189,6 +190,7 @@ def test_an_unset_cluster_variable_says_the_option_has_no_value(chroot, tmp_path
     assert chroot.snapshot() == before
 
 
+@pytest.mark.zookeeper
 def test_a_bad_value_from_the_environment_or_a_context_is_named_as_such(chroot, tmp_path) -> None:
     from conftest import run_cli
 
@@ -271,6 +273,7 @@ def test_a_context_or_config_file_named_by_the_environment_is_named_as_such(tmp_
     _one_line(r, f"the config file {missing} does not exist (from KQUOTACTL_CONFIG)")
 
 
+@pytest.mark.zookeeper
 def test_a_chroot_from_the_environment_is_named_as_such(zk_server, zk_admin) -> None:
     """A forgotten or mistyped chroot in KQUOTACTL_ZOOKEEPER: the hint names the variable, not --zookeeper."""
     import uuid

@@ -115,6 +115,7 @@ def test_apply_verify_checks_every_changed_entity(kraft, tmp_path) -> None:
     assert r.exit_code == 1 and "--dry-run applies nothing" in r.stderr
 
 
+@pytest.mark.zookeeper
 def test_zookeeper_mode_a_znode_written_without_notification_fails_the_drive(zkmode) -> None:
     """The znode says 20 kB/s but no change notification was written: the broker keeps applying 100 kB/s. Step 1
     (the znode) passes; the driven producer shows the broker never applied it: exit 2, both figures shown."""
@@ -146,6 +147,7 @@ def test_zookeeper_mode_a_znode_written_without_notification_fails_the_drive(zkm
     assert "disagrees with the simulation" in r.stderr and "broker none" in r.stderr, r.stderr
 
 
+@pytest.mark.prometheus
 def test_two_drives_back_to_back_both_agree(observed_kraft) -> None:
     """A quota-id that already carries traffic (here the previous drive, still inside the broker's 11 s window)
     would be throttled sooner than a fresh one: verify reads its sensors and waits until its window is clean

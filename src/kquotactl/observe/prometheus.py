@@ -17,6 +17,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from kquotactl.core.errors import BackendUnavailable, QuotaError
+from kquotactl.core.retry import RetryPolicy
 from kquotactl.impact.model import BROKER_COLUMN
 from kquotactl.observe.model import (
     LISTENER_THROTTLE,
@@ -170,19 +171,18 @@ def wait_scraped_after(base: str, since: float, timeout: float = FRESH_TIMEOUT, 
     """Return once Prometheus has scraped every broker exporter it knows *after* ``since`` (epoch seconds), so an
     instant query shows the sensors as they are now: a sensor the brokers created since the last scrape is not in
     Prometheus yet, and would read as none. Prometheus also scrapes a new target only seconds after it starts."""
-    deadline = time.monotonic() + timeout
     last: list[float] = []
-    while True:
+    for attempt in RetryPolicy(delay=poll, deadline=timeout).tries(time.monotonic, time.sleep):
         last = [points[0][1] for _, points in _points(base, instant(base, SCRAPED_AT), "value")]
         if last and min(last) >= since:
             return
-        if time.monotonic() >= deadline:
-            what = f"last at {_utc(min(last))}" if last else "no exporter with kafka_quota_* series"
-            raise BackendUnavailable(
-                f"{base}: Prometheus has not scraped the brokers' exporters in {timeout:g} s ({what}): "
-                "is it scraping them, with jmx-exporter-kafka-quotas.yaml?"
-            )
-        time.sleep(poll)
+        if attempt.last:
+            break
+    what = f"last at {_utc(min(last))}" if last else "no exporter with kafka_quota_* series"
+    raise BackendUnavailable(
+        f"{base}: Prometheus has not scraped the brokers' exporters in {timeout:g} s ({what}): "
+        "is it scraping them, with jmx-exporter-kafka-quotas.yaml?"
+    )
 
 
 def fresh_from_prometheus(base: str) -> list[Sample]:

@@ -13,6 +13,7 @@ from kquotactl.backends.base import ProgressCallback, QuotaBackend, opened, sign
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import EXIT_INTERRUPTED, LogMismatch, NothingLogged, PartialFailure, QuotaError, UsageError
 from kquotactl.core.model import EntityResult, Outcome, QuotaRecord, check_live_changes
+from kquotactl.core.retry import RetryPolicy
 from kquotactl.services.quotas import backend_warnings
 
 if TYPE_CHECKING:  # types only: the modules load inside the services that use them
@@ -146,6 +147,8 @@ def result_record(result: EntityResult, diff: EntityDiff | None) -> dict[str, An
 
 #: the ``--log`` header of a plain apply (``"plan"``: the whole plan, so ``apply --resume LOG`` needs nothing else)
 LOG_PLAN = "plan"
+#: how often a read-back reads again within the backend's read-after-write settle time
+READ_BACK_POLL = RetryPolicy(delay=0.1)
 
 
 def apply_log_header(the_plan: Plan, target: Mapping[str, str] | None = None) -> str:
@@ -318,13 +321,13 @@ def _read_back(
 
     if not in_flight:
         return [], ""
-    deadline = time.monotonic() + backend.read_after_write_settle
+    settle = backend.read_after_write_settle
     wanted = {d.entity for d in in_flight}
     covering = EntityFilter.covering(wanted)  # one describe request (one scan) that reads them all
     pending = list(in_flight)
     found: list[EntityResult] = []
     try:
-        while True:
+        for attempt in READ_BACK_POLL.within(settle).tries(time.monotonic, time.sleep):
             live = {r.entity: dict(r.config) for r in backend.describe(covering) if r.entity in wanted}
             landed = {d.entity for d in pending if live.get(d.entity, {}) == dict(d.after)}
             found += [
@@ -334,9 +337,8 @@ def _read_back(
             ]
             pending = [d for d in pending if d.entity not in landed]
             at_before = {d.entity for d in pending if live.get(d.entity, {}) == dict(d.before)}
-            if not at_before or time.monotonic() >= deadline:
+            if not at_before or attempt.last:
                 break  # (a lagging broker may show an applied write late: read again, within the settle time)
-            time.sleep(0.1)
     except (QuotaError, KeyboardInterrupt) as e:
         add(found)
         why = "interrupted" if isinstance(e, KeyboardInterrupt) else str(e)

@@ -13,6 +13,7 @@ from kquotactl.core.errors import VerifyRefused
 from kquotactl.core.keys import PRODUCE_KEY, Number
 from kquotactl.core.model import QuotaRecord
 from kquotactl.core.precedence import QuotaIndex
+from kquotactl.core.retry import RetryPolicy
 from kquotactl.services.quotas import load_quota_set
 
 if TYPE_CHECKING:  # types only: the modules load inside the services that use them
@@ -95,13 +96,12 @@ def wait_applied(
         expected = _config_of(backend.describe(flt))
         if not expected:
             raise VerifyRefused("no-entity", entity=entity.label())
-    start = clock()
-    while True:
+    for attempt in RetryPolicy(delay=poll, deadline=timeout).tries(clock, time.sleep):
         seen = views()
         late = lagging(expected, seen, exact)
-        if not late or clock() - start >= timeout:
-            return Converged(entity, dict(expected), exact, seen, late, clock() - start, source)
-        time.sleep(poll)
+        if not late or attempt.last:
+            return Converged(entity, dict(expected), exact, seen, late, attempt.elapsed, source)
+    raise AssertionError("unreachable: the last try returns")
 
 
 def _config_of(records: Sequence[QuotaRecord]) -> dict[str, Number]:
@@ -222,8 +222,7 @@ def wait_quiet(
         return QuietWait("no sensors given: waited one quota window, past any traffic sent before", window_s)
     user, client = index.resolve(PRODUCE_KEY, target.user, target.client_id).quota_id or ("", "")
     qid = QuotaIdKey(user=target.user if user else "", client_id=client)
-    start = clock()
-    while True:
+    for attempt in RetryPolicy(delay=poll, deadline=timeout).tries(clock, sleep):
         figures = {
             broker: fig.usage
             for row in top_rows(sensors(), index)
@@ -233,11 +232,10 @@ def wait_quiet(
             for broker, fig in use.brokers.items()
         }
         busy = {b: u for b, u in figures.items() if u > 0}
-        waited = clock() - start
-        if not busy or waited >= timeout:
+        if not busy or attempt.last:
             how = "read the quota-id's produce sensors until its window held no bytes"
-            return QuietWait(how, waited, busy, existed=bool(figures))
-        sleep(poll)
+            return QuietWait(how, attempt.elapsed, busy, existed=bool(figures))
+    raise AssertionError("unreachable: the last try returns")
 
 
 def _quota_window(backend: QuotaBackend) -> tuple[int, int]:

@@ -33,6 +33,7 @@ from kquotactl.core.model import (
     stale_plan_result,
 )
 from kquotactl.core.partial import interrupted, partial_failure
+from kquotactl.core.retry import RetryPolicy
 from kquotactl.core.values import route_ip_changes, stored_findings
 from kquotactl.core.wording import counted
 
@@ -51,6 +52,7 @@ MAX_OPS_PER_REQUEST = 5000
 EXACT_READS_UP_TO = 8
 # After an alter, wait up to this long for the broker to describe what was applied (KRaft metadata lag).
 VISIBLE_WAIT = 10.0
+VISIBLE_POLL = RetryPolicy(delay=0.02, deadline=VISIBLE_WAIT)
 #: how long a read-back of writes in flight keeps reading (the broker applies committed metadata asynchronously)
 READ_BACK_SETTLE = 2.0
 
@@ -421,14 +423,12 @@ class AdminBackend(QuotaBackend):
         directly (visible at once); controllers cannot describe (skipped)."""
         if not applied or self.controller:
             return
-        deadline = time.monotonic() + VISIBLE_WAIT
         pending = dict(applied)
-        while True:
+        for attempt in VISIBLE_POLL.tries(time.monotonic, time.sleep):
             current = self._current(list(pending))
             pending = {e: a for e, a in pending.items() if dict(current.get(e, {})) != dict(a)}
-            if not pending or time.monotonic() >= deadline:
+            if not pending or attempt.last:
                 break
-            time.sleep(0.02)
         if pending:
             self.warnings.append(
                 f"{counted(len(pending), 'applied change')} not yet visible through {self.wire.bootstrap} after "

@@ -253,7 +253,7 @@ class ZooKeeperBackend(QuotaBackend):
         """Apply changes in batched transactions; see the module docstring for the guarantees."""
         from kazoo.exceptions import InvalidACLError
 
-        from kquotactl.backends.zookeeper.transactions import MAX_ATTEMPTS, assume_absent, batches
+        from kquotactl.backends.zookeeper.transactions import CAS_RETRY, assume_absent, batches
 
         check_writes(changes)
         if changes:
@@ -269,21 +269,13 @@ class ZooKeeperBackend(QuotaBackend):
         writer.created = set()
         base_ready = False
         deleted_pairs: list[Entity] = []
-        attempts = 0
         in_flight: list[EntityPlan] = []  # the batch whose commit outcome is not known yet
         try:
-            while pending:
-                attempts += 1
-                if attempts > MAX_ATTEMPTS:
-                    for ch in pending:
-                        results[ch.entity] = EntityResult(
-                            ch.entity,
-                            Outcome.NOT_ATTEMPTED,
-                            message=f"gave up after {MAX_ATTEMPTS} compare-and-set conflicts",
-                        )
+            for attempt in CAS_RETRY.tries(time.monotonic, time.sleep):
+                if not pending:  # nothing to write at all
                     break
                 retry: list[EntityChange] = []
-                first = attempts == 1 and not validate_only
+                first = attempt.number == 1 and not validate_only
                 self._assume_absent = assume_absent(pending, expected) if first else frozenset()
                 plans = self._plan_round(pending, expected, results)
                 if validate_only:
@@ -325,9 +317,16 @@ class ZooKeeperBackend(QuotaBackend):
                     if committed and progress:
                         progress(landed)  # the log line of a committed transaction, before the next one is sent
                 pending = retry
-                if pending:
-                    log.debug("compare-and-set conflict: retrying %d entities", len(pending))
-                    time.sleep(min(0.01 * attempts, 0.2))
+                if not pending:
+                    break
+                log.debug("compare-and-set conflict: retrying %d entities", len(pending))
+            else:
+                for ch in pending:
+                    results[ch.entity] = EntityResult(
+                        ch.entity,
+                        Outcome.NOT_ATTEMPTED,
+                        message=f"gave up after {CAS_RETRY.max_tries} compare-and-set conflicts",
+                    )
         except BackendUnavailable as e:
             raise partial_failure(e, changes, results, [p.change.entity for p in in_flight], atomic=True) from None
         except KeyboardInterrupt:  # Ctrl-C: say what is done; the transaction on the wire, if any, is all or none

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from kquotactl.backends.zookeeper.codec import CHANGES_PATH, CONFIG_ROOT, Node, decode_entity
 from kquotactl.config.extras import missing_extra
 from kquotactl.core.errors import BackendUnavailable, UsageError
+from kquotactl.core.retry import RetryPolicy
 
 log = logging.getLogger("kquotactl.zookeeper")
 _HELD = {signal.SIGINT, signal.SIGTERM}  # held while a request is queued (ZkSession.submit)
@@ -37,6 +38,8 @@ READ_WINDOW = 250
 # from the connection thread, per batch of answers instead of per answer. That was ~0.6 s of CPU in 13,000 reads.
 WAKE_BATCH = 100
 MAX_OUTAGES = 10  # connection losses ridden out in one call before giving up
+OUTAGES_RIDDEN_OUT = RetryPolicy(delay=0.0, max_tries=MAX_OUTAGES)  # counted in ZkSession.outages across waits
+RECONNECT_POLL = RetryPolicy(delay=0.02)  # within the op timeout: is kazoo connected again?
 CLOSE_WAIT = 2.0  # seconds to wait for a clean session close before leaving it to the server's timeout
 _VERBS = {"read": "get", "list": "ls"}  # --debug traces name the ZooKeeper operation
 
@@ -266,18 +269,16 @@ class ZkSession:
         from kazoo.protocol.states import KazooState
 
         self.outages += 1
-        if self.outages > MAX_OUTAGES:
+        if not OUTAGES_RIDDEN_OUT.allows(self.outages):
             raise BackendUnavailable(f"{trouble} (gave up after {MAX_OUTAGES} connection losses)")
         log.debug("%s: waiting up to %.1fs for a reconnect", trouble, self.settings.op_timeout)
-        deadline = time.monotonic() + self.settings.op_timeout
-        while time.monotonic() < deadline:
+        for attempt in RECONNECT_POLL.within(self.settings.op_timeout).tries(time.monotonic, time.sleep):
             client = self.client
-            if client is None:
+            if client is None or attempt.last:
                 break
             if client.state == KazooState.CONNECTED and client.connected:
                 log.debug("reconnected to ZooKeeper")
                 return
-            time.sleep(0.02)
         raise BackendUnavailable(f"{trouble}; no reconnect within {self.settings.op_timeout:g}s")
 
     def ride_out(self, fn: Callable[..., T], *args: Any) -> T:

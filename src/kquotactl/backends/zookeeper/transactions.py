@@ -34,13 +34,15 @@ from kquotactl.core.entities import Entity
 from kquotactl.core.errors import BackendUnavailable, ConflictError, QuotaError
 from kquotactl.core.keys import KEYS, Number, format_value
 from kquotactl.core.model import EntityChange, EntityResult, Outcome, apply_change, stale_plan_result
+from kquotactl.core.retry import RetryPolicy
 from kquotactl.core.wording import counted
 
 log = logging.getLogger("kquotactl.zookeeper")
 
 MAX_TXN_OPS = 1000
 MAX_TXN_BYTES = 512 * 1024  # well under jute.maxbuffer (1 MiB): an oversized multi shows up as ConnectionLoss
-MAX_ATTEMPTS = 25  # compare-and-set rounds per entity before giving up
+#: compare-and-set rounds per entity before giving up, backing off between conflicting rounds
+CAS_RETRY = RetryPolicy(delay=0.01, backoff=2.0, max_delay=0.2, max_tries=25)
 
 TxnOp = Callable[[Any], Any]  # one op added to a kazoo transaction
 

@@ -218,6 +218,7 @@ def test_apply_refuses_a_plan_before_its_first_chunk() -> None:
         apply(AdminBackend(_NoWire()), the_plan)  # type: ignore[arg-type]
 
 
+@pytest.mark.zookeeper
 def test_a_logged_apply_resumes_from_python(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """resume: the entities of a logged plan not done, refused before connecting when the log is for another
     cluster or the manifest asks for other values; a finished log leaves nothing."""
@@ -247,6 +248,7 @@ def test_a_logged_apply_resumes_from_python(backend: QuotaBackend, tmp_path) -> 
     assert (again.done, again.total, again.plan.pending) == (3, 3, False)
 
 
+@pytest.mark.zookeeper
 def test_a_staged_apply_runs_and_resumes_from_python(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """run_stages writes the schedule first, so resume_staged needs only the log; a run stopped before its first
     stage resumes at stage 1 and a finished one has nothing left."""
@@ -287,6 +289,7 @@ def test_alter_checks_its_change_before_connecting() -> None:
         check_alter(build_change(Entity(user="a"), {"request_percentage": "50"}), cluster_wide=True)
 
 
+@pytest.mark.zookeeper
 def test_impact_replays_traffic_against_the_live_set_and_a_manifest(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """services.impact: the live quota set (opened only when no manifest is given) compared with a manifest, on
     the local engine, the report as data."""
@@ -356,6 +359,7 @@ def test_verify_refusals_carry_data_and_the_cli_words_them() -> None:
     assert set(VERIFY) == set(VerifyRefused.MESSAGES)  # every kind worded
 
 
+@pytest.mark.zookeeper
 def test_verify_from_python_waits_and_refuses_a_drive_before_connecting(backend: QuotaBackend, chroot) -> None:  # type: ignore[no-untyped-def]
     """services.verify.verify: the znode's values reported (or not within the timeout); a drive that could not be
     the entity's connection refused before the backend is opened."""

@@ -20,6 +20,8 @@ from kquotactl.observe.model import QuotaIdRow
 from kquotactl.services.connect import connect
 from kquotactl.services.connection_rate import RateChanged, change_connection_rate, connection_rates
 from kquotactl.services.explain import Explained, ExplainedMany, Replayed, explain, explain_lines, explain_many, replay
+from kquotactl.services.impact import QuotaSets, Replay, quota_sets
+from kquotactl.services.impact import run as impact
 from kquotactl.services.plans import Applied, Planned, apply, plan
 from kquotactl.services.quotas import Altered, Described, QuotaSet, alter, describe, load_quota_set
 from kquotactl.services.top import top
@@ -72,7 +74,9 @@ __all__ = [
     "QuotaIdRow",
     "QuotaRecord",
     "QuotaSet",
+    "QuotaSets",
     "RateChanged",
+    "Replay",
     "Replayed",
     "UsageError",
     "alter",
@@ -84,9 +88,11 @@ __all__ = [
     "explain",
     "explain_lines",
     "explain_many",
+    "impact",
     "load_manifests",
     "load_quota_set",
     "plan",
+    "quota_sets",
     "replay",
     "top",
     "verify_applied",

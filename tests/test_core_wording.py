@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kquotactl.cli.errorwords import worded
-from kquotactl.core.errors import InputError, InputValueError, InvalidConfigs, NotAPlan, NothingToChange
+from kquotactl.core.errors import InputValueError, InvalidConfigs, MalformedInput, NotAPlan, NothingToChange
 from kquotactl.core.explain import parse_observed
 from kquotactl.core.grammar import parse_add_config
 
@@ -56,14 +56,14 @@ def test_the_scan_sees_f_string_pieces() -> None:
     [
         (
             lambda: parse_add_config("a=="),
-            InputError,
+            MalformedInput,
             "add_config",
             None,
             "--add-config: bad entry 'a=='.",
         ),
         (
             lambda: parse_add_config("k=1,k=2"),
-            InputError,
+            MalformedInput,
             "add_config",
             None,
             "--add-config: k given twice ('1', then '2'): give each key once",
@@ -77,7 +77,7 @@ def test_the_scan_sees_f_string_pieces() -> None:
         ),
         (
             lambda: parse_observed(["request_rate"]),
-            InputError,
+            MalformedInput,
             "observed",
             "request_rate",
             "--observed 'request_rate': expected KEY=RATE, e.g. producer_byte_rate=12MiB",

@@ -26,7 +26,7 @@ from kquotactl.core.precedence import ChainStatus, QuotaIndex, Sharing
 from kquotactl.core.rate import SampledRate, replay, replay_token_bucket
 from kquotactl.core.throttle import steady_state_throttle_ms
 from kquotactl.core.throttlemath import java_int, java_round
-from kquotactl.inputs import InputError, read_connections, read_events
+from kquotactl.inputs import InputFileError, read_connections, read_events
 
 P = "producer_byte_rate"
 
@@ -440,16 +440,16 @@ def test_read_connections_csv_and_json_lines() -> None:
     ],
 )
 def test_read_connections_errors_name_the_line(text: str, match: str) -> None:
-    with pytest.raises(InputError, match=match):
+    with pytest.raises(InputFileError, match=match):
         list(read_connections(io.StringIO(text)))
 
 
 def test_read_events() -> None:
     text = '# kafka test\ntime_ms,value\n0,400\n1000 400\n{"time_ms": 2000, "value": 5}\n'
     assert read_events(io.StringIO(text)) == [(0, 400.0), (1000, 400.0), (2000, 5.0)]
-    with pytest.raises(InputError, match="line 2"):
+    with pytest.raises(InputFileError, match="line 2"):
         read_events(io.StringIO("0 1\n1 2 3\n"))
-    with pytest.raises(InputError, match="before the previous"):
+    with pytest.raises(InputFileError, match="before the previous"):
         read_events(io.StringIO("5 1\n1 1\n"))
 
 

@@ -25,7 +25,7 @@ CLIENT_COLUMNS = ("client-id", "client_id", "clientid", "client")
 IP_COLUMNS = ("ip", "address", "host")
 
 
-class InputError(QuotaError):
+class InputFileError(QuotaError):
     """A line of an input file cannot be used (names the file and line)."""
 
 
@@ -60,7 +60,7 @@ def _text(stream: Iterable[str | bytes], name: str) -> Iterator[str]:
             continue
         text = decode_line(raw)
         if isinstance(text, int):
-            raise InputError(f"{name}: line {n}: {utf8_message(raw, text - 1, text)}")
+            raise InputFileError(f"{name}: line {n}: {utf8_message(raw, text - 1, text)}")
         yield text
 
 
@@ -85,13 +85,13 @@ def _json_lines(first: str, lines: Iterable[str], name: str) -> Iterator[Connect
         try:
             row = json.loads(raw)
         except ValueError as e:
-            raise InputError(f"{name}: line {lineno}: {json_problem(e)}") from None
+            raise InputFileError(f"{name}: line {lineno}: {json_problem(e)}") from None
         try:
             if not isinstance(row, dict):
                 raise ValueError("not a JSON object")
             yield _connection({k.lower(): v for k, v in row.items()})
         except (ValueError, QuotaError) as e:
-            raise InputError(
+            raise InputFileError(
                 f'{name}: line {lineno}: {e} (expected e.g. {{"user": "alice", "client-id": "app1"}})'
             ) from None
 
@@ -112,7 +112,7 @@ def _records(reader: Any, name: str) -> Iterator[list[str]]:
         except StopIteration:
             return
         except csv.Error as e:
-            raise InputError(f"{name}: line {start}: {csv_problem(e)}") from None
+            raise InputFileError(f"{name}: line {start}: {csv_problem(e)}") from None
         yield row
 
 
@@ -122,7 +122,7 @@ def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connectio
     header = [h.strip().lower() for h in next(records)]
     ui, ci, ii = (_column(header, names) for names in (USER_COLUMNS, CLIENT_COLUMNS, IP_COLUMNS))
     if ui is None and ci is None and ii is None:
-        raise InputError(
+        raise InputFileError(
             f"{name}: line 1: the CSV header must name at least one of the columns user, client-id, ip "
             f"(got {', '.join(header) or 'nothing'})"
         )
@@ -131,7 +131,7 @@ def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connectio
     for row in records:
         n = len(row)
         if n > width:
-            raise InputError(f"{name}: line {reader.line_num}: {counted(n, 'field')} but the header has {width}")
+            raise InputFileError(f"{name}: line {reader.line_num}: {counted(n, 'field')} but the header has {width}")
         # An empty cell is a missing value, except that a client-id cell may be empty on purpose.
         user = row[ui] or None if ui is not None and ui < n else None
         client = row[ci] if ci is not None and ci < n else None
@@ -145,7 +145,7 @@ def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connectio
         try:
             yield of(user=user, client_id=client, ip=ip)
         except QuotaError as e:
-            raise InputError(f"{name}: line {reader.line_num}: {e}") from None
+            raise InputFileError(f"{name}: line {reader.line_num}: {e}") from None
 
 
 def _chain_one(first: str, rest: Iterable[str]) -> Iterator[str]:
@@ -181,9 +181,11 @@ def read_events(stream: IO[str] | IO[bytes], name: str = "events") -> list[tuple
                 t, v = parts
             t_ms, value = _time_ms(t), _value(v)
         except ValueError as e:
-            raise InputError(f"{name}: line {lineno}: {e} {example}") from None
+            raise InputFileError(f"{name}: line {lineno}: {e} {example}") from None
         if out and t_ms < out[-1][0]:
-            raise InputError(f"{name}: line {lineno}: time {t_ms} ms is before the previous event ({out[-1][0]} ms)")
+            raise InputFileError(
+                f"{name}: line {lineno}: time {t_ms} ms is before the previous event ({out[-1][0]} ms)"
+            )
         out.append((t_ms, value))
     if not out:
         raise UsageError(f"{name}: no events (expected lines 'TIME_MS VALUE', e.g. '0 400')")

@@ -79,7 +79,7 @@ class InputProblem:
         return f"{source}{'' if value is None else f' {value!r}'}: {detail}"
 
 
-class InputError(UsageError, InputProblem):
+class MalformedInput(UsageError, InputProblem):
     """A command input is malformed (see :class:`InputProblem`)."""
 
     def __init__(self, source: str, detail: str, value: str | None = None) -> None:

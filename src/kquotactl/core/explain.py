@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity, canonical_ip
-from kquotactl.core.errors import InputError, InputValueError, QuotaError, UsageError
+from kquotactl.core.errors import InputValueError, MalformedInput, QuotaError, UsageError
 from kquotactl.core.inet import read_ip_name
 from kquotactl.core.keys import KEYS, UNIT_FACTORS, Number, human_and_raw, limit_text, not_applied_reason
 from kquotactl.core.precedence import STATIC_CONFIGS, STATIC_LEVEL, ChainStep, QuotaIndex, Resolution, Sharing
@@ -104,7 +104,7 @@ def parse_observed(items: list[str]) -> dict[str, float]:
         name, sep, text = item.partition("=")
         name, text = name.strip(), text.strip()
         if not sep or not name or not text:
-            raise InputError("observed", "expected KEY=RATE, e.g. producer_byte_rate=12MiB", item)
+            raise MalformedInput("observed", "expected KEY=RATE, e.g. producer_byte_rate=12MiB", item)
         if name not in KEYS:
             from kquotactl.core.keys import lookup_key
 
@@ -123,7 +123,7 @@ def parse_observed(items: list[str]) -> dict[str, float]:
         if not rate >= 0 or rate == float("inf"):
             raise InputValueError("observed", "the rate must be a finite number ≥ 0", item)
         if name in out:
-            raise InputError("observed", f"{name} given twice: give each key once")
+            raise MalformedInput("observed", f"{name} given twice: give each key once")
         out[name] = rate
     return out
 

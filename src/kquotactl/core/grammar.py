@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kquotactl.core.errors import InputError, UsageError
+from kquotactl.core.errors import MalformedInput, UsageError
 from kquotactl.core.keys import java_trim
 
 # Java's \s is ASCII-only: [ \t\n\x0B\f\r]
@@ -49,13 +49,13 @@ def parse_add_config(text: str) -> dict[str, str]:
         kv = _java_split(_KV_SPLIT, piece, limit=-1)
         if len(kv) != 2:
             shown = piece if len(piece) <= 60 else piece[:57] + "..."
-            raise InputError("add_config", f"bad entry {shown!r}. {ADD_CONFIG_FORMAT}")
+            raise MalformedInput("add_config", f"bad entry {shown!r}. {ADD_CONFIG_FORMAT}")
         key = java_trim(kv[0])
         value = java_trim(_BRACKETS.sub("", kv[1]))
         if not _KEY_CHARS.fullmatch(key):
-            raise InputError("add_config", f"Invalid character found for config key: {key}")
+            raise MalformedInput("add_config", f"Invalid character found for config key: {key}")
         if key in out:
-            raise InputError("add_config", f"{key} given twice ({out[key]!r}, then {value!r}): give each key once")
+            raise MalformedInput("add_config", f"{key} given twice ({out[key]!r}, then {value!r}): give each key once")
         out[key] = value
     return out
 

@@ -147,13 +147,13 @@ def verify(
 
 def _rate(text: str) -> float:
     """``--drive RATE``: a byte rate as ``explain --observed`` takes it (units such as 100KiB), above 0."""
-    from kquotactl.core.errors import InputError, InputValueError, UsageError
+    from kquotactl.core.errors import InputValueError, MalformedInput, UsageError
     from kquotactl.core.explain import parse_observed
     from kquotactl.core.keys import PRODUCE_KEY
 
     try:
         rate = parse_observed([f"{PRODUCE_KEY}={text}"])[PRODUCE_KEY]
-    except (InputError, InputValueError) as e:  # said as --drive, the option the rate came from
+    except (MalformedInput, InputValueError) as e:  # said as --drive, the option the rate came from
         raise UsageError(f"--drive {text!r}: {e.detail}") from None
     if rate <= 0:
         raise UsageError(f"--drive {text}: the rate must be above 0 bytes/s")

@@ -150,7 +150,7 @@ def target_of(state: AppState, backend: QuotaBackend) -> dict[str, str]:
     return {"backend": backend.name, "cluster": state.conn.with_env().target}
 
 
-def make_plan(
+def planned_from_args(
     state: AppState,
     ctx: click.Context,
     files: Sequence[str],

@@ -22,9 +22,9 @@ from kquotactl.cli.manifestargs import (
     files_option,
     live_records,
     load,
-    make_plan,
     max_deletions_option,
     output_format,
+    planned_from_args,
     prune_option,
     stage_shape_option,
     staged_plan_of,
@@ -278,7 +278,7 @@ def _plan_to_apply(
     if not plan_path:
         if not dry_run:
             open_writable(state.backend(ctx))
-        return make_plan(state, ctx, files, prune, (), rule_kw=rule_kw)
+        return planned_from_args(state, ctx, files, prune, (), rule_kw=rule_kw)
     if prune:
         raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
     saved = read_plan_file(plan_path)

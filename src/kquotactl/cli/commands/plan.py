@@ -18,9 +18,9 @@ from kquotactl.cli.manifestargs import (
     files_option,
     given_rules,
     live_from_option,
-    make_plan,
     max_deletions_option,
     output_format,
+    planned_from_args,
     prune_option,
     stage_shape_option,
     staged_plan_of,
@@ -83,7 +83,7 @@ def plan(
     fmt = output_format(state)
     if out_path is not None:
         check_file(out_path, "--out")  # before the cluster is read
-    backend, the_plan, manifest = make_plan(
+    backend, the_plan, manifest = planned_from_args(
         state, ctx, files, prune, live_from, fmt if fmt in CI_REPORTS else None, brokers=brokers, rule_kw=rule_kw
     )
     check_deletions(the_plan, max_deletions)

@@ -76,7 +76,7 @@ def child(engine: str, path: str) -> None:
     elif engine == "local":
         from kquotactl.impact import local, readers
 
-        cols = readers.normalize(readers.read_table(path), window)
+        cols = readers.engine_columns(readers.read_table(path), window)
         out["read_s"] = time.perf_counter() - t0
         stats = local.run(cols, index, window).stats
     else:

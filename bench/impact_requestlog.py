@@ -109,7 +109,7 @@ def child(engine: str, path: str) -> None:
         from kquotactl.impact import local, readers
 
         table, log = readers.read_request_log([path])
-        cols = readers.normalize(table, window)
+        cols = readers.engine_columns(table, window)
         out["parse_s"] = time.perf_counter() - t0
         out["malformed"] = log.malformed
         stats = local.run(cols, index, window).stats

@@ -24,7 +24,7 @@ def run_engine(engine: str, path: str, quotas: dict, window: model.Window | None
     window = window or model.Window()
     index = QuotaIndex(quotas)
     if engine == "local":
-        result = local.run(readers.normalize(readers.read_table(path), window), index, window)
+        result = local.run(readers.engine_columns(readers.read_table(path), window), index, window)
     else:
         from kquotactl.impact import spark as sp
 

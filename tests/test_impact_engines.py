@@ -105,7 +105,7 @@ def test_engines_agree_on_the_throttle_timeline_of_the_top_quota_ids(spark, traf
 
     window = Window()
     index = QuotaIndex(generate.quotas(200, 800))
-    _, ref, ref_rates = local.timelines(readers.normalize(readers.read_table(traffic), window), index, window)
+    _, ref, ref_rates = local.timelines(readers.engine_columns(readers.read_table(traffic), window), index, window)
     _, got, rates = spark_engine.run(spark_engine.read_traffic(spark, traffic, window), quota_table(index), window, 4)
     assert len(got) == 4 and set(rates) == set(got)
     for sid, intervals in got.items():

@@ -72,14 +72,14 @@ def test_a_windowed_replay_compares_each_reading_with_the_limit_as_the_broker_do
     table = pa.table({k: v for k, v in traffic_columns(samples, 1.0, 1).items() if k != BROKER_COLUMN})
     index = QuotaIndex({Entity(client_id="p"): {"producer_byte_rate": limit}})
     window = Window(windowed=True)
-    result, timeline, _ = local.timelines(readers.normalize(table, window), index, window)
+    result, timeline, _ = local.timelines(readers.engine_columns(table, window), index, window)
     ((_, intervals),) = timeline.items()
     got = {s: ms for a, b, ms in intervals for s in range(a, b)}
     want = {100 + i: quota_throttle_ms(v, limit, 11_000.0) for i, v in enumerate(readings)}
     assert got == {s: ms for s, ms in want.items() if ms > 0} and len(got) == 3
     assert report(result, index, window)["summary"]["window"]["windowed_input"] is True
     # the same readings averaged again over the window: never over the limit
-    again = local.timelines(readers.normalize(table, Window()), index, Window())[1]
+    again = local.timelines(readers.engine_columns(table, Window()), index, Window())[1]
     assert again == {}
 
 

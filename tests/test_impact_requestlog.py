@@ -188,7 +188,7 @@ def test_spark_parses_the_same_table_and_report_as_the_local_engine(spark, tmp_p
     table, stats = readers.read_request_log([str(tmp_path / "logs")])
     df, sstats = sp.read_request_log(spark, [str(tmp_path / "logs")], window)
     assert sstats == stats and stats.malformed == len(MALFORMED) + 6
-    columns = readers.normalize(table, window)
+    columns = readers.engine_columns(table, window)
     rows = sorted(zip(*(columns[c] for c in df.columns), strict=True))
     assert sorted(tuple(r) for r in df.collect()) == rows
     want = model.report(local.run(columns, index, window), index, window)
@@ -396,7 +396,7 @@ def test_spark_reads_real_lines_and_every_rotation_format_as_the_local_reader(sp
     assert sstats == stats and stats.malformed == len(FORMATS)
     first = logs.absolute() / "kafka-request.log.2026-11-28-10.gz"
     assert stats.first_malformed is not None and stats.first_malformed.startswith(f"{first}:")
-    columns = readers.normalize(table, window)
+    columns = readers.engine_columns(table, window)
     assert sorted(tuple(r) for r in df.collect()) == sorted(zip(*(columns[c] for c in df.columns), strict=True))
 
 

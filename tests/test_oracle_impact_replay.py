@@ -189,9 +189,9 @@ def test_impact_and_explain_replay_kafkas_rate(kafka_oracle, oracle_seed, versio
         for i, c in mine:
             per_sample = _per_sample(c, kafka[i])
             want[_qid(i, c)] = (_expected_row(c, per_sample), {s: ms for s, (ms, _) in per_sample.items() if ms > 0})
-        result, tl, _ = local.timelines(readers.normalize(table, window), index, window)
+        result, tl, _ = local.timelines(readers.engine_columns(table, window), index, window)
         sresult, stl, _ = spark_engine.run(
-            spark_engine.normalize(spark.createDataFrame(table), window), quota_table(index), window, SPARK_TOP
+            spark_engine.engine_frame(spark.createDataFrame(table), window), quota_table(index), window, SPARK_TOP
         )
         for engine, res, timeline in (("local", result, tl), ("spark", sresult, stl)):
             rows = {_label(r["key"], r["quota_id"]): r for r in report(res, index, window)["quota_ids"]}

@@ -144,7 +144,7 @@ class Runner:
                 table, self.log_stats = readers.read_request_log(self.paths)
             else:
                 table = readers.read_table(self.path)
-            self._columns = readers.normalize(table, self.window)
+            self._columns = readers.engine_columns(table, self.window)
         self.status("replaying traffic against the quotas (local engine)")
         result, tl, rates = local.timelines(self._columns, index, self.window)
         self._full_timeline, self._bounds = tl, (result.first_sample, result.last_sample)
@@ -175,7 +175,7 @@ class Runner:
             self.status(f"starting Spark ({self.master or 'from spark-submit'})")
             self._spark = spark.session(self.master, self.conf)
             if self.table is not None:
-                self._traffic = spark.normalize(self._spark.createDataFrame(self.table), self.window)
+                self._traffic = spark.engine_frame(self._spark.createDataFrame(self.table), self.window)
             elif self.input_format == REQUEST_LOG:
                 self.status(f"Spark: parsing the request log {self.path}")
                 self._traffic, self.log_stats = spark.read_request_log(self._spark, self.paths, self.window)

@@ -38,7 +38,7 @@ def run(
     window: Window,
     progress: Callable[[str], None] | None = None,
 ) -> EngineResult:
-    """Compute every quota-id's statistics from normalised columns (``readers.normalize``)."""
+    """Compute every quota-id's statistics from normalised columns (``readers.engine_columns``)."""
     series, limits, totals, rows, first, last = _usage(columns, index)
     stats, _, _ = _evaluate(series, totals, window, first, last, limits)
     return EngineResult(rows, first, last, stats, totals)

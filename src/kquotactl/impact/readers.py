@@ -48,9 +48,9 @@ def read_table(path: str | Path) -> Any:
     return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
 
 
-def normalize(table: Any, window: Window) -> dict[str, list[Any]]:
-    """Column lists: ``ms`` (the row's time in whole ms), ``sample`` (``ms // (S·1000)``), the three names (str) and
-    ``u_<column>`` integer units per row."""
+def engine_columns(table: Any, window: Window) -> dict[str, list[Any]]:
+    """The traffic as the local engine reads it, one Python list per column: ``ms`` (the row's time in whole ms),
+    ``sample`` (``ms // (S·1000)``), the three names (str) and ``u_<column>`` integer units per row."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

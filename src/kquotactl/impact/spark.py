@@ -263,8 +263,8 @@ def check_traffic(path: str) -> None:
 
 
 def read_traffic(spark: Any, path: str, window: Window, checked: bool = False) -> Any:
-    """Traffic normalised exactly as ``readers.normalize`` does: sample, names, ``u_<column>`` units; a local input
-    is checked first unless ``checked`` (by :func:`check_traffic`)."""
+    """Traffic normalised exactly as ``readers.engine_columns`` does: sample, names, ``u_<column>`` units; a local
+    input is checked first unless ``checked`` (by :func:`check_traffic`)."""
     fmt = "parquet"
     if "://" not in path:
         if not checked:
@@ -284,7 +284,7 @@ def read_traffic(spark: Any, path: str, window: Window, checked: bool = False) -
         df = reader.parquet(path)
     if "://" in path:
         check_remote(df, path)
-    return normalize(df, window)
+    return engine_frame(df, window)
 
 
 def check_remote(df: Any, source: str) -> None:
@@ -344,7 +344,7 @@ SPARK_CODECS = ("", ".gz", ".bz2")
 def read_request_log(spark: Any, paths: Sequence[str], window: Window) -> tuple[Any, LogStats]:
     """Broker request logs parsed on Spark (``spark.read.text``, Spark's codecs for ``.gz``/``.bz2``, the local
     reader's decompression for the other formats; regexes and ``from_json`` from
-    :mod:`kquotactl.impact.requestlog`), normalised as :func:`normalize` does, with the same :class:`LogStats` as
+    :mod:`kquotactl.impact.requestlog`), normalised as :func:`engine_frame` does, with the same :class:`LogStats` as
     the local reader. The parsed lines are persisted: the counts and every quota set's replay read them, not the
     text."""
     from pyspark import StorageLevel
@@ -376,7 +376,7 @@ def read_request_log(spark: Any, paths: Sequence[str], window: Window) -> tuple[
         # The local reader's order: files sorted by path (Spark's URIs spell paths differently per reader).
         stats.first_malformed = _first_malformed(min(agg["bad_files"], key=_file_path))
     rows = parsed.where(~F.col("blank") & ~F.col("bad")).select(*REQUEST_COLUMNS)
-    return normalize(rows, window), stats
+    return engine_frame(rows, window), stats
 
 
 def _decompressed_lines(batches: Iterator[Any]) -> Iterator[Any]:
@@ -492,7 +492,9 @@ def _first_malformed(file_uri: str) -> str:
     return f"{path}:{line}" if line is not None else str(path)
 
 
-def normalize(df: Any, window: Window) -> Any:
+def engine_frame(df: Any, window: Window) -> Any:
+    """The traffic as the Spark engine reads it: :func:`kquotactl.impact.readers.engine_columns`'s columns, as a
+    DataFrame (rows without a time dropped)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 

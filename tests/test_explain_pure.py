@@ -73,11 +73,11 @@ def test_kafka_precedence_table(user: str, client: str, bound: int) -> None:
 def test_kafka_precedence_user_quota_is_shared_by_the_users_clients() -> None:
     idx = index_of(PRECEDENCE_SETUP)
     a2, a3 = idx.resolve(P, "userA", "client2"), idx.resolve(P, "userA", "client3")
-    assert a2.quota_id == a3.quota_id == ("userA", "")  # one sensor: client3 is throttled by client2's bytes
+    assert a2.quota_id_tags == a3.quota_id_tags == ("userA", "")  # one sensor: client3 is throttled by client2's bytes
     assert a2.sharing is Sharing.USER and a2.level == 3
     b2, b3 = idx.resolve(P, "userB", "client2"), idx.resolve(P, "userB", "client3")
     assert (b2.level, b2.sharing) == (2, Sharing.PAIR)  # (userB, <default>) is exclusive per pair
-    assert b2.quota_id != b3.quota_id
+    assert b2.quota_id_tags != b3.quota_id_tags
 
 
 def test_kafka_precedence_after_removing_default_user_client() -> None:
@@ -87,7 +87,7 @@ def test_kafka_precedence_after_removing_default_user_client() -> None:
     assert idx.resolve(P, "userD", "client1").limit == 1000
     assert idx.resolve(P, "userE", "client4").limit == 1000
     f4, f5 = idx.resolve(P, "userF", "client4"), idx.resolve(P, "userF", "client5")
-    assert f4.limit == f5.limit == 1000 and f4.quota_id == f5.quota_id == ("userF", "")  # shared
+    assert f4.limit == f5.limit == 1000 and f4.quota_id_tags == f5.quota_id_tags == ("userF", "")  # shared
     assert f4.level == 6
 
 
@@ -98,7 +98,7 @@ def test_kafka_precedence_after_removing_default_user_too() -> None:
     idx = index_of(setup)
     f5, g5 = idx.resolve(P, "userF", "client5"), idx.resolve(P, "userG", "client5")
     assert f5.limit == g5.limit == 2000
-    assert f5.quota_id == g5.quota_id == ("", "client5")  # the client default is shared across users
+    assert f5.quota_id_tags == g5.quota_id_tags == ("", "client5")  # the client default is shared across users
     assert f5.level == 8 and f5.sharing is Sharing.CLIENT
 
 
@@ -120,7 +120,7 @@ def test_level_2_exists_although_kip55_omits_it() -> None:
 def test_quota_id_sanitizes_the_user_but_not_the_client_id() -> None:
     idx = index_of({Entity(user="CN=user1", client_id="client1?@%"): 5})
     r = idx.resolve(P, "CN=user1", "client1?@%")
-    assert r.quota_id == ("CN%3Duser1", "client1?@%")
+    assert r.quota_id_tags == ("CN%3Duser1", "client1?@%")
     assert r.entity_path == "users/CN%3Duser1/clients/client1%3F%40%25"
 
 
@@ -138,7 +138,7 @@ def test_empty_client_id_skips_pair_and_client_levels() -> None:
     # (alice, <default>) is found first, so the tags are (alice, ""), looked up at levels 3 and 6 only.
     idx = index_of({Entity(user="alice", client_id=DEFAULT): 1, Entity(client_id=DEFAULT): 2})
     r = idx.resolve(P, "alice", "")
-    assert r.limit is None and r.quota_id == ("alice", "")
+    assert r.limit is None and r.quota_id_tags == ("alice", "")
     chain = {s.level: s.status for s in idx.chain(P, "alice", "")}
     assert chain[2] is ChainStatus.IGNORED and chain[8] is ChainStatus.IGNORED
 
@@ -146,7 +146,7 @@ def test_empty_client_id_skips_pair_and_client_levels() -> None:
 def test_empty_client_id_reaches_user_levels() -> None:
     idx = index_of({Entity(user="alice", client_id=DEFAULT): 1, Entity(user=DEFAULT): 3})
     r = idx.resolve(P, "alice", "")
-    assert (r.level, r.limit, r.quota_id) == (6, 3, ("alice", ""))
+    assert (r.level, r.limit, r.quota_id_tags) == (6, 3, ("alice", ""))
 
 
 def test_empty_client_id_never_reaches_client_defaults() -> None:
@@ -168,15 +168,15 @@ def test_empty_user_never_gets_user_quotas() -> None:
 def test_fast_path_changes_only_the_quota_id_of_unlimited_keys() -> None:
     idx = index_of({Entity(user="alice"): 1})  # only user-level quotas: the (user, "") fast path
     r = idx.resolve("consumer_byte_rate", "bob", "c")
-    assert r.limit is None and r.quota_id == ("bob", "")
+    assert r.limit is None and r.quota_id_tags == ("bob", "")
     idx2 = index_of({Entity(user="alice"): 1}, per_key_levels=True)  # KRaft: consumer manager has no quotas
-    assert idx2.resolve("consumer_byte_rate", "bob", "c").quota_id == ("", "c")
+    assert idx2.resolve("consumer_byte_rate", "bob", "c").quota_id_tags == ("", "c")
 
 
 def test_static_default_is_a_9th_level_for_byte_rates() -> None:
     idx = index_of({Entity(user="alice"): 1}, static_defaults={P: 777})
     r = idx.resolve(P, "bob", "c")
-    assert (r.level, r.limit, r.entity, r.quota_id) == (9, 777, None, ("", "c"))
+    assert (r.level, r.limit, r.entity, r.quota_id_tags) == (9, 777, None, ("", "c"))
     assert idx.resolve(P, "alice", "c").level == 3
     steps = idx.chain(P, "alice", "c")
     assert [s.level for s in steps] == list(range(1, 10)) and steps[-1].status is ChainStatus.SHADOWED
@@ -201,7 +201,7 @@ def test_ip_resolution() -> None:
     )
     assert (idx.resolve_ip("10.0.0.1").level, idx.resolve_ip("10.0.0.1").limit) == (1, 5)
     r = idx.resolve_ip("10.0.0.2")
-    assert (r.level, r.limit, r.entity_path, r.quota_id) == (2, 20, "ips/<default>", None)
+    assert (r.level, r.limit, r.entity_path, r.quota_id_tags) == (2, 20, "ips/<default>", None)
     assert QuotaIndex({}).resolve_ip("10.0.0.2").limit is None
     assert [s.status for s in idx.chain_ip("10.0.0.1")] == [ChainStatus.APPLIED, ChainStatus.SHADOWED]
 
@@ -246,11 +246,11 @@ def test_resolver_matches_reference(quotas, user, client, per_key) -> None:
         r = idx.resolve(key, user, client)
         assert (r.level, r.limit) == reference_8_levels(quotas, key, user, client)
         if r.level in (1, 2, 4, 5):
-            assert r.quota_id == (Entity(user=user).path[6:], client)
+            assert r.quota_id_tags == (Entity(user=user).path[6:], client)
         elif r.level in (3, 6):
-            assert r.quota_id == (Entity(user=user).path[6:], "")
+            assert r.quota_id_tags == (Entity(user=user).path[6:], "")
         elif r.level in (7, 8):
-            assert r.quota_id == ("", client)
+            assert r.quota_id_tags == ("", client)
         applied = [s for s in idx.chain(key, user, client) if s.status is ChainStatus.APPLIED]
         assert [s.level for s in applied] == ([r.level] if r.level else [])
 
@@ -484,7 +484,7 @@ def test_bulk_resolution_equals_single_key_resolution(quotas, user, client, per_
     idx = QuotaIndex(quotas, per_key_levels=per_key, static_defaults={P: 99} if static else None)
     bulk = idx.resolve_all_raw(user, client)
     single = [idx.resolve(k, user, client) for k in CLIENT_KEYS]
-    assert bulk == [(r.key, r.limit, r.level, r.entity, r.sharing, r.quota_id) for r in single]
+    assert bulk == [(r.key, r.limit, r.level, r.entity, r.sharing, r.quota_id_tags) for r in single]
 
 
 def test_token_bucket_replay_for_controller_mutations() -> None:

@@ -25,7 +25,7 @@ from fixtures_oracle import NEWEST_VERSION, ORACLE_VERSIONS, assert_no_mismatche
 from kquotactl.core.entities import DEFAULT, Entity, Name
 from kquotactl.core.kafkaversions import behaviour
 from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, format_value
-from kquotactl.core.precedence import STATIC_CONFIGS, QuotaIndex, quota_id
+from kquotactl.core.precedence import STATIC_CONFIGS, QuotaIndex, quota_id_tags
 from kquotactl.testing.oracle import SOURCES, _sources, cases_per_run
 from kquotactl.testing.versions import RELEASES
 
@@ -132,17 +132,27 @@ def _ours(case: dict[str, Any]) -> dict[str, Any]:
         by_resolve = []
         for key in KAFKA_KEYS:
             r = index.resolve(key, user, client)
-            assert r.quota_id is not None
+            assert r.quota_id_tags is not None
             assert index.applied_entity(key, user, client) == r.entity  # what lint asks
             if r.limit is not None:  # who shares it (explain's wording) follows from the broker's tags
-                assert quota_id(r.sharing, user, client) == r.quota_id, (key, user, client, r)
+                assert quota_id_tags(r.sharing, user, client) == r.quota_id_tags, (key, user, client, r)
             by_resolve.append(
-                {"key": key, "limit": _limit(r.limit, UNLIMITED), "user": r.quota_id[0], "client-id": r.quota_id[1]}
+                {
+                    "key": key,
+                    "limit": _limit(r.limit, UNLIMITED),
+                    "user": r.quota_id_tags[0],
+                    "client-id": r.quota_id_tags[1],
+                }
             )
         by_all = [
-            {"key": r.key, "limit": _limit(r.limit, UNLIMITED), "user": r.quota_id[0], "client-id": r.quota_id[1]}
+            {
+                "key": r.key,
+                "limit": _limit(r.limit, UNLIMITED),
+                "user": r.quota_id_tags[0],
+                "client-id": r.quota_id_tags[1],
+            }
             for r in index.resolve_all(user, client)
-            if r.key in KAFKA_KEYS and r.quota_id is not None
+            if r.key in KAFKA_KEYS and r.quota_id_tags is not None
         ]
         by_raw = [
             {"key": key, "limit": _limit(limit, UNLIMITED), "user": qid[0], "client-id": qid[1]}

@@ -189,8 +189,8 @@ def _quota_json(res: Resolution, conn: Connection, throttle: ThrottleModel | Non
         "level": res.level,
         "entity_path": res.entity_path,
     }
-    if res.quota_id is not None:
-        d["quota_id"] = {"user": res.quota_id[0], "client-id": res.quota_id[1]}
+    if res.quota_id_tags is not None:
+        d["quota_id"] = {"user": res.quota_id_tags[0], "client-id": res.quota_id_tags[1]}
     d["sharing"] = sharing_words(res, conn)
     if res.level == STATIC_LEVEL:
         d["static_config"] = STATIC_CONFIGS[res.key]

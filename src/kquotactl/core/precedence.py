@@ -144,14 +144,14 @@ class Resolution:
     level: int | None  # 1..8 (9: static broker default) for user/client keys, 1..2 for ips; None when unlimited
     entity: Entity | None  # the entity that supplied the limit (None for the static level)
     sharing: Sharing
-    quota_id: tuple[str, str] | None  # broker metric tags (sanitized user, raw client-id); None for ips
+    quota_id_tags: tuple[str, str] | None  # broker metric tags (sanitized user, raw client-id); None for ips
 
     @property
     def entity_path(self) -> str | None:
         return self.entity.path if self.entity is not None else None
 
 
-def quota_id(sharing: Sharing, user: str, client_id: str) -> tuple[str, str]:
+def quota_id_tags(sharing: Sharing, user: str, client_id: str) -> tuple[str, str]:
     """The broker's metric tags (``quotaMetricTags``): user tags are sanitized, client-ids are raw."""
     if sharing is Sharing.PAIR:
         return (sanitize(user), client_id)
@@ -365,7 +365,7 @@ class QuotaIndex:
     def resolve_all_raw(
         self, user: str = "", client_id: str = ""
     ) -> list[tuple[str, Number | None, int | None, Entity | None, Sharing, tuple[str, str]]]:
-        """:meth:`resolve_all` as plain tuples ``(key, limit, level, entity, sharing, quota_id)``: for bulk use.
+        """:meth:`resolve_all` as plain tuples ``(key, limit, level, entity, sharing, quota_id_tags)``: for bulk use.
 
         With both names non-empty the broker's two phases reduce to "the first level that sets the key"
         (the tags follow from that level), which is computed here from the few levels that exist.

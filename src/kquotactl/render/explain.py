@@ -176,8 +176,8 @@ def explain_table(
             _line(console, f"unlimited (no level sets them): {', '.join(unlimited)}")
     ignored = False
     for kind_keys in (
-        [r for r in res_list if r.quota_id is not None],
-        [r for r in res_list if r.quota_id is None],
+        [r for r in res_list if r.quota_id_tags is not None],
+        [r for r in res_list if r.quota_id_tags is None],
     ):
         if not kind_keys:
             continue

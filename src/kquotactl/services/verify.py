@@ -172,7 +172,7 @@ def drive_verdict(
     quiet = wait_quiet(target, index, sensors, window_num * window_size, quiet_timeout)
     if quiet.busy:
         load = ", ".join(f"{b}: {u:.0f} B/s" for b, u in sorted(quiet.busy.items()))
-        raise DriveBusy(_quota_id_words(target, res.quota_id), quiet.waited_s, load)
+        raise DriveBusy(_quota_id_words(target, res.quota_id_tags), quiet.waited_s, load)
     drive = drive_producer(target.bootstrap, target.settings, target.client_id, topic, rate, seconds, connect_timeout)
     limit = None if res.limit is None else float(res.limit)
     # an existing sensor measured while idle (an exporter's scrape) has its window begun up to a quota window (and
@@ -220,7 +220,7 @@ def wait_quiet(
     if sensors is None:
         sleep(window_s)
         return QuietWait("no sensors given: waited one quota window, past any traffic sent before", window_s)
-    user, client = index.resolve(PRODUCE_KEY, target.user, target.client_id).quota_id or ("", "")
+    user, client = index.resolve(PRODUCE_KEY, target.user, target.client_id).quota_id_tags or ("", "")
     qid = QuotaIdKey(user=target.user if user else "", client_id=client)
     for attempt in RetryPolicy(delay=poll, deadline=timeout).tries(clock, sleep):
         figures = {

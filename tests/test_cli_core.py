@@ -473,7 +473,7 @@ def test_help_imports_nothing_heavy() -> None:
     p, names = _imported("--help")
     assert p.returncode == 0 and "describe" in p.stdout, p.stderr[-2000:]
     assert sorted(_packages(names) & HEAVY) == []
-    assert "shutil" not in names  # the help width comes from kit.terminal_columns (shutil loads bz2, lzma...)
+    assert "shutil" not in names  # the help width comes from terminal.terminal_columns (shutil loads bz2, lzma...)
     assert "kquotactl.cli.completion" not in names  # loaded only when completing
     assert _command_modules(names) == []  # listed from their summaries, none loaded
 
@@ -488,7 +488,7 @@ def test_help_lists_unloaded_commands_exactly_as_loaded_ones() -> None:
     from click.testing import CliRunner
 
     from kquotactl.cli.app import cli
-    from kquotactl.cli.kit import LazyGroup
+    from kquotactl.cli.groups import LazyGroup
 
     def helps(group: click.Group) -> list[str]:
         runner = CliRunner()
@@ -518,7 +518,7 @@ def test_a_command_loads_only_its_own_module() -> None:
 def test_help_width_is_shutils_terminal_width(monkeypatch, columns: str | None) -> None:
     import shutil
 
-    from kquotactl.cli.kit import terminal_columns
+    from kquotactl.cli.terminal import terminal_columns
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
@@ -560,11 +560,11 @@ def test_the_demo_runs_every_step_as_advertised_against_its_own_kafka_and_zookee
 
 
 def test_collector_paused_restores_the_collector_as_it_found_it() -> None:
-    """Bulk reads pause the cycle collector (kit.collector_paused); it is back on after, error or not, and a
+    """Bulk reads pause the cycle collector (collector.collector_paused); it is back on after, error or not, and a
     collector the caller had turned off stays off."""
     import gc
 
-    from kquotactl.cli.kit import collector_paused
+    from kquotactl.cli.collector import collector_paused
 
     assert gc.isenabled()
     with collector_paused():

@@ -16,20 +16,20 @@ import click
 
 from kquotactl import __version__
 from kquotactl.cli.argv import normalize_argv, refuse_non_utf8
+from kquotactl.cli.collector import collector_paused
 from kquotactl.cli.errorwords import worded
-from kquotactl.cli.kit import (
+from kquotactl.cli.groups import LazyGroup, is_own_option
+from kquotactl.cli.options import (
     CI_REPORTS,
-    AppState,
-    LazyGroup,
-    collector_paused,
-    guard_stdout,
-    is_own_option,
-    pass_state,
-    stopped_by,
-    terminate_like_ctrl_c,
-    terminated,
+    EPILOG_EXIT,
+    KEYS_HELP,
+    connection_options,
+    entity_options,
+    principal_options,
 )
-from kquotactl.cli.options import EPILOG_EXIT, KEYS_HELP, connection_options, entity_options, principal_options
+from kquotactl.cli.signals import stopped_by, terminate_like_ctrl_c, terminated
+from kquotactl.cli.state import AppState, pass_state
+from kquotactl.cli.terminal import guard_stdout
 from kquotactl.config.cluster import ConnectionOptions
 from kquotactl.config.extras import missing_extra
 from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, QuotaError, UsageError, one_line
@@ -113,7 +113,7 @@ def cli(
       kquotactl --zookeeper zk:2181 --describe --entity-type users   # kafka-configs' flat form
     """
     # `--zookeeper "$ZK"` with ZK unset must not fall back to a context's cluster: an empty value is refused by the
-    # parser (kit.refuse_empty), a value that is one of our options (`--zookeeper --user`) here, where the command
+    # parser (groups.refuse_empty), a value that is one of our options (`--zookeeper --user`) here, where the command
     # named is known
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")

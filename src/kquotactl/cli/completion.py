@@ -33,7 +33,7 @@ from click.shell_completion import (
     add_completion_class,
 )
 
-from kquotactl.cli.kit import LazyGroup
+from kquotactl.cli.groups import LazyGroup
 
 if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
     from kquotactl.backends.base import QuotaBackend

@@ -262,7 +262,7 @@ def summary(command: click.Command) -> str:
 
 def summaries_module(all_pages: list[Page]) -> str:
     """``kquotactl.cli.commands.summaries``: the lazily loaded commands' summaries, for ``--help`` (see
-    :class:`kquotactl.cli.kit.LazyGroup`)."""
+    :class:`kquotactl.cli.groups.LazyGroup`)."""
     from kquotactl.cli.commands import LOADERS
 
     lines = [

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kquotactl.cli.kit import is_own_option
+from kquotactl.cli.groups import is_own_option
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name
 from kquotactl.core.errors import InvalidRequest, UsageError
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType

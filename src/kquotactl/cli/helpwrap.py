@@ -4,7 +4,7 @@ reads them (`` \\`` continuations; a trailing ``# comment`` moves to its own lin
 
 :class:`HelpFormatter` is click's formatter with :func:`wrap_text` in place of ``click.formatting.wrap_text`` while
 it writes (click's formatter calls that module function for every paragraph, option description and usage line);
-kquotactl's commands use it through their context class (:class:`kquotactl.cli.kit.AppContext`), so importing
+kquotactl's commands use it through their context class (:class:`kquotactl.cli.groups.AppContext`), so importing
 kquotactl never changes the help of another click program in the same process.
 """
 

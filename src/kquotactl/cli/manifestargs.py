@@ -13,8 +13,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from kquotactl.cli.collector import collector_paused
 from kquotactl.cli.errorwords import KEEP_HINT
-from kquotactl.cli.kit import AppState, collector_paused
+from kquotactl.cli.state import AppState
 from kquotactl.core.errors import QuotaError, UsageError
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """The option spec of the commands that take kafka-configs' options: which cluster (``connection_options``) and which
-entity (``entity_options``), with the help texts they share. Declared apart from the commands that use them, as
+entity (``entity_options``), with the help texts they share, and the option groups several commands share (the
+quota windows, ``--kafka-version``, ``-f MANIFEST``). Declared apart from the commands that use them, as
 httpie declares its options, so the help, the man pages (:mod:`kquotactl.cli.docsgen`) and completion
 (:mod:`kquotactl.cli.completion`, by option name) all read one definition. Only click and the key registry
 (``core/keys.py``, for the keys' help) are imported.
@@ -12,7 +13,6 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import stacked
 from kquotactl.core.keys import KEYS, KeyScope, keys_for
 
 #: how the help names the entities of each key scope
@@ -236,3 +236,89 @@ def principal_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
     ]
     return stacked(opts, principal_rule_options(f))
+
+
+CI_REPORTS = ("markdown", "junit", "sarif")  # kquotactl.render.ci
+
+
+# -- options several commands share (quota windows, --kafka-version, -f MANIFEST) ----------------------------
+
+
+def stacked(options: list[Callable[..., Any]], f: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply click option decorators so that they appear in ``--help`` in list order."""
+    for o in reversed(options):
+        f = o(f)
+    return f
+
+
+def _window_options(flag: str, config: str, what: tuple[str, str]) -> list[Callable[..., Any]]:
+    """``--<flag>-num`` and ``--<flag>-size[-seconds]``: a broker's ``<config>.num`` x ``<config>.size.seconds``, with
+    Kafka's own lower bounds and defaults."""
+    dest = flag.replace("-", "_") + "_size_seconds"
+    return [
+        click.option(
+            f"--{flag}-num",
+            type=click.IntRange(min=1),
+            default=11,
+            show_default=True,
+            help=f"The brokers' {config}.num{what[0]}.",
+        ),
+        click.option(
+            f"--{flag}-size-seconds",
+            f"--{flag}-size",
+            dest,
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            metavar="SECONDS",
+            help=f"The brokers' {config}.size.seconds{what[1]}.",
+        ),
+    ]
+
+
+def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' quota window (``quota.window.num`` x ``quota.window.size.seconds``), for the commands that model
+    throttling (``explain``, ``impact run``): one spelling, Kafka's own lower bounds."""
+    what = (": samples in the rate window", ": the length of one sample")
+    return stacked(_window_options("window", "quota.window", what), f)
+
+
+def controller_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' controller mutation window (``controller.quota.window.num`` x
+    ``controller.quota.window.size.seconds``): Kafka sizes the controller_mutation_rate bucket from these, not from
+    ``quota.window.*``."""
+    what = (" (controller_mutation_rate)",) * 2
+    return stacked(_window_options("controller-window", "controller.quota.window", what), f)
+
+
+def parse_kafka_version(text: str) -> tuple[int, ...]:
+    """``--kafka-version X.Y[.Z]``."""
+    from kquotactl.core.errors import UsageError
+
+    parts = text.strip().split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise UsageError(f"--kafka-version {text!r}: expected X.Y or X.Y.Z, e.g. 2.8 or 3.7.1")
+    version = tuple(int(p) for p in parts)
+    from kquotactl.core.kafkaversions import NEWEST_KNOWN, newer_than_known
+
+    if newer_than_known(version):
+        newest = ".".join(map(str, NEWEST_KNOWN[:2]))
+        raise UsageError(
+            f"--kafka-version {text!r}: kquotactl knows Kafka's quota behaviour up to {newest}; "
+            "leave the option out to simulate the newest it knows"
+        )
+    return version
+
+
+def manifest_quotas_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-f MANIFEST`` (repeatable, ``-`` = stdin) for the commands that resolve connections against a quota set
+    (``explain``, ``top``): the quotas from manifests instead of the cluster; read by :func:`quota_index`."""
+    return click.option(
+        "-f",
+        "--file",
+        "files",
+        multiple=True,
+        metavar="MANIFEST",
+        type=click.Path(exists=True, allow_dash=True),
+        help=help,
+    )

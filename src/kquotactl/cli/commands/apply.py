@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import AppState, OnceCommand, confirm, pass_state, stopped_by
+from kquotactl.cli.groups import OnceCommand
 from kquotactl.cli.manifestargs import (
     dump,
     echo_err,
@@ -34,6 +34,9 @@ from kquotactl.cli.manifestargs import (
     terminal_width,
 )
 from kquotactl.cli.options import principal_rule_options
+from kquotactl.cli.signals import stopped_by
+from kquotactl.cli.state import AppState, pass_state
+from kquotactl.cli.terminal import confirm
 from kquotactl.core.errors import EXIT_PENDING, QuotaError, UsageError
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kquotactl.cli.kit import OnceCommand
+from kquotactl.cli.groups import OnceCommand
 
 
 @click.command(cls=OnceCommand, name="completion")

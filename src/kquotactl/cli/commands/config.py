@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import OnceGroup
+from kquotactl.cli.groups import OnceGroup
 
 
 def _config(ctx: click.Context) -> Any:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kquotactl.cli.kit import AppState, OnceCommand
+from kquotactl.cli.groups import OnceCommand
+from kquotactl.cli.state import AppState
 
 if TYPE_CHECKING:  # the Kafka client loads inside the services
     from kquotactl.core.broker_connection_rate import RateSetting

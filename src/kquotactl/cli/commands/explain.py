@@ -10,16 +10,15 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import (
-    AppState,
-    OnceCommand,
+from kquotactl.cli.groups import OnceCommand
+from kquotactl.cli.options import (
     controller_window_options,
     manifest_quotas_option,
     parse_kafka_version,
-    quota_index,
+    principal_options,
     quota_window_options,
 )
-from kquotactl.cli.options import principal_options
+from kquotactl.cli.state import AppState, quota_index
 from kquotactl.core.errors import UsageError
 
 if TYPE_CHECKING:

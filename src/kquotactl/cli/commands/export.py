@@ -9,8 +9,9 @@ import sys
 
 import click
 
-from kquotactl.cli.kit import AppState, OnceCommand, pass_state
+from kquotactl.cli.groups import OnceCommand
 from kquotactl.cli.manifestargs import live_records
+from kquotactl.cli.state import AppState, pass_state
 from kquotactl.core.errors import UsageError
 
 

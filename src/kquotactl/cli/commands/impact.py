@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import OnceGroup, parse_kafka_version, quota_window_options
+from kquotactl.cli.groups import OnceGroup
+from kquotactl.cli.options import parse_kafka_version, quota_window_options
 
 ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
 
@@ -200,7 +201,7 @@ def run(
     """
     from rich.console import Console
 
-    from kquotactl.cli.kit import AppState
+    from kquotactl.cli.state import AppState
     from kquotactl.impact.model import Window
     from kquotactl.impact.spark import parse_conf
     from kquotactl.services import impact as impact_service

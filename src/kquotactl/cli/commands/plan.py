@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import CI_REPORTS, AppState, OnceCommand, pass_state
+from kquotactl.cli.groups import OnceCommand
 from kquotactl.cli.manifestargs import (
     dump,
     files_option,
@@ -30,7 +30,8 @@ from kquotactl.cli.manifestargs import (
     terminal_width,
     write_ci,
 )
-from kquotactl.cli.options import principal_rule_options
+from kquotactl.cli.options import CI_REPORTS, principal_rule_options
+from kquotactl.cli.state import AppState, pass_state
 from kquotactl.core.errors import EXIT_PENDING
 
 

@@ -14,7 +14,10 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import AppState, OnceCommand, manifest_quotas_option, stdout_closed
+from kquotactl.cli.groups import OnceCommand
+from kquotactl.cli.options import manifest_quotas_option
+from kquotactl.cli.state import AppState
+from kquotactl.cli.terminal import stdout_closed
 
 
 @click.command(cls=OnceCommand)
@@ -74,7 +77,7 @@ def top(
       kquotactl --bootstrap-server b:9092 top --prometheus http://prometheus:9090 --watch 5
       kquotactl top --prometheus http://prometheus:9090 -f quotas/
     """
-    from kquotactl.cli.kit import quota_index
+    from kquotactl.cli.state import quota_index
     from kquotactl.services.top import top as top_rows
 
     state = ctx.ensure_object(AppState)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kquotactl.cli.kit import CI_REPORTS, AppState, OnceCommand, pass_state
+from kquotactl.cli.groups import OnceCommand
 from kquotactl.cli.manifestargs import (
     dump,
     echo_err,
@@ -22,7 +22,8 @@ from kquotactl.cli.manifestargs import (
     summary,
     write_ci,
 )
-from kquotactl.cli.options import principal_rule_options
+from kquotactl.cli.options import CI_REPORTS, principal_rule_options
+from kquotactl.cli.state import AppState, pass_state
 from kquotactl.core.errors import QuotaError
 
 #: how the summary line counts each kind of entity (:meth:`kquotactl.core.manifest.Manifest.kinds`)

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kquotactl.cli.kit import OnceCommand, pass_state
+from kquotactl.cli.groups import OnceCommand
 from kquotactl.cli.options import entity_options
+from kquotactl.cli.state import pass_state
 
 if TYPE_CHECKING:
-    from kquotactl.cli.kit import AppState
+    from kquotactl.cli.state import AppState
     from kquotactl.core.verify import DriveVerdict
     from kquotactl.services.verify import Converged
 

@@ -93,7 +93,16 @@ def wait_applied(
     if exact is None:
         exact = expected is None
     if expected is None:
-        expected = _config_of(backend.describe(flt))
+        # "what the cluster describes now": a broker behind on the metadata log may not show a write yet (KRaft
+        # brokers apply it asynchronously), so within the backend's read-after-write settle time any broker that
+        # shows the entity answers; only when none does is there no such entity
+        settle = RetryPolicy(delay=poll, deadline=min(backend.read_after_write_settle, timeout))
+        for attempt in settle.tries(clock, time.sleep):
+            expected = _config_of(backend.describe(flt))
+            if not expected and backend.asks_each_broker:
+                expected = next((dict(v.config) for v in views() if v.config), {})
+            if expected or attempt.last:
+                break
         if not expected:
             raise VerifyRefused("no-entity", entity=entity.label())
     for attempt in RetryPolicy(delay=poll, deadline=timeout).tries(clock, time.sleep):

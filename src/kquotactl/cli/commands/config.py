@@ -54,18 +54,17 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
     import os
 
     from kquotactl.config.cluster import ENV_CONTEXT
+    from kquotactl.core.errors import UsageError
 
+    fmt = fmt or ctx.find_root().params.get("output")
+    if fmt not in (None, "table", "json", "yaml"):  # the group's -o kafka: refused before the file is read
+        raise UsageError(f"-o {fmt}: get-contexts shows a table, json or yaml")
     config = _config(ctx)
     active = os.environ.get(ENV_CONTEXT) or config.current
     rows = [
         {"name": n, "current": n == active, "cluster": c.cluster, "auth": c.auth, "problem": c.problem}
         for n, c in sorted(config.contexts.items())
     ]
-    from kquotactl.core.errors import UsageError
-
-    fmt = fmt or ctx.find_root().params.get("output")
-    if fmt not in (None, "table", "json", "yaml"):
-        raise UsageError(f"-o {fmt}: get-contexts shows a table, json or yaml")
     fmt = fmt or ("table" if sys.stdout.isatty() else "json")
     if fmt == "json":
         from kquotactl.render.records import dump_json

@@ -1,6 +1,6 @@
 """The impact model in DuckDB SQL: the single-node baseline ``bench/impact.py`` measures the engines against.
 
-The window-sum model :mod:`kquotactl.impact.model` had before it replayed each quota-id through Kafka's ``Rate``
+The window-sum model :mod:`kquotactl.impact.replay` had before it replayed each quota-id through Kafka's ``Rate``
 (integer units, the event sweep with a RANGE window; today the model of windowed input only): a speed baseline of
 the same work in SQL, not the same statistics. The distinct
 (user, client-id) pairs and ips are resolved with :class:`kquotactl.core.precedence.QuotaIndex` (a few thousand probes)
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kquotactl.core.keys import KEYS
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, MODEL_KEYS, USAGE, QidStats, Window, qid_parts
+from kquotactl.impact.replay import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, MODEL_KEYS, USAGE, QidStats, Window, qid_parts
 
 
 def run(path: str, index: QuotaIndex, window: Window, threads: int = 2) -> list[QidStats]:

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from kquotactl.backends.kafka.quotas import AdminBackend, entity_to_wire
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import Entity
-from kquotactl.core.model import EntityChange
 from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
 
 SIZES = [int(x) for x in os.environ.get("BENCH_SIZES", "1000,10000").split(",")]

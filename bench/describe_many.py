@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import KQUOTACTL, row, time_call, time_command
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import DEFAULT, Entity
-from kquotactl.core.model import EntityChange
 from kquotactl.testing.servers import ZooKeeperServer
 
 N = int(os.environ.get("BENCH_ENTITIES", "10000"))

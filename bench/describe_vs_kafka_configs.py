@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from bench._util import row, time_command
 from kquotactl.backends.kafka.quotas import AdminBackend
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import Entity
-from kquotactl.core.model import EntityChange
 from kquotactl.testing.kafka import KRaftKafkaServer
 from kquotactl.testing.servers import classpath
 from kquotactl.testing.versions import NEWEST, RELEASES

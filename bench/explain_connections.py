@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._util import KQUOTACTL
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.explain import Connection, LineEncoder, ThrottleModel, explain_json
-from kquotactl.core.model import EntityChange
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.render.explain import json_lines
 

@@ -63,7 +63,7 @@ def digest(stats) -> str:
 def child(engine: str, path: str) -> None:
     from kquotactl.core.precedence import QuotaIndex
     from kquotactl.impact import generate
-    from kquotactl.impact.model import Window, quota_table
+    from kquotactl.impact.replay import Window, quota_table
 
     index = QuotaIndex(generate.quotas(USERS, CLIENTS))
     window = Window()

@@ -92,7 +92,7 @@ def duckdb_parse(path: str, parquet: str) -> int:
 def child(engine: str, path: str) -> None:
     from kquotactl.core.precedence import QuotaIndex
     from kquotactl.impact import generate
-    from kquotactl.impact.model import Window, quota_table
+    from kquotactl.impact.replay import Window, quota_table
 
     index = QuotaIndex(generate.quotas(base.USERS, base.CLIENTS))
     window = Window()

@@ -27,8 +27,8 @@ from bench._util import KQUOTACTL
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.codec import encode_entity, encode_notification
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, Entity
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.plan import make_plan
 from kquotactl.manifests.export import dump_manifest_yaml, export_document
 from kquotactl.manifests.loader import load_manifests

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import row, time_call
 from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.observe.model import Sample, top_rows
+from kquotactl.observe.throttled import Sample, top_rows
 
 N = int(os.environ.get("BENCH_QUOTA_IDS", "20000"))
 

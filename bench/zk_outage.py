@@ -22,8 +22,8 @@ from bench._util import row, time_call
 from kquotactl.backends.zookeeper import session as zkmod
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import EntityChange, Outcome
 from kquotactl.core.entities import Entity
-from kquotactl.core.model import EntityChange, Outcome
 from kquotactl.testing.servers import ZooKeeperServer
 
 N = int(os.environ.get("BENCH_ENTITIES", "10000"))

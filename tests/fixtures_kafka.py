@@ -25,7 +25,7 @@ def _wipe(backend) -> None:
     metadata asynchronously, so a describe right after an alter can briefly show the old state."""
     import time
 
-    from kquotactl.core.model import EntityChange
+    from kquotactl.core.changes import EntityChange
 
     records = backend.describe()
     if records:

@@ -20,12 +20,12 @@ from kquotactl.backends.kafka.quotas import (
     typed_values,
     wire_key,
 )
-from kquotactl.config.clientprops import load_client_settings, parse_client_properties, unknown_properties
+from kquotactl.connection.clientprops import load_client_settings, parse_client_properties, unknown_properties
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
 from kquotactl.core.errors import InvalidConfigs, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
 from kquotactl.core.keys import INT_MAX, LONG_MAX
-from kquotactl.core.model import EntityChange
 
 # -- filters and entities ----------------------------------------------------------------------------
 
@@ -227,7 +227,9 @@ def test_bad_bootstrap_address_is_usage_error_without_network():
 def test_admin_backend_module_does_not_import_kafka_python():
     import subprocess
 
-    code = "import sys, kquotactl.backends.kafka.quotas, kquotactl.config.clientprops; print('kafka' in sys.modules)"
+    code = (
+        "import sys, kquotactl.backends.kafka.quotas, kquotactl.connection.clientprops; print('kafka' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

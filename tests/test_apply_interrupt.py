@@ -341,9 +341,9 @@ def test_writes_whose_answer_never_came_are_read_back_logged_and_counted(chroot,
     import io
 
     from kquotactl.backends.factory import open_backend
-    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.connection.cluster import ConnectionOptions
+    from kquotactl.core.changes import build_change
     from kquotactl.core.entities import Entity
-    from kquotactl.core.model import build_change
     from kquotactl.manifests.loader import load_text
     from kquotactl.render.records import partial_report
     from kquotactl.services.plans import apply, plan

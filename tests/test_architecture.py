@@ -22,25 +22,43 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "kquotactl"
 ALLOWED: dict[str, set[str]] = {
     "core": set(),  # pure: entities, keys, precedence, throttle, plan, lint...
     "manifests": {"core"},
-    "config": {"core"},
+    "connection": {"core"},
     "inputs": {"core"},
     "impact": {"core", "manifests"},
-    "backends": {"core", "config", "manifests"},
+    "backends": {"core", "connection", "manifests"},
     "render": {"core", "manifests", "impact"},
-    "observe": {"core", "config", "impact"},  # top, impact --from-prometheus: the brokers' quota sensors
+    "observe": {"core", "connection", "impact"},  # top, impact --from-prometheus: the brokers' quota sensors
     "services": {
         "core",
         "manifests",
-        "config",
+        "connection",
         "backends",
         "inputs",
         "impact",
         "render",
         "observe",
     },  # observe: apply --stages
-    "cli": {"core", "manifests", "config", "backends", "inputs", "impact", "render", "services", "observe", "<root>"},
-    "testing": {"core", "manifests", "config", "backends", "cli", "<root>"},
-    "api": {"core", "manifests", "config", "backends", "observe", "services"},  # the public Python API: re-exports only
+    "cli": {
+        "core",
+        "manifests",
+        "connection",
+        "backends",
+        "inputs",
+        "impact",
+        "render",
+        "services",
+        "observe",
+        "<root>",
+    },
+    "testing": {"core", "manifests", "connection", "backends", "cli", "<root>"},
+    "api": {
+        "core",
+        "manifests",
+        "connection",
+        "backends",
+        "observe",
+        "services",
+    },  # the public Python API: re-exports only
     "__main__": {"cli"},
     "<root>": set(),
 }

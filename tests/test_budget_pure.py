@@ -17,11 +17,11 @@ from kquotactl.core.budget import (
     resolve_budgets,
     split_of,
 )
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import InvalidValue
 from kquotactl.core.keys import KEYS
 from kquotactl.core.manifest import ManifestError
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.plan import make_plan
 from kquotactl.manifests.loader import json_schema, load_text
 

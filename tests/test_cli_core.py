@@ -418,7 +418,7 @@ WORKER = textwrap.dedent(
     from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
     from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.entities import Entity
-    from kquotactl.core.model import EntityChange, Outcome
+    from kquotactl.core.changes import EntityChange, Outcome
     connect, key, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     b = ZooKeeperBackend(ZkSettings(connect=connect))
     for i in range(1, rounds + 1):
@@ -536,7 +536,7 @@ def test_describe_imports_only_what_it_uses(chroot, output: str) -> None:
     p, names = _imported("--zookeeper", chroot.connect, "describe", "--user", "alice", "-o", output)
     assert p.returncode == 0 and "alice" in p.stdout and "1048576" in p.stdout, p.stderr[-2000:]
     assert sorted(_packages(names) & HEAVY) == ["kazoo"]
-    assert "kquotactl.config.contexts" not in names
+    assert "kquotactl.connection.contexts" not in names
     assert sorted(n for n in names if n.startswith("kquotactl.services.")) == ["kquotactl.services.quotas"]
     assert "kquotactl.backends.zookeeper.transactions" not in names  # a read loads no write path
     assert "decimal" not in names  # only typed values are parsed through Decimal

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import run_cli
-from kquotactl.config.clientprops import ClientSettings, kafka_python_config
+from kquotactl.connection.clientprops import ClientSettings, kafka_python_config
 from kquotactl.core.broker_connection_rate import (
     KEY,
     RateSetting,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kquotactl.config.cluster import ConnectionOptions
-from kquotactl.config.contexts import (
+from kquotactl.connection.cluster import ConnectionOptions
+from kquotactl.connection.contexts import (
     apply_context,
     default_path,
     load_config,
@@ -415,7 +415,7 @@ def test_set_context_does_not_store_the_environment(cli, cfg: Path) -> None:
 
 
 def test_set_context_keeps_the_list_form_and_aliases_do_not_duplicate(tmp_path: Path) -> None:
-    from kquotactl.config.contexts import set_context_doc
+    from kquotactl.connection.contexts import set_context_doc
 
     data = {"contexts": [{"name": "a", "zookeeper": "z:1", "zk_auth": "digest:u:p"}]}
     doc, created = set_context_doc(data, "a", {"zk-auth": "digest:v:q"})

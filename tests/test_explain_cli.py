@@ -419,7 +419,7 @@ def test_random_quota_sets_live_and_offline_agree(chroot, tmp_path, seed: int) -
 
     from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
     from kquotactl.backends.zookeeper.session import ZkSettings
-    from kquotactl.core.model import EntityChange
+    from kquotactl.core.changes import EntityChange
 
     rnd = random.Random(seed)
     users, clients = ["u1", "u2", "CN=x y", DEFAULT], ["c1", "c 2", "<default>", DEFAULT]

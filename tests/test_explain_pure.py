@@ -535,7 +535,7 @@ def test_ip_quotas_match_by_address_whatever_the_znode_spelling() -> None:
 
 
 def test_notes_on_stored_state_in_json_and_lines_alike() -> None:
-    from kquotactl.core.model import QuotaRecord
+    from kquotactl.core.changes import QuotaRecord
 
     idx = QuotaIndex(
         [

@@ -37,7 +37,7 @@ from conftest import run_cli
 from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.engine import Runner
-from kquotactl.impact.model import Window
+from kquotactl.impact.replay import Window
 
 pytestmark = [
     pytest.mark.kafka,

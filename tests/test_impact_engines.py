@@ -6,7 +6,7 @@ import pytest
 
 from impact_cases import run_engine
 from kquotactl.impact import generate
-from kquotactl.impact.model import Window
+from kquotactl.impact.replay import Window
 
 pytestmark = pytest.mark.spark
 
@@ -101,7 +101,7 @@ def test_engines_agree_on_the_throttle_timeline_of_the_top_quota_ids(spark, traf
     from kquotactl.core.precedence import QuotaIndex
     from kquotactl.impact import local, readers
     from kquotactl.impact import spark as spark_engine
-    from kquotactl.impact.model import quota_table
+    from kquotactl.impact.replay import quota_table
 
     window = Window()
     index = QuotaIndex(generate.quotas(200, 800))

@@ -13,8 +13,8 @@ from kquotactl.core.keys import KEYS
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import generate
 from kquotactl.impact.engine import Analysis, Runner
-from kquotactl.impact.model import Window
 from kquotactl.impact.output import MAX_PANELS, figure, rate_scale, rate_text, usage_text, who, wrap
+from kquotactl.impact.replay import Window
 
 TOP = 6
 REPLAYED = {"input": "traffic.parquet", "quotas": "quotas.yaml"}

@@ -341,7 +341,7 @@ def test_a_remote_input_is_checked_by_spark_and_names_its_file_and_column(spark,
     (ANSI casts would fail the job on 'abc'), named by file and column; a good one replays as the local file does."""
     from impact_cases import run_engine
     from kquotactl.core.entities import Entity
-    from kquotactl.impact.model import Window
+    from kquotactl.impact.replay import Window
     from kquotactl.impact.spark import read_traffic
     from kquotactl.impact.validation import TrafficError
 

@@ -12,7 +12,7 @@ import pytest
 
 from impact_cases import by_qid, run_engine, write_traffic
 from kquotactl.core.entities import DEFAULT, Entity
-from kquotactl.impact.model import Window
+from kquotactl.impact.replay import Window
 
 ENGINES = ["local", pytest.param("spark", marks=pytest.mark.spark)]
 

@@ -17,8 +17,8 @@ from kquotactl.core.throttlemath import quota_throttle_ms
 from kquotactl.core.timespec import parse_duration, parse_time
 from kquotactl.impact import local, readers
 from kquotactl.impact.engine import Runner
-from kquotactl.impact.model import BROKER_COLUMN, Window, merge_broker_reports, report
-from kquotactl.observe.model import Sample, traffic_columns
+from kquotactl.impact.replay import BROKER_COLUMN, Window, merge_broker_reports, report
+from kquotactl.observe.throttled import Sample, traffic_columns
 
 
 def _s(metric: str, value: float, ts: float, broker: str = "b1:7071", **labels: str) -> Sample:

@@ -16,7 +16,7 @@ import pytest
 
 from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.impact import generate, local, model, readers
+from kquotactl.impact import generate, local, readers, replay
 from kquotactl.impact.requestlog import (
     LINE,
     LINE_GROUPS,
@@ -184,16 +184,16 @@ def test_spark_parses_the_same_table_and_report_as_the_local_engine(spark, tmp_p
     traffic = generate.generate(3000, users=8, clients=20, rate=100)
     generate.write_lines(generate.request_log(traffic, "3.9", malformed_every=500), tmp_path / "logs" / "b-request.log")
     quotas = {**generate.quotas(8, 20), Entity(user="svc-0"): {"producer_byte_rate": 2000}}
-    index, window = QuotaIndex(quotas), model.Window()
+    index, window = QuotaIndex(quotas), replay.Window()
     table, stats = readers.read_request_log([str(tmp_path / "logs")])
     df, sstats = sp.read_request_log(spark, [str(tmp_path / "logs")], window)
     assert sstats == stats and stats.malformed == len(MALFORMED) + 6
     columns = readers.engine_columns(table, window)
     rows = sorted(zip(*(columns[c] for c in df.columns), strict=True))
     assert sorted(tuple(r) for r in df.collect()) == rows
-    want = model.report(local.run(columns, index, window), index, window)
-    result, *_ = sp.run(df, model.quota_table(index), window)
-    assert model.report(result, index, window) == want
+    want = replay.report(local.run(columns, index, window), index, window)
+    result, *_ = sp.run(df, replay.quota_table(index), window)
+    assert replay.report(result, index, window) == want
     assert want["summary"]["throttled_quota_ids"] > 0
 
 
@@ -390,7 +390,7 @@ def test_spark_reads_real_lines_and_every_rotation_format_as_the_local_reader(sp
             ]
         )
     )
-    window = model.Window()
+    window = replay.Window()
     table, stats = readers.read_request_log([str(logs)])
     df, sstats = sp.read_request_log(spark, [str(logs)], window)
     assert sstats == stats and stats.malformed == len(FORMATS)

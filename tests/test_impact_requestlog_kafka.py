@@ -27,7 +27,7 @@ from fixtures_kafka import RequestLogBroker
 from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.engine import Runner
-from kquotactl.impact.model import Window
+from kquotactl.impact.replay import Window
 from kquotactl.testing.kafka import KRaftKafkaServer, ZkKafkaServer
 from kquotactl.testing.versions import NEWEST, RELEASES, SUITES, jars_of
 

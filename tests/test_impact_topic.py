@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kquotactl.core.errors import UsageError
-from kquotactl.impact.model import Window
+from kquotactl.impact.replay import Window
 from kquotactl.impact.topic import QUOTA_WINDOW, Meter, TopicConfig, replay_one_minute, replay_quota_window
 
 

@@ -12,7 +12,7 @@ from kquotactl.core.entities import Entity
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import spark as spark_engine
 from kquotactl.impact.engine import Runner, topic_threshold
-from kquotactl.impact.model import Window
+from kquotactl.impact.replay import Window
 from kquotactl.impact.topic import TOPIC_RATES, TopicConfig
 from kquotactl.testing.oracle import fresh_seed
 

@@ -20,12 +20,12 @@ from conftest import run_cli, write_manifest, zk_cli
 from fixtures_oracle import NEWEST_VERSION
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import InvalidValue
 from kquotactl.core.javafmt import client_quota_entity_hash, java_string_hash
 from kquotactl.core.javahashmap import java_hashmap_layout, java_string_compare
 from kquotactl.core.keys import CLIENT_KEYS, IP_KEYS, KEYS, format_value
-from kquotactl.core.model import EntityChange
 from kquotactl.testing.oracle import cases_per_run, mismatches
 
 CLIENT_KEYS_SHIPPED = [k for k in CLIENT_KEYS if KEYS[k].enforced]

@@ -8,9 +8,9 @@ import pytest
 
 from conftest import run_cli
 from kquotactl.backends.kafka.quotas import AdminBackend
+from kquotactl.core.changes import EntityChange, Outcome
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.filters import EntityFilter
-from kquotactl.core.model import EntityChange, Outcome
 
 pytestmark = pytest.mark.kafka
 

@@ -12,9 +12,9 @@ from conftest import run_cli
 from kquotactl.backends.kafka.quotas import AdminBackend
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.filters import EntityFilter
-from kquotactl.core.model import EntityChange
 
 pytestmark = pytest.mark.kafka
 

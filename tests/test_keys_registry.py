@@ -101,10 +101,10 @@ def test_every_key_states_its_split_traffic_and_sensor() -> None:
 def test_derived_tables_cover_every_key() -> None:
     from kquotactl.cli.options import KEYS_HELP
     from kquotactl.core.precedence import STATIC_CONFIGS
-    from kquotactl.impact.model import MODEL_KEYS, NOT_MODELLED, USAGE
+    from kquotactl.impact.replay import MODEL_KEYS, NOT_MODELLED, USAGE
     from kquotactl.manifests.loader import json_schema
-    from kquotactl.observe.model import IP_USAGE
-    from kquotactl.observe.model import USAGE as SENSORS
+    from kquotactl.observe.throttled import IP_USAGE
+    from kquotactl.observe.throttled import USAGE as SENSORS
 
     assert sorted([*MODEL_KEYS, *NOT_MODELLED]) == sorted(KEYS) and set(USAGE) == set(MODEL_KEYS)
     sensed = {key for _, key in SENSORS.values()} | {IP_USAGE[1]}

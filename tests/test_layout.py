@@ -93,8 +93,8 @@ def test_the_short_form_drops_only_a_redundant_exact_number() -> None:
 
 
 def test_explain_and_describe_format_one_limit_the_same_way() -> None:
+    from kquotactl.core.changes import QuotaRecord
     from kquotactl.core.entities import Entity
-    from kquotactl.core.model import QuotaRecord
     from kquotactl.render.records import records_table
 
     config = {"producer_byte_rate": 4000, "request_percentage": 12.5, "consumer_byte_rate": 2**20}

@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.lint import lint, shadowing_entity
 from kquotactl.core.manifest import Manifest
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.manifests.export import dump_manifest_yaml, export_document
 from kquotactl.manifests.loader import load_text

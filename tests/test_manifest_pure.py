@@ -264,8 +264,8 @@ def test_records_round_trip_through_json() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from kquotactl.core.changes import QuotaRecord  # noqa: E402
 from kquotactl.core.lint import lint, shadowing_entity  # noqa: E402
-from kquotactl.core.model import QuotaRecord  # noqa: E402
 from kquotactl.core.plan import Plan, check_deletions, fingerprint, make_plan  # noqa: E402
 from kquotactl.core.precedence import precedence_rank as precedence  # noqa: E402
 from kquotactl.manifests.export import dump_manifest_yaml, export_document  # noqa: E402

@@ -11,8 +11,8 @@ import pytest
 from conftest import run_cli, write_manifest, zk_cli
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import EntityChange, Outcome
 from kquotactl.core.entities import DEFAULT, Entity
-from kquotactl.core.model import EntityChange, Outcome
 from kquotactl.core.plan import make_plan
 from kquotactl.manifests.loader import load_text
 

@@ -127,7 +127,7 @@ def test_explain_names_the_connection_and_its_entity_escaped(chroot, tmp_path) -
 
 
 def test_top_names_a_quota_id_escaped() -> None:
-    from kquotactl.observe.model import QuotaIdKey
+    from kquotactl.observe.throttled import QuotaIdKey
 
     assert QuotaIdKey(user="a\tb", client_id=" ").words() == "user 'a\\tb', client-id ' '"
     assert QuotaIdKey(user="alice", client_id="app").words() == "user alice, client-id app"

@@ -12,8 +12,8 @@ import pytest
 from conftest import run_cli
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.observe.model import Sample, jmx_unquote, stage_regressions, top_rows
 from kquotactl.observe.prometheus import broker_of, metrics_url, scrape
+from kquotactl.observe.throttled import Sample, jmx_unquote, stage_regressions, top_rows
 
 INDEX = QuotaIndex(
     {
@@ -266,7 +266,7 @@ def test_a_stage_is_not_blamed_for_a_throttle_time_that_is_history() -> None:
 
 
 def test_the_traffic_table_holds_an_ipv6_address_unquoted() -> None:
-    from kquotactl.observe.model import traffic_columns
+    from kquotactl.observe.throttled import traffic_columns
 
     cols = traffic_columns([Sample("connection_accept_rate", "b", 2.0, ip='"0:0:0:0:0:0:0:1"', ts=10.0)], 1.0, 1)
     assert cols["ip"] == ["0:0:0:0:0:0:0:1"] and cols["ts"] == [9.0]

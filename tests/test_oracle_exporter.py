@@ -18,8 +18,8 @@ import pytest
 
 from fixtures_oracle import ORACLE_VERSIONS, random_cases, replay_hint
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.observe.model import QuotaIdKey, top_rows
 from kquotactl.observe.prometheus import scrape
+from kquotactl.observe.throttled import QuotaIdKey, top_rows
 from kquotactl.testing.observe import ExporterOracle
 
 pytestmark = pytest.mark.jvm

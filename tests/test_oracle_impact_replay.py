@@ -4,7 +4,7 @@
 Each case is one quota-id (its own user, or its own ip for connection_creation_rate) with one key and a positive
 limit, and a random stream of rows (bursts in one millisecond, two rows in the same millisecond, sub-sample steps,
 gaps of about a sample, of about the purge age and far longer). The rows go into one traffic table per window;
-Kafka records each millisecond's usage as one recording (``impact.model.replay_quota_id``), un-recording throttled
+Kafka records each millisecond's usage as one recording (``impact.replay.replay_quota_id``), un-recording throttled
 fetches and connections as the broker does. Compared: every recording's rate (bit for bit), window and throttle
 with ``explain --replay``; each sample's throttle and rate, and each quota-id's report row, with both engines.
 The seed is printed on failure (``KQUOTACTL_ORACLE_SEED`` replays it).
@@ -21,7 +21,7 @@ from fixtures_oracle import ORACLE_VERSIONS, assert_no_mismatches, random_cases
 from kquotactl.core.entities import Entity
 from kquotactl.core.keys import KEYS
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.impact.model import (
+from kquotactl.impact.replay import (
     MODEL_KEYS,
     UNRECORDED_WHEN_THROTTLED,
     USAGE,

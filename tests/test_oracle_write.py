@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from fixtures_oracle import NEWEST_VERSION, ORACLE_VERSIONS, assert_no_mismatches, replay_hint
+from kquotactl.core.changes import build_change, check_live_changes
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import QuotaError
 from kquotactl.core.keys import KEYS, KeyScope, format_value, java_trim
-from kquotactl.core.model import build_change, check_live_changes
 from kquotactl.testing.oracle import cases_per_run
 
 ENTITIES = {"users": Entity(user="e"), "clients": Entity(client_id="e"), "ips": Entity(ip="192.0.2.1")}
@@ -198,7 +198,7 @@ def _sendable(admin: Any, sample: dict[Entity, dict[str, int | float]]) -> dict[
     """The part of ``sample`` the admin API carries exactly. An integer a double cannot hold (above 2**53) is
     refused before anything is written: the whole sample is tried first, and must write nothing."""
     from kquotactl.backends.kafka.quotas import check_wire_exact
-    from kquotactl.core.model import EntityChange
+    from kquotactl.core.changes import EntityChange
 
     exact = {}
     for e, c in sample.items():
@@ -222,7 +222,7 @@ def test_sample_written_through_a_zookeeper_mode_broker_is_stored_as_kquotactl_w
     from kquotactl.backends.kafka.quotas import AdminBackend
     from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
     from kquotactl.backends.zookeeper.session import ZkSettings
-    from kquotactl.core.model import EntityChange
+    from kquotactl.core.changes import EntityChange
 
     with AdminBackend.connect(zkmode.bootstrap) as admin:
         sample = _sendable(admin, _sample(oracle_seed))
@@ -253,7 +253,7 @@ def test_sample_written_to_kraft_is_served_back_as_the_same_number(kraft, oracle
     import time
 
     from kquotactl.backends.kafka.quotas import AdminBackend, coerce_value
-    from kquotactl.core.model import EntityChange
+    from kquotactl.core.changes import EntityChange
 
     with AdminBackend.connect(kraft.bootstrap) as admin:
         sample = _sendable(admin, _sample(oracle_seed))

@@ -136,7 +136,7 @@ def test_a_missing_extra_says_which_to_install(
 def test_every_optional_module_maps_to_the_extra_that_installs_it() -> None:
     import tomllib
 
-    from kquotactl.config.extras import EXTRAS
+    from kquotactl.connection.extras import EXTRAS
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     dists = importlib.metadata.packages_distributions()
@@ -258,7 +258,7 @@ def test_the_readme_installs_from_a_checkout_and_from_the_wheel_with_pipx(tmp_pa
     }
     venv_python = home / ".local/share/pipx/venvs/kquotactl/bin/python"
     by_extra: dict[str, set[str]] = {}
-    from kquotactl.config.extras import EXTRAS
+    from kquotactl.connection.extras import EXTRAS
 
     for module, extra in EXTRAS.items():
         by_extra.setdefault(extra, set()).add(module)

@@ -3,9 +3,9 @@ render.records.partial_report, its one renderer."""
 
 from __future__ import annotations
 
+from kquotactl.core.changes import EntityChange, EntityResult, Outcome
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import EXIT_INTERRUPTED, BackendUnavailable, Interrupted, PartialFailure
-from kquotactl.core.model import EntityChange, EntityResult, Outcome
 from kquotactl.core.partial import apply_failure, interrupted, partial_failure, split_outcomes
 from kquotactl.render.records import partial_report
 

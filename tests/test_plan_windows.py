@@ -11,8 +11,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, Entity
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.plan import make_plan
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.manifests.export import dump_manifest_yaml, export_document

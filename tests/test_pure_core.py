@@ -151,7 +151,7 @@ def test_values_rejected_with_the_key_and_value_named(key: str, text: str, why: 
 )
 def test_bootstrap_alter_line_names_kafka_configs_head_entity(args: dict, line: str) -> None:
     from kquotactl.cli.entityargs import EntityArgs, alter_head, entity_for_alter
-    from kquotactl.core.model import EntityResult, Outcome
+    from kquotactl.core.changes import EntityResult, Outcome
     from kquotactl.render.records import kafka_alter_line
 
     a = EntityArgs(**args)
@@ -162,8 +162,8 @@ def test_bootstrap_alter_line_names_kafka_configs_head_entity(args: dict, line: 
 def test_table_prints_names_that_look_like_rich_markup_as_they_are() -> None:
     import io
 
+    from kquotactl.core.changes import QuotaRecord
     from kquotactl.core.entities import Entity, EntityType
-    from kquotactl.core.model import QuotaRecord
     from kquotactl.render.records import records_table
 
     out = io.StringIO()
@@ -175,8 +175,8 @@ def test_table_prints_names_that_look_like_rich_markup_as_they_are() -> None:
 
 
 def test_a_batch_names_each_entity_once() -> None:
+    from kquotactl.core.changes import EntityChange, check_one_change_per_entity
     from kquotactl.core.entities import Entity
-    from kquotactl.core.model import EntityChange, check_one_change_per_entity
 
     check_one_change_per_entity(
         [EntityChange(Entity(user="a"), {"producer_byte_rate": 1}), EntityChange(Entity(user="b"))]
@@ -200,8 +200,8 @@ def test_table_layout_is_rich_own_with_widths_fixed_ahead(monkeypatch, names, co
     import io
 
     import kquotactl.render.records as render
+    from kquotactl.core.changes import QuotaRecord
     from kquotactl.core.entities import Entity
-    from kquotactl.core.model import QuotaRecord
 
     records = [
         QuotaRecord(
@@ -243,7 +243,7 @@ def test_piped_table_is_written_without_rich_and_reads_exactly_as_rich_lays_it_o
     import io
 
     import kquotactl.render.records as render
-    from kquotactl.core.model import QuotaRecord
+    from kquotactl.core.changes import QuotaRecord
 
     records = [
         QuotaRecord(
@@ -267,7 +267,7 @@ def test_piped_table_is_written_without_rich_and_reads_exactly_as_rich_lays_it_o
 def test_names_in_a_table_are_data_not_emoji_codes(color: bool) -> None:
     import io
 
-    from kquotactl.core.model import QuotaRecord
+    from kquotactl.core.changes import QuotaRecord
     from kquotactl.render.records import records_table
 
     out = io.StringIO()
@@ -299,7 +299,7 @@ def test_ip_names_written_canonical_as_brokers_read_them() -> None:
 
 
 def test_ip_changes_go_to_every_stored_spelling_of_the_address() -> None:
-    from kquotactl.core.model import EntityChange
+    from kquotactl.core.changes import EntityChange
     from kquotactl.core.values import route_ip_changes
 
     ch = EntityChange(Entity.of(ip="2001:db8::1"), {"connection_creation_rate": 5})
@@ -315,7 +315,7 @@ def test_ip_changes_go_to_every_stored_spelling_of_the_address() -> None:
 
 
 def test_stored_findings_name_what_brokers_make_of_the_stored_state() -> None:
-    from kquotactl.core.model import QuotaRecord
+    from kquotactl.core.changes import QuotaRecord
     from kquotactl.core.values import stored_findings
 
     records = [

@@ -40,7 +40,7 @@ WORKER = textwrap.dedent(
     from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
     from kquotactl.backends.zookeeper.session import ZkSettings
     from kquotactl.core.entities import DEFAULT, Entity
-    from kquotactl.core.model import EntityChange, Outcome
+    from kquotactl.core.changes import EntityChange, Outcome
 
     connect, spec, key, rounds = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     entity = Entity(**{k: (DEFAULT if v is None else v) for k, v in spec.items()})

@@ -32,9 +32,9 @@ from fixtures_reliability import (
 )
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import EntityChange, Outcome
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import BackendUnavailable, PartialFailure
-from kquotactl.core.model import EntityChange, Outcome
 
 pytestmark = [pytest.mark.reliability, pytest.mark.zookeeper]
 

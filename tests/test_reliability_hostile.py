@@ -67,9 +67,9 @@ config_text = st.lists(st.one_of(st.sampled_from(GRAMMAR_BITS), st.text(max_size
 @FUZZ
 @given(text=config_text, ip=st.booleans(), deletes=st.lists(st.sampled_from([*KEYS, "x", "", ",", " "]), max_size=3))
 def test_add_config_grammar_never_raises_anything_but_a_one_line_quota_error(text, ip, deletes) -> None:
+    from kquotactl.core.changes import build_change
     from kquotactl.core.entities import Entity
     from kquotactl.core.grammar import parse_add_config, parse_delete_config
-    from kquotactl.core.model import build_change
 
     COUNTS.fuzzed += 1
     entity = Entity(ip="192.0.2.1") if ip else Entity(user="alice")
@@ -581,8 +581,8 @@ PROP_VALUES = [
 @FUZZ
 @given(props=st.dictionaries(st.sampled_from(PROP_KEYS), st.one_of(st.sampled_from(PROP_VALUES), st.text(max_size=20))))
 def test_fuzzed_command_config_and_jaas_never_raise_anything_else_and_never_echo_passwords(props) -> None:
-    from kquotactl.config.clientprops import parse_client_properties
-    from kquotactl.config.jaas import parse_module
+    from kquotactl.connection.clientprops import parse_client_properties
+    from kquotactl.connection.jaas import parse_module
 
     COUNTS.fuzzed += 1
     secret_keys = ("sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password")

@@ -19,9 +19,9 @@ import pytest
 
 from conftest import run_cli
 from fixtures_reliability import COUNTS
+from kquotactl.core.changes import EntityChange, Outcome
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import PartialFailure, QuotaError
-from kquotactl.core.model import EntityChange, Outcome
 from kquotactl.testing.kafka import KRaftKafkaServer
 from kquotactl.testing.pki import Pki, make_pki
 from kquotactl.testing.servers import free_port

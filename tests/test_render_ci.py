@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import Entity
 from kquotactl.core.lint import lint
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.plan import make_plan
 from kquotactl.manifests.loader import load_text
 from kquotactl.render.ci import (
@@ -394,7 +394,7 @@ def test_cli_other_commands_refuse_ci_formats_before_doing_anything(tmp_path) ->
 def test_plan_reports_against_zookeeper_then_in_sync(chroot, tmp_path, monkeypatch) -> None:
     from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
     from kquotactl.backends.zookeeper.session import ZkSettings
-    from kquotactl.core.model import EntityChange
+    from kquotactl.core.changes import EntityChange
 
     monkeypatch.chdir(tmp_path)
     # request_rate is refused by every live plan (no Apache Kafka release knows it): keep the lines, drop the key

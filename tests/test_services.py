@@ -10,10 +10,10 @@ import pytest
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.backends.factory import open_backend
-from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.connection.cluster import ConnectionOptions
+from kquotactl.core.changes import Outcome, build_change
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import PartialFailure, TooManyDeletions
-from kquotactl.core.model import Outcome, build_change
 from kquotactl.core.plan import DEFAULT_MAX_DELETIONS
 from kquotactl.manifests.loader import load_text
 from kquotactl.render.records import partial_report
@@ -293,7 +293,7 @@ def test_alter_checks_its_change_before_connecting() -> None:
 def test_impact_replays_traffic_against_the_live_set_and_a_manifest(backend: QuotaBackend, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """services.impact: the live quota set (opened only when no manifest is given) compared with a manifest, on
     the local engine, the report as data."""
-    from kquotactl.impact.model import Window
+    from kquotactl.impact.replay import Window
     from kquotactl.services import impact
 
     alter(backend, build_change(Entity(user="u"), {"producer_byte_rate": "100"}))

@@ -69,9 +69,9 @@ def test_a_cluster_wide_view_offline_needs_the_broker_count_as_data(tmp_path) ->
 @pytest.mark.zookeeper
 def test_a_live_cluster_wide_view_counts_the_backends_brokers(chroot) -> None:  # type: ignore[no-untyped-def]
     from kquotactl.backends.factory import open_backend
-    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.connection.cluster import ConnectionOptions
+    from kquotactl.core.changes import build_change
     from kquotactl.core.entities import Entity
-    from kquotactl.core.model import build_change
     from kquotactl.services.quotas import alter
 
     for broker in ("1", "2"):
@@ -162,7 +162,7 @@ def test_top_loads_the_quotas_only_after_reading_the_sensors() -> None:
 
 @pytest.mark.kafka
 def test_connection_rate_set_list_remove(kraft) -> None:  # type: ignore[no-untyped-def]
-    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.connection.cluster import ConnectionOptions
     from kquotactl.core.errors import InvalidValue
     from kquotactl.services.connection_rate import change_connection_rate, connection_rates
 

@@ -12,10 +12,10 @@ import pytest
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.backends.factory import open_backend
-from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.connection.cluster import ConnectionOptions
+from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import Entity
 from kquotactl.core.keys import Number
-from kquotactl.core.model import EntityChange
 from kquotactl.core.stages import StageShape, staged_plan
 from kquotactl.manifests.loader import load_text
 from kquotactl.services.plans import plan

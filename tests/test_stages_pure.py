@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, LONG_MAX
 from kquotactl.core.manifest import ManifestError
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.plan import make_plan
 from kquotactl.core.stages import StagedPlan, StageShape, stage_values, staged_plan
 from kquotactl.core.timespec import parse_duration
 from kquotactl.manifests.loader import load_text
-from kquotactl.observe.model import Sample, predicted_throttle_ms, stage_regressions, top_rows
+from kquotactl.observe.throttled import Sample, predicted_throttle_ms, stage_regressions, top_rows
 
 SHAPES = st.sampled_from(list(StageShape))
 

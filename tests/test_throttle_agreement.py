@@ -13,7 +13,7 @@ from kquotactl.core.errors import MissingInput
 from kquotactl.core.explain import Connection
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import local
-from kquotactl.impact.model import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, UNRECORDED_WHEN_THROTTLED, USAGE, Window
+from kquotactl.impact.replay import CLIENT_MODEL_KEYS, IP_MODEL_KEYS, UNRECORDED_WHEN_THROTTLED, USAGE, Window
 from kquotactl.services.explain import replay
 
 SEEDS = range(40)

@@ -31,8 +31,8 @@ def _alter(cluster: list[str], *args: str) -> None:
 
 def test_verify_waits_until_every_broker_reports_the_change(kraft) -> None:
     from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.core.changes import EntityChange
     from kquotactl.core.entities import Entity
-    from kquotactl.core.model import EntityChange
 
     cluster = ["--bootstrap-server", kraft.bootstrap]
     _alter(cluster, "--client-id", "v-wait", "--add-config", "producer_byte_rate=20000")

@@ -128,10 +128,10 @@ def test_an_idle_sensor_read_by_an_exporter_starts_its_window_earlier() -> None:
 def test_the_drive_waits_until_the_quota_ids_window_is_clean() -> None:
     """``wait_quiet`` reads the quota-id's produce sensors until no broker holds its bytes; traffic that goes on
     is reported, not waited for forever; without sensors, one quota window is waited."""
-    from kquotactl.config.clientprops import ClientSettings
+    from kquotactl.connection.clientprops import ClientSettings
     from kquotactl.core.entities import Entity
     from kquotactl.core.precedence import QuotaIndex
-    from kquotactl.observe.model import Sample
+    from kquotactl.observe.throttled import Sample
     from kquotactl.services.verify import DriveTarget, wait_quiet
 
     index = QuotaIndex({Entity(client_id="app"): {"producer_byte_rate": 20_000}})

@@ -8,9 +8,9 @@ import pytest
 
 from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
 from kquotactl.backends.zookeeper.session import ZkSettings
+from kquotactl.core.changes import EntityChange, Outcome
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
 from kquotactl.core.filters import EntityFilter, FilterComponent, MatchType
-from kquotactl.core.model import EntityChange, Outcome
 
 pytestmark = pytest.mark.zookeeper
 

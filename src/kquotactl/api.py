@@ -8,15 +8,15 @@ module only re-exports: each name has its home in :mod:`kquotactl.services` or t
 from __future__ import annotations
 
 from kquotactl.backends.base import QuotaBackend
-from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.connection.cluster import ConnectionOptions
+from kquotactl.core.changes import EntityChange, EntityResult, Outcome, QuotaRecord
 from kquotactl.core.entities import Entity, EntityType
 from kquotactl.core.errors import BackendUnavailable, PartialFailure, QuotaError, UsageError
 from kquotactl.core.explain import Connection
 from kquotactl.core.filters import EntityFilter
-from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord
 from kquotactl.core.plan import Plan
 from kquotactl.manifests.loader import load_manifests
-from kquotactl.observe.model import QuotaIdRow
+from kquotactl.observe.throttled import QuotaIdRow
 from kquotactl.services.connect import connect
 from kquotactl.services.connection_rate import RateChanged, change_connection_rate, connection_rates
 from kquotactl.services.explain import Explained, ExplainedMany, Replayed, explain, explain_lines, explain_many, replay

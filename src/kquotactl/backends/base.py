@@ -14,16 +14,16 @@ import abc
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from kquotactl.core.entities import Entity, EntityType
-from kquotactl.core.filters import EntityFilter
-from kquotactl.core.keys import Number
-from kquotactl.core.model import (
+from kquotactl.core.changes import (
     EntityChange,
     EntityResult,
     QuotaRecord,
     check_live_changes,
     check_one_change_per_entity,
 )
+from kquotactl.core.entities import Entity, EntityType
+from kquotactl.core.filters import EntityFilter
+from kquotactl.core.keys import Number
 
 #: called by :meth:`QuotaBackend.alter` with the results of each write as it completes (a committed ZooKeeper
 #: transaction, an answered AlterClientQuotas request), and with the results settled without a write (unchanged,
@@ -128,7 +128,7 @@ class QuotaBackend(abc.ABC):
 
 def check_writes(changes: Sequence[EntityChange]) -> None:
     """What every backend's :meth:`QuotaBackend.alter` refuses before reading or writing anything: a key no Apache
-    Kafka release knows (:func:`kquotactl.core.model.check_live_changes`), an entity twice in one batch."""
+    Kafka release knows (:func:`kquotactl.core.changes.check_live_changes`), an entity twice in one batch."""
     check_live_changes(changes)
     check_one_change_per_entity(changes)
 

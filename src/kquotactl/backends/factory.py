@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from kquotactl.config.cluster import (
+from kquotactl.connection.cluster import (
     ConnectionOptions,
 )
 from kquotactl.core.errors import UsageError
@@ -33,7 +33,7 @@ def zk_settings(opts: ConnectionOptions) -> ZkSettings:
         else:
             raise UsageError(f"{opts.said('zk_auth')} must be digest:USER:PASSWORD or sasl:USER:PASSWORD")
     if opts.zk_sasl_jaas:
-        from kquotactl.config.jaas import read_section, zookeeper_sasl_options
+        from kquotactl.connection.jaas import read_section, zookeeper_sasl_options
 
         sasl = zookeeper_sasl_options(read_section(opts.zk_sasl_jaas, "Client"))
     tls = zk_tls_settings(opts.zk_tls_config_file, opts.said("zk_tls_config_file")) if opts.zk_tls_config_file else None

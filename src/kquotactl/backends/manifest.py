@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend
+from kquotactl.core.changes import EntityChange, EntityResult, QuotaRecord
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.filters import EntityFilter
 from kquotactl.core.keys import Number
 from kquotactl.core.manifest import Manifest
-from kquotactl.core.model import EntityChange, EntityResult, QuotaRecord
 from kquotactl.manifests.loader import load_manifests
 
 if TYPE_CHECKING:

@@ -30,14 +30,14 @@ from kquotactl.cli.options import (
 from kquotactl.cli.signals import stopped_by, terminate_like_ctrl_c, terminated
 from kquotactl.cli.state import AppState, pass_state
 from kquotactl.cli.terminal import guard_stdout
-from kquotactl.config.cluster import ConnectionOptions
-from kquotactl.config.extras import missing_extra
+from kquotactl.connection.cluster import ConnectionOptions
+from kquotactl.connection.extras import missing_extra
 from kquotactl.core.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, QuotaError, UsageError, one_line
 
 if TYPE_CHECKING:  # loaded lazily at run time: nothing heavy at import
     from kquotactl.backends.base import QuotaBackend
     from kquotactl.cli.entityargs import EntityArgs
-    from kquotactl.core.model import EntityResult
+    from kquotactl.core.changes import EntityResult
     from kquotactl.core.principals import PrincipalMapping
 
 
@@ -258,8 +258,8 @@ def alter(
     """
     from kquotactl.cli.entityargs import EntityArgs, entity_for_alter
     from kquotactl.cli.principalargs import map_for_user, pop_principal, pop_rules_for, principal_as_user
+    from kquotactl.core.changes import build_change
     from kquotactl.core.grammar import parse_delete_config
-    from kquotactl.core.model import build_change
     from kquotactl.services.quotas import alter as alter_service
     from kquotactl.services.quotas import check_alter
 
@@ -313,7 +313,7 @@ def _render_altered(
     """alter's results: JSON/YAML records (with the principal mapped), a result line each, or kafka-configs' lines."""
     from kquotactl.cli.entityargs import alter_head
     from kquotactl.cli.principalargs import echo_mapping
-    from kquotactl.core.model import Outcome
+    from kquotactl.core.changes import Outcome
     from kquotactl.render.records import dump_json, dump_yaml, kafka_alter_line, result_line
 
     fmt = state.output_format()

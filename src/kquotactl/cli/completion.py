@@ -456,8 +456,8 @@ def _connection(ctx: click.Context) -> Any:
     """The connection the command line names so far: flags > environment > context, with a short timeout."""
     from dataclasses import replace
 
-    from kquotactl.config.cluster import ConnectionOptions
-    from kquotactl.config.contexts import resolve
+    from kquotactl.connection.cluster import ConnectionOptions
+    from kquotactl.connection.contexts import resolve
 
     p = ctx.find_root().params
     opts = ConnectionOptions.from_params(p)
@@ -666,7 +666,7 @@ def complete_entity_name(ctx: click.Context, param: click.Parameter, incomplete:
 @_safe
 def complete_context(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
     """Context names from the config file (``--config`` if already given)."""
-    from kquotactl.config.contexts import load_config
+    from kquotactl.connection.contexts import load_config
 
     root = ctx.find_root().params
     config = load_config(root.get("config_path"))

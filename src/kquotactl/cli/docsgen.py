@@ -125,8 +125,8 @@ def _opt_term(record: str) -> str:
 
 
 def env_vars() -> list[tuple[str, str]]:
-    from kquotactl.config import cluster as c
-    from kquotactl.config import contexts as x
+    from kquotactl.connection import cluster as c
+    from kquotactl.connection import contexts as x
 
     return [
         (c.ENV_ZOOKEEPER, "ZooKeeper connect string, when no cluster option is given."),

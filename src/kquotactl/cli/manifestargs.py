@@ -20,8 +20,8 @@ from kquotactl.core.errors import QuotaError, UsageError
 
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
+    from kquotactl.core.changes import QuotaRecord
     from kquotactl.core.manifest import Manifest
-    from kquotactl.core.model import QuotaRecord
     from kquotactl.core.plan import Plan
     from kquotactl.core.principals import BrokerPrincipals
     from kquotactl.core.stages import StagedPlan

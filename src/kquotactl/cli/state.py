@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kquotactl.config.cluster import ConnectionOptions, typed_cluster
+from kquotactl.connection.cluster import ConnectionOptions, typed_cluster
 
 if TYPE_CHECKING:  # the backends load lazily: `kquotactl --help` imports none of them
     from kquotactl.backends.base import QuotaBackend
@@ -35,11 +35,11 @@ class AppState:
     _backend: QuotaBackend | None = None
 
     def connection(self) -> ConnectionOptions:
-        """The cluster to use: flags > environment > context (see kquotactl.config.contexts)."""
+        """The cluster to use: flags > environment > context (see kquotactl.connection.contexts)."""
         typed_only = typed_cluster(self.conn, self.context_name)
         if typed_only is not None:  # no context involved: the contexts module (and pathlib) is not even loaded
             return typed_only
-        from kquotactl.config.contexts import resolve
+        from kquotactl.connection.contexts import resolve
 
         return resolve(self.conn, self.context_name, self.config_path, typed=self.explicit)
 

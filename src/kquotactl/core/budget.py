@@ -30,11 +30,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import InvalidValue
 from kquotactl.core.keys import KEY_ORDER, KEYS, QuotaKey, Split, ValueType, human_and_raw
 from kquotactl.core.manifest import Manifest, ManifestError, entity_path_text
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.wording import counted
 
 #: A live value that is the budget divided by more brokers than this (or 10 × today's) is taken for a hand edit, not

@@ -3,7 +3,7 @@
 :data:`KEYS` is the only table of key names in ``src/``: each key's Kafka config type (LONG / DOUBLE / INT), which
 entities take it, its unit, whether a stock broker enforces it and a live cluster accepts it, whether its throttle
 is capped at one window sample, how a cluster-wide budget splits over brokers (``core/budget.py``), the traffic
-column the impact model replays (``impact/model.py``), the broker sensor ``top`` reads (``observe/model.py``), and
+column the impact model replays (``impact/replay.py``), the broker sensor ``top`` reads (``observe/throttled.py``), and
 its help text. Every other module derives its per-key tables from it (``tests/test_keys_registry.py`` holds that);
 docs/architecture.md ("Adding a quota key") is the recipe.
 

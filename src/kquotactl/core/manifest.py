@@ -9,10 +9,10 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType, Name, display_name
 from kquotactl.core.errors import InvalidValue, QuotaError
 from kquotactl.core.keys import KEYS, Number, check_live_key
-from kquotactl.core.model import QuotaRecord
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 TOP_KEYS = ("prune", "quotas")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from kquotactl.core.changes import EntityChange, EntityResult, Outcome
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import Interrupted, PartialFailure, QuotaError
-from kquotactl.core.model import EntityChange, EntityResult, Outcome
 from kquotactl.core.wording import counted
 
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kquotactl.core.changes import EntityChange, QuotaRecord
 from kquotactl.core.entities import Entity, EntitySortKey
 from kquotactl.core.errors import NotAPlan, QuotaError, TooManyDeletions, UsageError
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, check_number, format_value, lookup_key, not_applied_reason
 from kquotactl.core.manifest import Manifest, entity_path_text
-from kquotactl.core.model import EntityChange, QuotaRecord
 from kquotactl.core.precedence import precedence_rank
 from kquotactl.core.values import stored_findings
 from kquotactl.core.wording import counted, record_problem

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, Entity, Name
 from kquotactl.core.inet import address_key, read_ip_name
 from kquotactl.core.keys import CLIENT_KEYS, IP_CONNECTION_KEY, IP_KEYS, KEYS, LONG_MAX, Number
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.sanitizer import sanitize
 
 

@@ -24,10 +24,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kquotactl.core.changes import EntityChange, QuotaRecord, check_one_change_per_entity
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.inet import IpKind, address_key, read_ip_name
 from kquotactl.core.keys import KEYS, format_value, not_applied_reason
-from kquotactl.core.model import EntityChange, QuotaRecord, check_one_change_per_entity
 
 DUPLICATE_RULE = (
     "a broker keeps the value of whichever spelling it applied last (at start-up in the order ZooKeeper lists "

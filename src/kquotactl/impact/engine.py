@@ -12,7 +12,8 @@ from typing import Any
 
 from kquotactl.core.errors import UsageError
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.impact.model import (
+from kquotactl.impact.readers import detect_format, request_log_files
+from kquotactl.impact.replay import (
     BROKER_COLUMN,
     CLIENT_MODEL_KEYS,
     IP_MODEL_KEYS,
@@ -25,7 +26,6 @@ from kquotactl.impact.model import (
     quota_table,
     report,
 )
-from kquotactl.impact.readers import detect_format, request_log_files
 from kquotactl.impact.requestlog import FORMAT as REQUEST_LOG
 from kquotactl.impact.requestlog import LogStats
 
@@ -75,7 +75,7 @@ class Runner:
         per_broker: bool = False,
     ) -> None:
         """``table``: the traffic as an in-memory pyarrow table instead of files (``path`` then only names it), e.g.
-        rebuilt from the brokers' sensors; with a :data:`~kquotactl.impact.model.BROKER_COLUMN`, each broker's rows
+        rebuilt from the brokers' sensors; with a :data:`~kquotactl.impact.replay.BROKER_COLUMN`, each broker's rows
         are replayed on their own (quotas are per broker) and the reports merged. ``per_broker``: each of ``paths``
         is one broker's request logs (``input_format`` kafka-request-log), replayed on its own in the same way (the
         broker named by its path)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from kquotactl.core.keys import PRODUCE_KEY
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.impact.model import (
+from kquotactl.impact.replay import (
     CLIENT_MODEL_KEYS,
     IP_MODEL_KEYS,
     USAGE,
@@ -138,8 +138,8 @@ def _evaluate(
     limits: Mapping[Sid, float],
     keep: bool = False,
 ) -> tuple[list[QidStats], Timeline, Rates]:
-    """Each quota-id replayed through Kafka's Rate (:func:`~kquotactl.impact.model.replay_quota_id`), or, for
-    windowed input, the event sweep of :mod:`kquotactl.impact.model`."""
+    """Each quota-id replayed through Kafka's Rate (:func:`~kquotactl.impact.replay.replay_quota_id`), or, for
+    windowed input, the event sweep of :mod:`kquotactl.impact.replay`."""
     stats: list[QidStats] = []
     tl: Timeline = {}
     rates: Rates = {}

@@ -12,10 +12,10 @@ from kquotactl.core.layout import table_or_blocks
 from kquotactl.core.layout import wrap as wrap_lines
 from kquotactl.core.sanitizer import desanitize
 from kquotactl.core.wording import shown_name
-from kquotactl.impact.model import USAGE
+from kquotactl.impact.replay import USAGE
 
 if TYPE_CHECKING:
-    from kquotactl.impact.model import Sid
+    from kquotactl.impact.replay import Sid
 
 COLUMNS = (
     "key",
@@ -311,7 +311,7 @@ def figure(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    from kquotactl.impact.model import quota_id
+    from kquotactl.impact.replay import quota_id
 
     rates = rates or {}
     rows = [r for r in report["quota_ids"] if r["seconds_throttled"] > 0][: min(top, MAX_PANELS)]

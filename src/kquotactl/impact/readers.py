@@ -1,7 +1,7 @@
 """Read traffic samples (Parquet, CSV, JSON lines; a file or a directory of them) for the local engine.
 
 Columns: ``ts`` (epoch seconds, or a timestamp), ``user``, ``client_id``, ``ip`` and the usage columns of
-:data:`kquotactl.impact.model.USAGE`; a missing column counts as 0 (or ``""`` for names). The Spark engine
+:data:`kquotactl.impact.replay.USAGE`; a missing column counts as 0 (or ``""`` for names). The Spark engine
 reads the same files with Spark's readers and applies the same normalisation (``spark.read_traffic``).
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kquotactl.core.errors import UsageError
-from kquotactl.impact.model import ID_COLUMNS, USAGE, Window
+from kquotactl.impact.replay import ID_COLUMNS, USAGE, Window
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LogStats, Row, is_blank, is_request_log_file, parse_row
 from kquotactl.impact.validation import first_failing_cast

@@ -1,7 +1,7 @@
-"""The Spark engine: the model of :mod:`kquotactl.impact.model` on PySpark DataFrames.
+"""The Spark engine: the model of :mod:`kquotactl.impact.replay` on PySpark DataFrames.
 
 The resolution runs in the DataFrame API only; the replay through Kafka's ``Rate`` is the one pure function
-both engines share (:func:`kquotactl.impact.model.replay_quota_id`), run on each quota-id's rows a partition at
+both engines share (:func:`kquotactl.impact.replay.replay_quota_id`), run on each quota-id's rows a partition at
 a time (``mapInArrow``, partitions sorted by quota-id), so the executors need kquotactl too (``make impact-zip``,
 ``spark-submit --py-files``):
 
@@ -32,7 +32,8 @@ from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, PRODUCE_KEY
 from kquotactl.core.precedence import QuotaIndex
-from kquotactl.impact.model import (
+from kquotactl.impact.readers import compression_of, detect_format, first_malformed_line, request_log_files
+from kquotactl.impact.replay import (
     CLIENT_MODEL_KEYS,
     IP_MODEL_KEYS,
     MODEL_KEYS,
@@ -46,7 +47,6 @@ from kquotactl.impact.model import (
     Timeline,
     Window,
 )
-from kquotactl.impact.readers import compression_of, detect_format, first_malformed_line, request_log_files
 from kquotactl.impact.requestlog import (
     API_FETCH,
     API_PRODUCE,
@@ -708,7 +708,7 @@ SWEPT = (
 
 
 def replay(usage: Any, window: Window) -> Any:
-    """Per (quota-id, sample with usage): what :func:`kquotactl.impact.model.replay_quota_id` gives, run on each
+    """Per (quota-id, sample with usage): what :func:`kquotactl.impact.replay.replay_quota_id` gives, run on each
     quota-id's rows (the one replay both engines share, so executors need kquotactl: the ``--py-files`` zip);
     unlimited rows are only counted. The rows go to Python a partition at a time, each quota-id's together and in
     time order (``mapInArrow`` over a partition sorted by quota-id: a per-group call would cost a round trip per
@@ -748,7 +748,7 @@ def _replay_partition(window: Window) -> Callable[[Any], Any]:
     def go(batches: Any) -> Any:
         import pyarrow as pa
 
-        from kquotactl.impact.model import replay_quota_id
+        from kquotactl.impact.replay import replay_quota_id
 
         names = ("k", "level", "qu", "qc", "qip", "limit", "p", "added", "n", "rate", "ms", "len", "thr_units")
         long, double = pa.int64(), pa.float64()
@@ -859,7 +859,7 @@ def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> An
         F.col("p") <= last
     )
     rate = F.col("running").cast("double") / denom
-    # kquotactl.core.throttlemath.quota_throttle_ms, column-wise (limits are > 0 here: model.check_limits): Math.round
+    # kquotactl.core.throttlemath.quota_throttle_ms, column-wise (limits are > 0 here: replay.check_limits): Math.round
     # (floor, +1 from a fraction of .5, saturating), the cap, then Java's long -> int narrowing.
     x = (rate - F.col("limit")) / F.col("limit") * F.lit(window.window_ms)
     fl = F.floor(x)

@@ -22,7 +22,7 @@ from typing import Any
 
 from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, PRODUCE_KEY, human
-from kquotactl.impact.model import Window
+from kquotactl.impact.replay import Window
 
 #: ``--topic-rate`` values: the design's Meter one-minute rate (default), or the quota window's rate
 ONE_MINUTE_RATE = "one-minute-rate"

@@ -10,7 +10,7 @@ The rules (docs/impact.md, "Input validation"):
 
 - ``ts``: epoch seconds (a number) or an ISO 8601 time with a zone (``2026-11-25T10:00:00Z``), one form per file,
   from 1970 to the year 9999; in JSON lines and Parquet a time is text and epoch seconds a number;
-- the usage columns (:data:`~kquotactl.impact.model.USAGE`): numbers, 0 or more, at most :data:`MAX_UNITS` units
+- the usage columns (:data:`~kquotactl.impact.replay.USAGE`): numbers, 0 or more, at most :data:`MAX_UNITS` units
   (2^53: exact in a double, and sums stay inside 64 bits); no empty cell. A column missing from the file counts
   as 0, and so does a key missing from one JSON line; JSON ``null`` is an empty cell;
 - the names (``user``, ``client_id``, ``ip``, ``topic``): text; an empty cell is the empty name;
@@ -31,7 +31,7 @@ from typing import Any
 from kquotactl.core.errors import UsageError
 from kquotactl.core.textinput import NUMBER, csv_problem, decode_line, json_problem, shown, utf8_message
 from kquotactl.core.wording import counted
-from kquotactl.impact.model import ID_COLUMNS, USAGE
+from kquotactl.impact.replay import ID_COLUMNS, USAGE
 
 MAX_UNITS = 2**53
 TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"

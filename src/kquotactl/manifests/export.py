@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Name
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, exact_unit_text
-from kquotactl.core.model import QuotaRecord
 
 
 def _export_name(name: Name) -> Any:

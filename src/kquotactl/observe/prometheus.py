@@ -1,6 +1,6 @@
 """Read the brokers' quota sensors: from a Prometheus server (HTTP API, instant and range queries) or straight from
 the JMX exporter endpoints (``/metrics``, parsed by ``prometheus_client``'s text parser). Both give
-:class:`kquotactl.observe.model.Sample` values; each broker is named by its exporter's ``host:port`` (Prometheus'
+:class:`kquotactl.observe.throttled.Sample` values; each broker is named by its exporter's ``host:port`` (Prometheus'
 ``instance`` label), so both sources name brokers alike.
 """
 
@@ -18,8 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kquotactl.core.errors import BackendUnavailable, QuotaError
 from kquotactl.core.retry import RetryPolicy
-from kquotactl.impact.model import BROKER_COLUMN
-from kquotactl.observe.model import (
+from kquotactl.impact.replay import BROKER_COLUMN
+from kquotactl.observe.throttled import (
     LISTENER_THROTTLE,
     METRIC_PREFIX,
     THROTTLE,
@@ -198,7 +198,7 @@ def from_prometheus(
 ) -> list[Sample]:
     """The quota sensors now (instant query), or over the last ``lookback`` seconds (range query): then each
     series gives its largest throttle time and its average usage over the range (with the usage's peak, which
-    decides whether the throttle was current, :data:`kquotactl.observe.model.CURRENT_SHARE`), so a throttle that
+    decides whether the throttle was current, :data:`kquotactl.observe.throttled.CURRENT_SHARE`), so a throttle that
     ended a few seconds ago still shows. The step defaults to 1 s, coarser for long ranges (at most ~250 points
     a series)."""
     if lookback <= 0:
@@ -251,7 +251,7 @@ def range_samples(
 
 def traffic_table(base: str, start: float, end: float, step: float, sample_s: int = 1) -> Any:
     """The brokers' quota sensors on ``[start, end]`` as an impact traffic table in samples of ``sample_s`` seconds
-    (pyarrow; columns of :func:`kquotactl.observe.model.traffic_columns`, with a ``broker`` column); a range without
+    (pyarrow; columns of :func:`kquotactl.observe.throttled.traffic_columns`, with a ``broker`` column); a range without
     any quota sensor reading is an error."""
     import pyarrow as pa
 

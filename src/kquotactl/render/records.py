@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import IO, Any
 
+from kquotactl.core.changes import EntityResult, Outcome, QuotaRecord
 from kquotactl.core.entities import DEFAULT, EntityType, display_name
 from kquotactl.core.errors import EXIT_INTERRUPTED, PartialFailure, QuotaError
 from kquotactl.core.javafmt import (
@@ -18,7 +19,6 @@ from kquotactl.core.javafmt import (
     properties_order,
 )
 from kquotactl.core.keys import KEYS, human_and_raw, not_applied_reason
-from kquotactl.core.model import EntityResult, Outcome, QuotaRecord
 from kquotactl.core.wording import counted, escaped, shown_name
 
 FORMATS = ("table", "json", "yaml", "kafka")

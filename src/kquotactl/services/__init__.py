@@ -21,7 +21,7 @@ Nothing is imported here: ``describe`` loads only :mod:`~kquotactl.services.quot
 For example::
 
     from kquotactl.backends.factory import open_backend
-    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.connection.cluster import ConnectionOptions
     from kquotactl.manifests.loader import load_manifests
     from kquotactl.services.plans import apply, plan
 

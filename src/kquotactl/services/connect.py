@@ -4,7 +4,7 @@ then a named cluster context (``config set-context``), so a script and a shell r
 from __future__ import annotations
 
 from kquotactl.backends.base import QuotaBackend
-from kquotactl.config.cluster import ConnectionOptions
+from kquotactl.connection.cluster import ConnectionOptions
 
 
 def connect(
@@ -13,6 +13,6 @@ def connect(
     """A backend for the cluster ``options`` name, or the ``context`` (default: ``KQUOTACTL_CONTEXT``, then the
     contexts file's current context). Use it in a ``with`` block: it closes the connection."""
     from kquotactl.backends.factory import open_backend
-    from kquotactl.config.contexts import resolve
+    from kquotactl.connection.contexts import resolve
 
     return open_backend(resolve(options or ConnectionOptions(), context, config_path))

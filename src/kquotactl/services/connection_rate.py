@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:  # the Kafka client loads inside the services
     from kquotactl.backends.kafka.client import QuotaWire
     from kquotactl.backends.kafka.quotas import AdminBackend
-    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.connection.cluster import ConnectionOptions
     from kquotactl.core.broker_connection_rate import RateSetting
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ from kquotactl.services.quotas import load_quota_set
 
 if TYPE_CHECKING:  # the engines (Spark, pyarrow) load inside run(): the types only here
     from kquotactl.core.precedence import QuotaIndex
-    from kquotactl.impact.model import Window
+    from kquotactl.impact.replay import Window
     from kquotactl.impact.topic import TopicConfig
 
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend, opened, signals_held
+from kquotactl.core.changes import EntityResult, Outcome, QuotaRecord, check_live_changes
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import EXIT_INTERRUPTED, LogMismatch, NothingLogged, PartialFailure, QuotaError, UsageError
-from kquotactl.core.model import EntityResult, Outcome, QuotaRecord, check_live_changes
 from kquotactl.core.retry import RetryPolicy
 from kquotactl.services.quotas import backend_warnings
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kquotactl.backends.base import QuotaBackend, opened
+from kquotactl.core.changes import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
 from kquotactl.core.errors import MissingInput, QuotaError
-from kquotactl.core.model import EntityChange, EntityResult, Outcome, QuotaRecord, check_live_changes
 
 if TYPE_CHECKING:  # the rest loads inside the services that use it: describe and alter stay light
     from kquotactl.core.budget import Share

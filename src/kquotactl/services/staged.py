@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # types only: the modules load inside the services that use t
 class StepCheck:
     """What the check between two stages found: ``mismatches`` (an entity's live values are not what the stage
     wrote: someone else changed them, or the write did not take) and ``regressions`` (quota-ids throttled worse
-    than the stage predicts, :func:`kquotactl.observe.model.stage_regressions`). Empty both: go on."""
+    than the stage predicts, :func:`kquotactl.observe.throttled.stage_regressions`). Empty both: go on."""
 
     mismatches: list[str] = field(default_factory=list)
     regressions: list[str] = field(default_factory=list)
@@ -83,12 +83,12 @@ class StageObserver:
     def __init__(self, prometheus: str | None = None, scrape: Sequence[str] = ()) -> None:
         self.prometheus = prometheus
         self.scrape = list(scrape)
-        self.last: list[Any] | None = None  # the rows of the last look (kquotactl.observe.model.QuotaIdRow)
+        self.last: list[Any] | None = None  # the rows of the last look (kquotactl.observe.throttled.QuotaIdRow)
 
     def look(self, backend: QuotaBackend) -> list[Any]:
         """The sensors now, joined with the limits the backend describes now."""
         from kquotactl.observe import prometheus as source
-        from kquotactl.observe.model import top_rows
+        from kquotactl.observe.throttled import top_rows
 
         samples = source.fresh_from_prometheus(self.prometheus) if self.prometheus else source.scrape(self.scrape)
         return top_rows(samples, load_quota_set(backend).index)
@@ -98,7 +98,7 @@ class StageObserver:
 
     def regressions(self, backend: QuotaBackend) -> list[str]:
         """What got worse since the last look (which this look replaces)."""
-        from kquotactl.observe.model import stage_regressions
+        from kquotactl.observe.throttled import stage_regressions
 
         now = self.look(backend)
         found = stage_regressions(self.last or [], now) if self.last is not None else []

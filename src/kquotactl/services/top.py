@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the observe layer (and requests) loads inside the service
     from kquotactl.core.precedence import QuotaIndex
-    from kquotactl.observe.model import QuotaIdRow
+    from kquotactl.observe.throttled import QuotaIdRow
 
 
 def top(
@@ -24,7 +24,7 @@ def top(
     from the exporter endpoints ``scrape``; ``quotas`` (or its loader, called after the sensors are read) gives
     the limits."""
     from kquotactl.observe import prometheus as source
-    from kquotactl.observe.model import top_rows
+    from kquotactl.observe.throttled import top_rows
 
     samples = source.from_prometheus(prometheus, lookback) if prometheus else source.scrape(scrape)
     found = top_rows(samples, quotas() if callable(quotas) else quotas)

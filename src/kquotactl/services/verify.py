@@ -8,20 +8,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kquotactl.backends.base import QuotaBackend, opened
+from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import VerifyRefused
 from kquotactl.core.keys import PRODUCE_KEY, Number
-from kquotactl.core.model import QuotaRecord
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.retry import RetryPolicy
 from kquotactl.services.quotas import load_quota_set
 
 if TYPE_CHECKING:  # types only: the modules load inside the services that use them
-    from kquotactl.config.clientprops import ClientSettings
-    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.connection.clientprops import ClientSettings
+    from kquotactl.connection.cluster import ConnectionOptions
     from kquotactl.core.plan import Plan
     from kquotactl.core.verify import BrokerView, DriveVerdict, QuietWait
-    from kquotactl.observe.model import Sample
+    from kquotactl.observe.throttled import Sample
 
 
 #: how often ``verify`` asks the brokers again while it waits
@@ -132,7 +132,7 @@ def drive_target(opts: ConnectionOptions, entity: Entity, client_id: str | None,
     """The producer ``--drive`` runs for ``entity``: the cluster's bootstrap address (or ``bootstrap``) and client
     properties (``--command-config``: SASL credentials make the user), the entity's client-id unless given.
     Refused when the producer would not be the entity's connection."""
-    from kquotactl.config.clientprops import ClientSettings, load_client_settings
+    from kquotactl.connection.clientprops import ClientSettings, load_client_settings
     from kquotactl.core.explain import ANONYMOUS
 
     where = bootstrap or opts.bootstrap_server
@@ -222,7 +222,7 @@ def wait_quiet(
     import time
 
     from kquotactl.core.verify import QuietWait
-    from kquotactl.observe.model import QuotaIdKey, top_rows
+    from kquotactl.observe.throttled import QuotaIdKey, top_rows
 
     clock = clock or time.monotonic
     sleep = sleep or time.sleep

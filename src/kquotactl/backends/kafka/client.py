@@ -7,7 +7,7 @@ this module drives kafka-python's public network layer itself: a ``NetworkSelect
 connection's public request future (``send_request``, ``init_future``, ``close_future``) and the generated
 request messages. Nothing here reads a private attribute of a kafka-python object
 (``tests/test_admin_unit.py`` scans ``src/`` for that). The connection settings come from one mapping,
-:func:`kquotactl.config.clientprops.kafka_python_config`.
+:func:`kquotactl.connection.clientprops.kafka_python_config`.
 
 Quota requests go to one bootstrap node directly (no Metadata round trip): both APIs are answered by any
 broker (and AlterClientQuotas by a KRaft controller), which also makes ``--bootstrap-controller`` work. A
@@ -32,7 +32,7 @@ from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, Describ
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.metadata import MetadataRequest
 
-from kquotactl.config.clientprops import ClientSettings, kafka_python_config
+from kquotactl.connection.clientprops import ClientSettings, kafka_python_config
 from kquotactl.core.errors import BackendUnavailable, QuotaError
 
 log = logging.getLogger("kquotactl.wire")

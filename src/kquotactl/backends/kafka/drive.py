@@ -17,7 +17,7 @@ import json
 import time
 from typing import Any
 
-from kquotactl.config.clientprops import ClientSettings, librdkafka_config
+from kquotactl.connection.clientprops import ClientSettings, librdkafka_config
 from kquotactl.core.errors import BackendUnavailable
 from kquotactl.core.keys import PRODUCE_KEY
 from kquotactl.core.verify import Drive

@@ -18,11 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kquotactl.backends.base import ProgressCallback, QuotaBackend, check_writes
-from kquotactl.core.entities import DEFAULT, Entity, EntityType
-from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
-from kquotactl.core.filters import EntityFilter, MatchType
-from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
-from kquotactl.core.model import (
+from kquotactl.core.changes import (
     EntityChange,
     EntityResult,
     Outcome,
@@ -32,6 +28,10 @@ from kquotactl.core.model import (
     apply_change,
     stale_plan_result,
 )
+from kquotactl.core.entities import DEFAULT, Entity, EntityType
+from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
+from kquotactl.core.filters import EntityFilter, MatchType
+from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
 from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.retry import RetryPolicy
 from kquotactl.core.values import route_ip_changes, stored_findings
@@ -39,8 +39,8 @@ from kquotactl.core.wording import counted
 
 if TYPE_CHECKING:
     from kquotactl.backends.kafka.client import QuotaWire
-    from kquotactl.config.clientprops import ClientSettings
-    from kquotactl.config.cluster import ConnectionOptions
+    from kquotactl.connection.clientprops import ClientSettings
+    from kquotactl.connection.cluster import ConnectionOptions
 
 log = logging.getLogger("kquotactl.admin")
 
@@ -209,12 +209,12 @@ class AdminBackend(QuotaBackend):
         warnings: list[str] | None = None,
     ) -> AdminBackend:
         from kquotactl.backends.kafka.client import QuotaWire
-        from kquotactl.config.clientprops import ClientSettings
+        from kquotactl.connection.clientprops import ClientSettings
 
         if not bootstrap or not all(_looks_like_address(a) for a in bootstrap.split(",")):
             flag = "--bootstrap-controller" if controller else "--bootstrap-server"
             raise UsageError(f"{flag} must be HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
-        from kquotactl.config.cluster import unreachable
+        from kquotactl.connection.cluster import unreachable
 
         hosts = [
             (h.strip().strip("[]"), int(p)) for h, _, p in (a.strip().rpartition(":") for a in bootstrap.split(","))
@@ -443,7 +443,7 @@ def _looks_like_address(a: str) -> bool:
 
 def open_admin_backend(opts: ConnectionOptions) -> AdminBackend:
     """Called lazily by :func:`kquotactl.backends.factory.open_backend` for ``--bootstrap-server/-controller``."""
-    from kquotactl.config.clientprops import ClientSettings, load_client_settings
+    from kquotactl.connection.clientprops import ClientSettings, load_client_settings
 
     settings, warnings = (
         load_client_settings(opts.command_config, opts.said("command_config", opts.command_config))

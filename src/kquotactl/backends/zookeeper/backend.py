@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any
 from kquotactl.backends.base import ProgressCallback, QuotaBackend, check_writes
 from kquotactl.backends.zookeeper.codec import Node, entity_znode, typed_config, unstorable_reason
 from kquotactl.backends.zookeeper.session import ConnectionTrouble, ZkSession, ZkSettings
-from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
-from kquotactl.core.errors import BackendUnavailable, InvalidValue, UsageError
-from kquotactl.core.filters import EntityFilter
-from kquotactl.core.keys import Number
-from kquotactl.core.model import (
+from kquotactl.core.changes import (
     EntityChange,
     EntityResult,
     Outcome,
     QuotaRecord,
 )
+from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
+from kquotactl.core.errors import BackendUnavailable, InvalidValue, UsageError
+from kquotactl.core.filters import EntityFilter
+from kquotactl.core.keys import Number
 from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
 

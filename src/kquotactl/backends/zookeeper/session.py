@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kquotactl.backends.zookeeper.codec import CHANGES_PATH, CONFIG_ROOT, Node, decode_entity
-from kquotactl.config.extras import missing_extra
+from kquotactl.connection.extras import missing_extra
 from kquotactl.core.errors import BackendUnavailable, UsageError
 from kquotactl.core.retry import RetryPolicy
 
@@ -167,7 +167,7 @@ class ZkSession:
             raise UsageError(f"ZooKeeper SASL: {missing_extra(e) or e}") from None
         from kazoo.hosts import collect_hosts
 
-        from kquotactl.config.cluster import unreachable
+        from kquotactl.connection.cluster import unreachable
 
         why = unreachable(collect_hosts(s.connect)[0], s.connect_timeout)
         if why:

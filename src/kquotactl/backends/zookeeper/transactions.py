@@ -30,10 +30,10 @@ from kquotactl.backends.zookeeper.codec import (
     unstorable_reason,
 )
 from kquotactl.backends.zookeeper.session import ConnectionTrouble, NotAuthorized, ZkSession, is_no_auth, short
+from kquotactl.core.changes import EntityChange, EntityResult, Outcome, apply_change, stale_plan_result
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import BackendUnavailable, ConflictError, QuotaError
 from kquotactl.core.keys import KEYS, Number, format_value
-from kquotactl.core.model import EntityChange, EntityResult, Outcome, apply_change, stale_plan_result
 from kquotactl.core.retry import RetryPolicy
 from kquotactl.core.wording import counted
 

@@ -11,7 +11,7 @@ from kquotactl.cli.groups import OnceGroup
 
 
 def _config(ctx: click.Context) -> Any:
-    from kquotactl.config.contexts import load_config
+    from kquotactl.connection.contexts import load_config
 
     return load_config(ctx.find_root().params.get("config_path"))
 
@@ -53,7 +53,7 @@ def get_contexts(ctx: click.Context, fmt: str | None) -> None:
     """
     import os
 
-    from kquotactl.config.cluster import ENV_CONTEXT
+    from kquotactl.connection.cluster import ENV_CONTEXT
     from kquotactl.core.errors import UsageError
 
     fmt = fmt or ctx.find_root().params.get("output")
@@ -111,7 +111,7 @@ def use_context(ctx: click.Context, name: str) -> None:
       kquotactl config use-context prod
       kquotactl --config ./ci-config.yaml config use-context ci
     """
-    from kquotactl.config.contexts import write_current_context
+    from kquotactl.connection.contexts import write_current_context
 
     config = _config(ctx)
     if not config.exists:
@@ -137,7 +137,7 @@ def current_context(ctx: click.Context) -> None:
     """
     import os
 
-    from kquotactl.config.cluster import ENV_CONTEXT
+    from kquotactl.connection.cluster import ENV_CONTEXT
     from kquotactl.core.errors import UsageError
 
     config = _config(ctx)
@@ -180,7 +180,14 @@ def set_context(ctx: click.Context, name: str, unset: tuple[str, ...]) -> None:
 
     from click.core import ParameterSource
 
-    from kquotactl.config.contexts import FIELDS, config_target, dump_doc, read_doc, set_context_doc, write_atomically
+    from kquotactl.connection.contexts import (
+        FIELDS,
+        config_target,
+        dump_doc,
+        read_doc,
+        set_context_doc,
+        write_atomically,
+    )
 
     root = ctx.find_root()
     path = config_target(root.params.get("config_path"))
@@ -196,7 +203,7 @@ def set_context(ctx: click.Context, name: str, unset: tuple[str, ...]) -> None:
         elif isinstance(value, float) and value.is_integer():
             value = int(value)
         changes[key] = value
-    from kquotactl.config.contexts import CLUSTER_KEYS
+    from kquotactl.connection.contexts import CLUSTER_KEYS
     from kquotactl.core.errors import UsageError
 
     clusters = [f"--{k}" for k in CLUSTER_KEYS if k in changes]
@@ -223,7 +230,7 @@ def delete_context(ctx: click.Context, name: str) -> None:
       kquotactl config delete-context old-staging
       kquotactl --config ./ci-config.yaml config delete-context ci
     """
-    from kquotactl.config.contexts import config_target, delete_context_doc, dump_doc, read_doc, write_atomically
+    from kquotactl.connection.contexts import config_target, delete_context_doc, dump_doc, read_doc, write_atomically
 
     path = config_target(ctx.find_root().params.get("config_path"))
     doc, was_current = delete_context_doc(read_doc(path), name, path)

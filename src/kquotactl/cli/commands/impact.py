@@ -202,7 +202,7 @@ def run(
     from rich.console import Console
 
     from kquotactl.cli.state import AppState
-    from kquotactl.impact.model import Window
+    from kquotactl.impact.replay import Window
     from kquotactl.impact.spark import parse_conf
     from kquotactl.services import impact as impact_service
 

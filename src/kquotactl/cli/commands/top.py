@@ -163,7 +163,7 @@ def _lines(rows: list[Any], show_all: bool, width: int | None) -> list[str]:
     and "past" mean, wrapped."""
     from kquotactl.core.keys import KEYS, human, limit_text
     from kquotactl.core.layout import blocks, fits, table_lines, wrap
-    from kquotactl.observe.model import CURRENT_SHARE, FORWARDED_NOTE, LISTENER_NOTE
+    from kquotactl.observe.throttled import CURRENT_SHARE, FORWARDED_NOTE, LISTENER_NOTE
 
     title = "quota-ids with a sensor" if show_all else "throttled quota-ids"
     table: list[list[str]] = []

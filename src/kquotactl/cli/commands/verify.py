@@ -97,9 +97,9 @@ def verify(
       kquotactl --bootstrap-server b:9092 verify --client-id app1 --drive 5MiB --seconds 8
     """
     from kquotactl.cli.entityargs import EntityArgs, entity_for_alter
+    from kquotactl.core.changes import build_change
     from kquotactl.core.errors import UsageError
     from kquotactl.core.grammar import parse_add_config
-    from kquotactl.core.model import build_change
     from kquotactl.core.verify import NotVerified, lag_message
     from kquotactl.services.verify import Drive
     from kquotactl.services.verify import verify as verify_service

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kquotactl.config.cluster import ENV_CONTEXT, ConnectionOptions, typed_cluster
+from kquotactl.connection.cluster import ENV_CONTEXT, ConnectionOptions, typed_cluster
 from kquotactl.core.errors import UsageError
 from kquotactl.core.wording import decoded, yaml_problem
 
@@ -351,7 +351,9 @@ def resolve(
         return merged
     import logging
 
-    logging.getLogger("kquotactl.config.contexts").debug("using context %s (%s) from %s", ctx.name, how, config.path)
+    logging.getLogger("kquotactl.connection.contexts").debug(
+        "using context %s (%s) from %s", ctx.name, how, config.path
+    )
     return apply_context(merged, ctx, explicit=typed).with_env(env)
 
 

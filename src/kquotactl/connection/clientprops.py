@@ -135,7 +135,7 @@ def librdkafka_config(bootstrap: str, s: ClientSettings, client_id: str) -> dict
 
 def parse_client_properties(props: Mapping[str, str], source: str = "--command-config") -> ClientSettings:
     """Read Java client properties; raise :class:`UsageError` naming the property and the fix."""
-    from kquotactl.config.jaas import parse_module
+    from kquotactl.connection.jaas import parse_module
 
     def get(name: str) -> str | None:
         v = props.get(name)

@@ -28,8 +28,8 @@ from kquotactl.core.sanitizer import desanitize
 from kquotactl.core.throttle import DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS
 from kquotactl.core.throttlemath import quota_throttle_ms
 from kquotactl.core.wording import shown_name
-from kquotactl.impact.model import BROKER_COLUMN, MUTATIONS_COLUMN
-from kquotactl.impact.model import USAGE as TRAFFIC_USAGE
+from kquotactl.impact.replay import BROKER_COLUMN, MUTATIONS_COLUMN
+from kquotactl.impact.replay import USAGE as TRAFFIC_USAGE
 
 #: exporter metric (``kafka_quota_<name>``) that carries each quota type's usage, and the quota key it is held to
 #: (the registry's :attr:`~kquotactl.core.keys.QuotaKey.sensor`)
@@ -434,7 +434,7 @@ def _traffic_sensors() -> dict[tuple[str, str], tuple[str, float]]:
         usage = TRAFFIC_USAGE.get(key)
         if usage is not None:
             out[(metric, qtype)] = (usage.column, usage.divisor / usage.scale)
-        else:  # a key not in request samples: carried in the table, not replayed (impact.model.NOT_MODELLED)
+        else:  # a key not in request samples: carried in the table, not replayed (impact.replay.NOT_MODELLED)
             out[(metric, qtype)] = (MUTATIONS_COLUMN, 1.0)
     ip_metric, ip_key = IP_USAGE
     ip_usage = TRAFFIC_USAGE[ip_key]
@@ -455,7 +455,7 @@ def traffic_columns(samples: Iterable[Sample], step: float, sample_s: int) -> di
     A reading ``v`` at time ``t`` of a range query with step ``step`` is held over ``[t − step, t)``: each sample
     ``[k·S, (k+1)·S)`` it overlaps gets ``v × overlap`` (in the column's units), so a sample's usage divided by
     ``S`` is the time-weighted mean of the readings over it. A reading is the broker's rate over its quota window:
-    replay the table with a ``windowed`` :class:`kquotactl.impact.model.Window` (each sample's rate compared with
+    replay the table with a ``windowed`` :class:`kquotactl.impact.replay.Window` (each sample's rate compared with
     the limit as it is). Names are decoded to what a quota entity uses (the user desanitized, the client-id
     JMX-unquoted), as the traffic table holds raw names. Zero, negative and non-finite readings add no usage.
     """

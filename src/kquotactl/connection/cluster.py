@@ -16,7 +16,7 @@ ENV_ZOOKEEPER = "KQUOTACTL_ZOOKEEPER"
 ENV_BOOTSTRAP = "KQUOTACTL_BOOTSTRAP_SERVER"
 ENV_COMMAND_CONFIG = "KQUOTACTL_COMMAND_CONFIG"
 ENV_ZK_AUTH = "KQUOTACTL_ZK_AUTH"
-ENV_CONTEXT = "KQUOTACTL_CONTEXT"  # a context chosen by name (kquotactl.config.contexts)
+ENV_CONTEXT = "KQUOTACTL_CONTEXT"  # a context chosen by name (kquotactl.connection.contexts)
 
 
 @dataclass
@@ -166,7 +166,7 @@ def typed_cluster(
 ) -> ConnectionOptions | None:
     """The flags filled from the environment, when they name a cluster and no context was chosen (``--context``,
     ``KQUOTACTL_CONTEXT``): then no context is involved and no config file is read. None otherwise: the contexts
-    decide (:func:`kquotactl.config.contexts.resolve`)."""
+    decide (:func:`kquotactl.connection.contexts.resolve`)."""
     env = os.environ if env is None else env
     if context_name or env.get(ENV_CONTEXT):
         return None

@@ -7,12 +7,10 @@ generated manifest is planned against a real KRaft 4.4 broker. One pure test per
 
 from __future__ import annotations
 
-import http.server
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
+from fixtures_exposition import served_exposition
 from kquotactl.core import layout
 from kquotactl.core.explain import compact, limit_words
 from kquotactl.core.keys import KEYS, human, human_and_raw, limit_text
@@ -272,23 +271,8 @@ EXPOSITION = "".join(
 @pytest.fixture
 def exporter() -> Iterator[str]:
     """A real HTTP server answering /metrics as the JMX exporter agent does (throttled quota-ids with long names)."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = EXPOSITION.encode() if self.path == "/metrics" else b""
-            self.send_response(200 if body else 404)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with served_exposition(EXPOSITION) as address:
+        yield address
 
 
 def test_top_fits_80_columns_with_units_on_every_value(terminal, exporter, tmp_path) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from test_observe_model import exporter  # noqa: F401  (the fixture: a real HTTP exporter)
 
 KQ = f"{shlex.quote(sys.executable)} -m kquotactl"
 
@@ -162,7 +161,7 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_error_not_success(tmp_path) -> N
 
 
 @pytest.mark.zookeeper
-def test_top_watch_stops_when_its_reader_goes_away(chroot, exporter) -> None:  # noqa: F811
+def test_top_watch_stops_when_its_reader_goes_away(chroot, exporter) -> None:
     """`top --watch` into `head`: it would refresh into a closed pipe forever; it ends, exit 0."""
     run_cli("--zookeeper", chroot.connect, "alter", "--client-id", 'a "b"', "--add-config", "producer_byte_rate=2000")
     rc, head, out, err = piped(

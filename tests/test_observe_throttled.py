@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
 import math
-import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -108,39 +105,6 @@ def test_a_request_throttle_without_a_request_limit_is_the_controllers() -> None
 def test_an_unlimited_quota_id_says_so() -> None:
     [row] = top_rows([Sample("byte_rate", "b", 5.0, "Fetch", client_id="c")], INDEX)
     assert row.uses[0].to_json()["limit"] is None and row.uses[0].to_json()["applies"] == "unlimited"
-
-
-EXPOSITION = """# HELP kafka_quota_byte_rate Tracking byte-rate per user/client-id
-# TYPE kafka_quota_byte_rate gauge
-kafka_quota_byte_rate{client_id="a \\"b\\"",quota_type="Produce",} 2500.0
-# TYPE kafka_quota_throttle_time gauge
-kafka_quota_throttle_time{client_id="a \\"b\\"",quota_type="Produce",} 250.0
-# TYPE jvm_threads_current gauge
-jvm_threads_current 42.0
-"""
-
-
-@pytest.fixture
-def exporter() -> Iterator[str]:
-    """A real HTTP server serving an exporter's text exposition (what the agent answers on /metrics)."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = EXPOSITION.encode() if self.path == "/metrics" else b""
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def test_scrape_reads_the_quota_series_of_an_exporter(exporter: str) -> None:

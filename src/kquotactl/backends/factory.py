@@ -55,7 +55,7 @@ def zk_settings(opts: ConnectionOptions) -> ZkSettings:
 def zk_tls_settings(path: str, given: str = "--zk-tls-config-file") -> TlsSettings:
     """Kafka's ``zookeeper.ssl.*`` client properties (``--zk-tls-config-file``), PEM stores only."""
     from kquotactl.backends.zookeeper.session import TlsSettings
-    from kquotactl.core.grammar import load_properties
+    from kquotactl.connection.clientprops import load_properties
 
     if not os.path.isfile(path):
         raise UsageError(f"{given} {path}: no such file (a properties file with zookeeper.ssl.* keys)")

@@ -291,7 +291,8 @@ def alter(
 
 def _adds(add_config: str | None, add_config_file: str | None) -> dict[str, str]:
     """The keys to set: ``--add-config`` in kafka-configs' grammar, or ``--add-config-file`` (Java properties)."""
-    from kquotactl.core.grammar import load_properties, parse_add_config
+    from kquotactl.connection.clientprops import load_properties
+    from kquotactl.core.grammar import parse_add_config
 
     if add_config is not None and add_config_file is not None:
         raise UsageError("Only one of --add-config or --add-config-file must be specified")

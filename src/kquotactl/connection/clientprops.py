@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from kquotactl.core.errors import UsageError
 
@@ -251,11 +252,26 @@ def unknown_properties(props: Mapping[str, str]) -> list[str]:
     return sorted(k for k in props if k not in used and k not in IGNORED)
 
 
+def load_properties(path: str | Path) -> dict[str, str]:
+    """Read a Java ``.properties`` file (``--add-config-file``, ``--command-config``, TLS configs)."""
+    from jproperties import Properties  # small, but only needed on this path
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read properties file {str(p)!r}: {e.strerror or e}") from None
+    props = Properties()
+    try:
+        props.load(data, "iso-8859-1")
+    except Exception as e:  # jproperties raises a variety of parse errors
+        raise UsageError(f"cannot parse properties file {str(p)!r}: {e}") from None
+    return {k: v.data for k, v in props.items()}
+
+
 def load_client_settings(path: str, given: str | None = None) -> tuple[ClientSettings, list[str]]:
     """Read a ``--command-config`` file: the settings, and warnings for properties that were ignored. ``given``: how
     the user named the file (``--command-config PATH``, ``KQUOTACTL_COMMAND_CONFIG=PATH``, ...)."""
-    from kquotactl.core.grammar import load_properties
-
     given = given or f"--command-config {path}"
     if not os.path.exists(path):
         raise UsageError(f"{given}: no such file")

@@ -1,15 +1,15 @@
 """kafka-configs' ``--add-config`` / ``--delete-config`` / ``--add-config-file`` grammar, exactly.
 
 Mirrors ``ConfigCommand.parseConfigsToBeAdded`` (Java regex splits with Java ``String.split`` semantics),
-jopt-simple's comma splitting for ``--delete-config``, and ``java.util.Properties`` files.
+jopt-simple's comma splitting for ``--delete-config``. The ``--add-config-file`` itself is read outside the core
+(:func:`kquotactl.connection.clientprops.load_properties`): this module does no I/O.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from kquotactl.core.errors import MalformedInput, UsageError
+from kquotactl.core.errors import MalformedInput
 from kquotactl.core.keys import java_trim
 
 # Java's \s is ASCII-only: [ \t\n\x0B\f\r]
@@ -72,20 +72,3 @@ def parse_delete_config(values: list[str]) -> list[str]:
             if k and k not in keys:
                 keys.append(k)
     return keys
-
-
-def load_properties(path: str | Path) -> dict[str, str]:
-    """Read a Java ``.properties`` file (``--add-config-file``, ``--command-config``, TLS configs)."""
-    from jproperties import Properties  # small, but only needed on this path
-
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise UsageError(f"cannot read properties file {str(p)!r}: {e.strerror or e}") from None
-    props = Properties()
-    try:
-        props.load(data, "iso-8859-1")
-    except Exception as e:  # jproperties raises a variety of parse errors
-        raise UsageError(f"cannot parse properties file {str(p)!r}: {e}") from None
-    return {k: v.data for k, v in props.items()}

@@ -18,7 +18,16 @@ from kquotactl.core.errors import (
 )
 
 #: a core input (:attr:`InputProblem.source`) -> the flag that gives it
-FLAGS: dict[str, str] = {"add_config": "--add-config", "observed": "--observed", "limit": "--limit"}
+FLAGS: dict[str, str] = {
+    "add_config": "--add-config",
+    "observed": "--observed",
+    "limit": "--limit",
+    "percentile": "--percentile",
+    "headroom": "--headroom",
+    "tail_share": "--tail-share",
+    "floor": "--floor",
+    "key": "--key",
+}
 
 #: :attr:`MissingInput.kind` -> what the CLI says (``{key}``: the quota key)
 MISSING = {

@@ -54,6 +54,12 @@ def _export() -> click.Command:
     return export
 
 
+def _recommend() -> click.Command:
+    from kquotactl.cli.commands.recommend import recommend
+
+    return recommend
+
+
 def _impact() -> click.Command:
     from kquotactl.cli.commands.impact import impact
 
@@ -94,6 +100,7 @@ LOADERS: dict[str, Callable[[], click.Command]] = {
     "export": _export,
     "impact": _impact,
     "plan": _plan,
+    "recommend": _recommend,
     "top": _top,
     "validate": _validate,
     "verify": _verify,

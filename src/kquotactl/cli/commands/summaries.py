@@ -13,6 +13,7 @@ SUMMARIES: dict[str, str] = {
     "export": "Print the live quotas as a manifest (YAML by default, -o json).",
     "impact": "Traffic impact replay: what a quota set would throttle on recorded traffic.",
     "plan": "Show what apply would change: per entity and key, add / change old -> new / remove.",
+    "recommend": "Recommend quotas from observed traffic: a manifest whose every value carries its evidence.",
     "top": "Who is throttled now: per quota-id (user/client-id, ip), usage and throttle time per broker and summed, next to the limit that applies and the level it comes from (as explain resolves it), sorted by throttle.",
     "validate": "Check manifests offline: structure, every key and value, entities, and lint.",
     "verify": "Check that a quota change took effect: wait until every broker reports the entity's values, then optionally drive a real producer at a rate and compare the throttle the broker returns with explain's simulation. Exit 0 when it did, 2 when a broker lags or its throttle disagrees, 1 on error. The wait is bounded by --timeout (default 30 s), the option that bounds every request.",

@@ -1,0 +1,95 @@
+"""``kquotactl recommend``: limits from observed traffic, as a manifest to review; nothing is written to a cluster.
+
+Only click is imported at module level; the traffic readers and the replay load inside the command.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from kquotactl.cli.groups import OnceCommand
+from kquotactl.cli.manifestargs import live_records
+from kquotactl.cli.state import AppState, pass_state
+from kquotactl.core.errors import UsageError
+
+LEVELS = ("user-client", "user", "client-id")
+
+
+@click.command(cls=OnceCommand)
+@click.argument("traffic", metavar="TRAFFIC", type=click.Path())
+@click.option("--percentile", type=float, metavar="P", help="The percentile limits rest on (default 99).")
+@click.option("--headroom", metavar="PCT", help="How far above the percentile a limit sits (default 20%).")
+@click.option("--floor", "floors", multiple=True, metavar="KEY=VALUE", help="The lowest limit to propose for KEY.")
+@click.option("--level", type=click.Choice(LEVELS), help="The entity limits are written on (default user-client).")
+@click.option(
+    "--tail-share",
+    metavar="PCT",
+    help="Quota-ids with at most this share of a key's traffic get one default entity instead of their own.",
+)
+@click.option("--key", "keys", multiple=True, metavar="KEY", help="Recommend only KEY (repeatable).")
+@click.option("--keep", multiple=True, metavar="KEY", help="Leave KEY alone (repeatable).")
+@click.option("--exempt", multiple=True, metavar="USER", help="Give USER no quota: super users, internal clients.")
+@click.option(
+    "--policy",
+    "policy_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="A YAML policy with the fields percentile, headroom, floors, level, tail_share, keys, keep, exempt.",
+)
+@click.option(
+    "--current",
+    multiple=True,
+    metavar="FILE",
+    help="The quotas to start from (a manifest or an export), instead of the cluster's.",
+)
+@pass_state
+@click.pass_context
+def recommend(
+    ctx: click.Context,
+    state: AppState,
+    traffic: str,
+    percentile: float | None,
+    headroom: str | None,
+    floors: Sequence[str],
+    level: str | None,
+    tail_share: str | None,
+    keys: Sequence[str],
+    keep: Sequence[str],
+    exempt: Sequence[str],
+    policy_file: str | None,
+    current: Sequence[str],
+) -> None:
+    """Recommend quotas from observed traffic: a manifest whose every value carries its evidence.
+
+    Each quota-id's rate per quota window sample is measured as the broker's Rate would (the replay impact
+    runs), ranked, and the policy applied: the percentile on the busiest broker, plus headroom, rounded up
+    to two significant digits, never below a floor. The current quotas (the cluster's, or --current files)
+    are kept where the traffic says nothing. Nothing is written to a cluster: review the manifest, then
+    plan and apply it.
+
+    \b
+    Examples:
+      kquotactl recommend traffic.parquet --current quotas.yaml > recommended.yaml
+      kquotactl --bootstrap-server b:9092 recommend traffic/ --percentile 95 --headroom 50%
+      kquotactl recommend traffic.csv --level user --tail-share 1% --exempt admin --floor producer_byte_rate=1MiB
+    """
+    from kquotactl.services.recommend import policy_of, recommend_from_traffic
+
+    fmt = state.output or "yaml"
+    if fmt not in ("yaml", "json"):
+        raise UsageError(f"recommend writes yaml or json, not {fmt}")
+    policy = policy_of(policy_file, percentile, headroom, floors, level, tail_share, keys, keep, exempt)
+    records = live_records(state, ctx, current)[1] if current or state.conn.with_env().has_cluster else []
+    found = recommend_from_traffic(traffic, policy, current=records)
+    if fmt == "json":
+        from kquotactl.render.recommend import recommendation_json
+        from kquotactl.render.records import dump_json
+
+        dump_json(recommendation_json(found.recommendation, found.distributions), sys.stdout)
+    else:
+        from kquotactl.render.recommend import manifest_text
+
+        sys.stdout.write(manifest_text(found.recommendation, found.current))

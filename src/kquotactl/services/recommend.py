@@ -1,0 +1,116 @@
+"""``recommend``: limits from observed traffic, as a manifest to review; it writes nothing to a cluster.
+
+The traffic is read as ``impact run`` reads it (a traffic table: Parquet, CSV or JSON lines), each group of the
+policy's level replayed through the broker's ``Rate`` (:mod:`kquotactl.impact.recommend`), and the policy applied
+by the pure core (:mod:`kquotactl.core.recommend`). The current quotas, when given, are kept wherever the
+recommendation says nothing: a recommendation never removes a quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kquotactl.core.changes import QuotaRecord
+from kquotactl.core.recommend import Distribution, GroupId, Policy, Recommendation, recommend
+from kquotactl.impact.replay import MODEL_KEYS, Window
+
+
+@dataclass
+class Recommended:
+    """What :func:`recommend_from_traffic` found: the recommendation, the distributions it rests on, the quotas it
+    started from, and how many rows of traffic it read."""
+
+    recommendation: Recommendation
+    distributions: dict[tuple[GroupId, str], dict[str, Distribution]]
+    current: list[QuotaRecord]
+    rows: int
+
+
+def recommend_from_traffic(
+    traffic: str,
+    policy: Policy,
+    *,
+    current: Sequence[QuotaRecord] = (),
+    window: Window | None = None,
+) -> Recommended:
+    """Read the traffic table ``traffic``, measure each quota-id's rate per quota window sample and propose limits
+    under ``policy``. Pure apart from reading the file."""
+    from kquotactl.impact.readers import engine_columns, read_table
+    from kquotactl.impact.recommend import distributions, sample_rates
+
+    window = window or Window()
+    columns = engine_columns(read_table(traffic), window)
+    samples = [s for s in columns["sample"] if s is not None]
+    span_s = float((max(samples) - min(samples) + 1) * window.size_s) if samples else 0.0
+    keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
+    dists = distributions(sample_rates(columns, policy.level, window, keys), policy.percentile)
+    return Recommended(recommend(dists, policy, span_s), dists, list(current), len(samples))
+
+
+def policy_of(
+    policy_file: str | None,
+    percentile: float | None = None,
+    headroom: str | None = None,
+    floors: Sequence[str] = (),
+    level: str | None = None,
+    tail_share: str | None = None,
+    keys: Sequence[str] = (),
+    keep: Sequence[str] = (),
+    exempt: Sequence[str] = (),
+) -> Policy:
+    """The policy from an optional YAML file, each given option overriding its field (``floors``: ``KEY=VALUE``)."""
+    from kquotactl.core.errors import MalformedInput
+    from kquotactl.core.keys import KEYS, parse_value
+    from kquotactl.core.recommend import Level, check_key, checked_percentile, percent, policy_from
+
+    doc: dict[str, object] = {}
+    source = "policy"
+    if policy_file is not None:
+        doc, source = _policy_document(policy_file), policy_file
+    floor_values = {}
+    for item in floors:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise MalformedInput("floor", "is not KEY=VALUE", item)
+        name = check_key(key.strip(), "floor")
+        floor_values[name] = parse_value(KEYS[name], value)
+    for k in (*keys, *keep):
+        check_key(k, "key")
+    return policy_from(
+        doc,
+        source,
+        percentile=None if percentile is None else checked_percentile(percentile, "percentile"),
+        headroom=None if headroom is None else percent(headroom, "headroom"),
+        floors=floor_values,
+        level=None if level is None else Level(level),
+        tail_share=None if tail_share is None else percent(tail_share, "tail_share", below_all=True),
+        keys=tuple(keys),
+        keep=frozenset(keep),
+        exempt=frozenset(exempt),
+    )
+
+
+def _policy_document(path: str) -> dict[str, object]:
+    import yaml
+
+    from kquotactl.core.errors import MalformedInput
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as e:
+        raise MalformedInput(path, f"cannot be read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise MalformedInput(path, "is not UTF-8 text") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise MalformedInput(path, f"is not YAML{where}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise MalformedInput(path, "is not a mapping of policy fields")
+    return doc

@@ -150,7 +150,7 @@ class Prom:
 
 
 @pytest.fixture(scope="module")
-def prom(contract_exporter: ContractExporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom]:
+def rules_prometheus(contract_exporter: ContractExporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom]:
     from kquotactl.testing.observe import PrometheusServer
     from kquotactl.testing.servers import free_port
 
@@ -179,7 +179,8 @@ def _expr(target: dict[str, Any]) -> str:
 
 
 @pytest.mark.prometheus
-def test_every_panel_query_returns_the_series_it_draws(prom: Prom) -> None:
+def test_every_panel_query_returns_the_series_it_draws(rules_prometheus: Prom) -> None:
+    prom = rules_prometheus
     board = _board()
     seen = set()
     for title, target in _targets(board):
@@ -228,14 +229,17 @@ def test_every_panel_query_returns_the_series_it_draws(prom: Prom) -> None:
 
 
 @pytest.mark.prometheus
-def test_the_job_variable_lists_the_exporter_job(prom: Prom) -> None:
+def test_the_job_variable_lists_the_exporter_job(rules_prometheus: Prom) -> None:
+    prom = rules_prometheus
     (variable,) = [v for v in _board()["templating"]["list"] if v["name"] == "job"]
     assert variable["query"] == "label_values(kquotactl_exporter_up, job)"
     assert prom.get("/api/v1/label/job/values", **{"match[]": "kquotactl_exporter_up"}) == [JOB]
 
 
 @pytest.mark.prometheus
-def test_the_recording_rules_give_what_the_data_gives(prom: Prom) -> None:
+def test_the_recording_rules_give_what_the_data_gives(rules_prometheus: Prom) -> None:
+    prom = rules_prometheus
+
     def values(expr: str) -> dict[tuple[str, ...], float]:
         return {(*_qid(r["metric"]), r["metric"].get("key", "")): float(r["value"][1]) for r in prom.query(expr)}
 
@@ -267,7 +271,8 @@ def _firing(prom: Prom, name: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.prometheus
-def test_the_throttled_alert_fires_for_the_throttled_quota_id_only(prom: Prom) -> None:
+def test_the_throttled_alert_fires_for_the_throttled_quota_id_only(rules_prometheus: Prom) -> None:
+    prom = rules_prometheus
     alerts = _firing(prom, "KquotactlQuotaThrottled")
     assert [_qid(a["labels"]) for a in alerts] == [_as_qid(q) for q in THROTTLED]
     (alice,) = THROTTLED
@@ -277,7 +282,8 @@ def test_the_throttled_alert_fires_for_the_throttled_quota_id_only(prom: Prom) -
 
 
 @pytest.mark.prometheus
-def test_the_near_limit_alert_names_each_limit_in_its_keys_unit(prom: Prom) -> None:
+def test_the_near_limit_alert_names_each_limit_in_its_keys_unit(rules_prometheus: Prom) -> None:
+    prom = rules_prometheus
     alerts = {_qid(a["labels"]): a for a in _firing(prom, "KquotactlQuotaNearLimit")}
     near = [q for q in QUOTA_IDS if q.utilization > 0.8]
     assert set(alerts) == {_as_qid(q) for q in near} and len(near) < len(QUOTA_IDS)
@@ -288,7 +294,8 @@ def test_the_near_limit_alert_names_each_limit_in_its_keys_unit(prom: Prom) -> N
 
 
 @pytest.mark.prometheus
-def test_the_unused_drift_and_exporter_alerts_name_what_they_are_about(prom: Prom) -> None:
+def test_the_unused_drift_and_exporter_alerts_name_what_they_are_about(rules_prometheus: Prom) -> None:
+    prom = rules_prometheus
     unused = _firing(prom, "KquotactlQuotaUnused")
     assert sorted(a["labels"]["entity"] for a in unused) == UNUSED
     drift = _firing(prom, "KquotactlQuotaDrift")

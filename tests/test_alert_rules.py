@@ -9,6 +9,7 @@ summary and description it renders. Debian's ``prometheus`` package ships promto
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from importlib.resources import files
@@ -77,6 +78,24 @@ def test_every_alert_has_a_for_a_severity_and_its_words(rule: dict[str, Any]) ->
     assert rule.get("for"), "a `for:` keeps a blip from paging"
     assert rule["labels"]["severity"] in ("info", "warning", "critical")
     assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+
+
+#: a ``for:`` as the alerts' words and docs/alerting.md's table say it
+FOR_WORDS = {"5m": ("5 minutes", "5 min"), "10m": ("10 minutes", "10 min"), "15m": ("15 minutes", "15 min")}
+FOR_WORDS["7d"] = ("7 days", "7 days")
+
+
+@pytest.mark.parametrize("rule", ALERTS, ids=[r["alert"] for r in ALERTS])
+def test_the_words_and_the_docs_say_the_rules_for_and_threshold(rule: dict[str, Any]) -> None:
+    """An operator reads the duration and the threshold in the alert and in the docs: both say the rule's."""
+    in_words, in_docs = FOR_WORDS[rule["for"]]
+    said = rule["annotations"]["description"]
+    assert in_words in said or "$value | humanizeDuration" in said  # the duration, or the age measured
+    doc = (ROOT / "docs" / "alerting.md").read_text(encoding="utf-8")
+    (row,) = [line for line in doc.splitlines() if line.startswith(f"| `{rule['alert']}` |")]
+    assert in_docs in row
+    for threshold in re.findall(r"(?:>|==) ([0-9.]+)", rule["expr"]):
+        assert threshold in row, f"{rule['alert']}: threshold {threshold} not in the docs' row"
 
 
 def _expectations() -> tuple[dict[str, set[bool]], set[str]]:

@@ -289,6 +289,7 @@ def render_all() -> dict[str, str]:
 
     from kquotactl.cli.completion import SHELLS, source
     from kquotactl.manifests.schema import SCHEMA_FILE, with_registry_keys
+    from kquotactl.observe.dashboard import DASHBOARD_FILE, dashboard_json
 
     all_pages = pages()
     files: dict[str, str] = {f"man/{p.man_name}.{MAN_SECTION}": man_page(p, all_pages) for p in all_pages}
@@ -299,6 +300,7 @@ def render_all() -> dict[str, str]:
     files[f"src/kquotactl/{SCHEMA_FILE}"] = with_registry_keys(
         resources.files("kquotactl").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
     )  # its key lists, from the key registry; the rest as written
+    files[DASHBOARD_FILE] = dashboard_json()  # the Grafana dashboard (grafana-foundation-sdk, a dev dependency)
     return files
 
 

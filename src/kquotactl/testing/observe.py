@@ -60,12 +60,15 @@ class ExporterOracle(JavaOracle):
 
 @dataclass
 class PrometheusServer:
-    """``/usr/bin/prometheus`` scraping ``targets`` (host:port) every second, on a free 127.0.0.1 port."""
+    """``/usr/bin/prometheus`` scraping ``targets`` (host:port) every second as job ``job``, on a free 127.0.0.1
+    port, evaluating ``rule_files`` (recording and alerting rules) every second."""
 
     targets: list[str] = field(default_factory=list)
     port: int = 0
     workdir: Path | None = None
     _proc: subprocess.Popen[bytes] | None = None
+    job: str = "kafka"
+    rule_files: list[Path] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -75,9 +78,11 @@ class PrometheusServer:
         self.workdir = Path(tempfile.mkdtemp(prefix="kquotactl-prometheus-"))
         self.port = self.port or free_port()
         targets = ", ".join(f'"{t}"' for t in self.targets)
+        rules = "".join(f'  - "{p}"\n' for p in self.rule_files)
         (self.workdir / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-            f"scrape_configs:\n  - job_name: kafka\n    static_configs:\n      - targets: [{targets}]\n"
+            + (f"rule_files:\n{rules}" if rules else "")
+            + f"scrape_configs:\n  - job_name: {self.job}\n    static_configs:\n      - targets: [{targets}]\n"
         )
         cmd = [
             PROMETHEUS,

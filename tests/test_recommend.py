@@ -64,10 +64,11 @@ def test_limits_are_the_known_rates_times_the_headroom(traffic: Path) -> None:
     # a 10 s burst inside the 11 s window: the sensor never reads more than 10/11 of the burst rate
     burst = got[("burst", "etl", FETCH_KEY)]
     assert 1.5 * 4 * MIB * 0.8 <= burst <= 1.5 * 4 * MIB * 10 / 11 * 1.1, burst
-    assert not any(u == "admin" for u, _, _ in got), "an exempt user is given no quota"
+    # exempt: no limit from its traffic; with a long-tail default it would fall under, a limit no client reaches
+    assert {k: v for k, v in got.items() if k[0] == "admin"} == {("admin", "tool", PRODUCE_KEY): 2**53}
     tail = got[("<default>", "<default>", PRODUCE_KEY)]
     assert 150 <= tail <= 1.5 * 100 * SENSOR * 1.1, tail
-    assert '# Exempt, given no quota: {user: "admin", client-id: "tool"}' in r.stdout
+    assert '# Exempt from limits: {user: "admin", client-id: "tool"}' in r.stdout
     assert "top of 10 small quota-ids" in r.stdout
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
 
@@ -164,3 +165,27 @@ def test_a_bad_policy_file_is_named(traffic: Path, tmp_path: Path) -> None:
     bad.write_text("level: team\n")
     r = run_cli("recommend", str(traffic), "--policy", str(bad))
     assert r.exit_code == 1 and "level 'team': is none of user-client, user, client-id" in r.stderr
+
+
+def test_the_recommendation_is_replayed_on_its_own_traffic(traffic: Path) -> None:
+    """The default policy (p99 + 20 %) throttles nobody on the traffic it came from; the median with no headroom
+    throttles the bursty client alone (its bursts are above its median), and says how much."""
+    r = run_cli("recommend", str(traffic), "--exempt", "admin")
+    assert r.stderr.splitlines()[0].startswith("replayed on the same traffic (300 s): 0 of ")
+    r = run_cli("-o", "json", "recommend", str(traffic), "--percentile", "50", "--headroom", "0", "--exempt", "admin")
+    replayed = json.loads(r.stdout)["replayed"]
+    throttled = {(q["quota_id"]["user"], q["key"]) for q in replayed["quota_ids"] if q["seconds_throttled"]}
+    assert throttled == {("burst", FETCH_KEY), ("burst", REQUEST_KEY)}, throttled
+    r = run_cli("recommend", str(traffic), "--percentile", "50", "--headroom", "0", "--exempt", "admin")
+    assert "user burst, client-id etl: " + FETCH_KEY in r.stderr and "    throttled " in r.stderr
+
+
+def test_an_exempt_user_is_kept_out_of_a_default_it_would_fall_under(traffic: Path) -> None:
+    r = run_cli("-o", "json", "recommend", str(traffic), "--exempt", "admin", "--tail-share", "1%")
+    doc = json.loads(r.stdout)
+    (admin,) = [x for x in doc["limits"] if x["entity"].get("user") == "admin"]
+    assert admin["value"] == 2**53 and admin["evidence"].startswith("exempt")
+    admin_rows = [q for q in doc["replayed"]["quota_ids"] if q["quota_id"].get("user") == "admin"]
+    assert admin_rows and all(q["seconds_throttled"] == 0 for q in admin_rows)
+    r = run_cli("-o", "json", "recommend", str(traffic), "--exempt", "admin")
+    assert not [x for x in json.loads(r.stdout)["limits"] if x["entity"].get("user") == "admin"], "no default: none"

@@ -25,7 +25,11 @@ from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import MalformedInput
-from kquotactl.core.keys import IEC_UNITS, KEYS, KeyScope, Number, ValueType, human, parse_value
+from kquotactl.core.keys import DOUBLE_MAX, IEC_UNITS, INT_MAX, KEYS, KeyScope, Number, ValueType, human, parse_value
+
+#: an exempt quota-id's own limit, per type: the largest value that reads back exactly through both backends (the
+#: admin API carries doubles: 2^53 for a LONG key, 8 PiB/s for a byte rate), which no client reaches
+EXEMPT_VALUE: dict[ValueType, Number] = {ValueType.LONG: 2**53, ValueType.INT: INT_MAX, ValueType.DOUBLE: DOUBLE_MAX}
 
 #: the percentiles every distribution reports (the policy may choose any other for the limit)
 REPORTED = (50.0, 95.0, 99.0)
@@ -140,6 +144,7 @@ class Recommended:
     share: float  # of the key's traffic, over all brokers
     raised_to_floor: bool = False
     quota_ids: int = 1  # more than one: the default entity serving the long tail
+    exempt: bool = False  # an exempt quota-id's own entity, at the largest value Kafka takes: no default reaches it
 
 
 @dataclass
@@ -196,9 +201,14 @@ def recommend(
     distributions: Mapping[tuple[GroupId, str], Mapping[str, Distribution]],
     policy: Policy,
     span_s: float,
+    defaults_in_force: Iterable[str] = (),
 ) -> Recommendation:
     """The limits for each (quota-id, key) with traffic, from its distribution on each broker
-    (``distributions[(group, key)][broker]``). Pure and deterministic: the output is sorted."""
+    (``distributions[(group, key)][broker]``). Pure and deterministic: the output is sorted.
+
+    An exempt quota-id gets no limit; but a default entity (the long tail's, or one already set for a key in
+    ``defaults_in_force``) would reach it, so then its own entity is written at :data:`EXEMPT_VALUE` (Kafka has
+    no "unlimited" quota: a more specific entity with a limit no client reaches is how a user is exempted)."""
     # a draft key no Kafka release knows (KIP-124's request_rate) only when asked for: a live cluster refuses it
     wanted = set(policy.keys) if policy.keys else {k for _, k in distributions if not KEYS[k].draft}
     kept = sorted(k for k in wanted if k in policy.keep)
@@ -207,14 +217,14 @@ def recommend(
     for (_, key), per_broker in distributions.items():
         parts.setdefault(key, []).extend(d.total for d in per_broker.values())
     totals = {key: math.fsum(v) for key, v in parts.items()}  # fsum: exact, so the same in any order
-    exempted: set[GroupId] = set()
+    exempted: dict[GroupId, list[str]] = {}
     limits: list[Recommended] = []
     tails: dict[str, list[Recommended]] = {}
     for (group, key), per_broker in sorted(distributions.items(), key=lambda kv: _order(*kv[0])):
         if key not in keys or not per_broker:
             continue
         if group.user is not None and group.user in policy.exempt:
-            exempted.add(group)
+            exempted.setdefault(group, []).append(key)
             continue
         rec = _recommended(group.entity(), key, per_broker, policy, totals.get(key, 0.0))
         if policy.tail_share and rec.share <= policy.tail_share:
@@ -237,6 +247,12 @@ def recommend(
                 quota_ids=len(recs),
             )
         )
+    defaulted = {*defaults_in_force, *tails}
+    for group, group_keys in sorted(exempted.items(), key=lambda kv: _order(kv[0], "")):
+        for key in group_keys:
+            if key in defaulted:
+                top_value = EXEMPT_VALUE[KEYS[key].type]
+                limits.append(Recommended(group.entity(), key, top_value, math.nan, 0, 0, 0, 0.0, exempt=True))
     return Recommendation(limits, sorted(exempted, key=lambda g: _order(g, "")), kept, policy, span_s)
 
 
@@ -279,6 +295,8 @@ def _at(dist: Distribution, q: float) -> float:
 
 def evidence(rec: Recommended, percentile_q: float, span_s: float) -> str:
     """The one-line evidence a manifest comment carries: ``p99 2.7 MiB/s over 14 d, 3 brokers``."""
+    if rec.exempt:
+        return "exempt: a limit no client reaches, above any default"
     parts = [f"p{percentile_q:g} {human(KEYS[rec.key], rec.basis)} over {_span(span_s)}"]
     parts.append(f"{rec.brokers} broker{'s' if rec.brokers != 1 else ''}")
     if rec.quota_ids > 1:

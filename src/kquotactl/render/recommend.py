@@ -36,7 +36,7 @@ def manifest_text(rec: Recommendation, current: Sequence[QuotaRecord] = ()) -> s
         "# rounded up to 2 significant digits. Values without a comment above",
         "# them are the current quotas, kept as they are.",
     ]
-    lines += [f"# Exempt, given no quota: {entity_flow(g.entity())}" for g in rec.exempted]
+    lines += [f"# Exempt from limits: {entity_flow(g.entity())}" for g in rec.exempted]
     if rec.kept_keys:
         lines.append(f"# Left alone: {', '.join(rec.kept_keys)}")
     configs: dict[Entity, dict[str, tuple[Number, Recommended | None]]] = {}
@@ -110,3 +110,23 @@ def recommendation_json(rec: Recommendation, dists: Mapping[tuple[GroupId, str],
 
 def entity_json(entity: Entity) -> dict[str, Any]:
     return {t.value: (DEFAULT_MARKER if n is DEFAULT else n) for t, n in entity.components().items()}
+
+
+def replay_lines(replayed: Mapping[str, Any], most: int = 10) -> list[str]:
+    """The replay of the recommendation in words: how many quota-ids it would have throttled, and the ``most``
+    throttled of them with how long and how hard."""
+    from kquotactl.core.wording import counted, shown_name
+
+    s = replayed["summary"]
+    throttled = [q for q in replayed["quota_ids"] if q["seconds_throttled"] > 0]
+    lines = [
+        f"replayed on the same traffic ({s['seconds']:,} s): {len(throttled)} of "
+        f"{counted(s['quota_ids'], 'quota-id')} would have been throttled"
+    ]
+    for q in throttled[:most]:
+        who = ", ".join(f"{k} {shown_name(v)}" for k, v in q["quota_id"].items() if v) or "(no user, no client-id)"
+        lines.append(f"  {who}: {q['key']} at {limit_text(KEYS[q['key']], q['limit'])}")
+        lines.append(f"    throttled {q['seconds_throttled']:,} s, at most {q['max_throttle_ms']:,} ms")
+    if len(throttled) > most:
+        lines.append(f"  and {counted(len(throttled) - most, 'more quota-id')}")
+    return lines

@@ -8,10 +8,13 @@ recommendation says nothing: a recommendation never removes a quota.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kquotactl.core.changes import QuotaRecord
+from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.keys import Number
 from kquotactl.core.recommend import Distribution, GroupId, Policy, Recommendation, recommend
 from kquotactl.impact.replay import MODEL_KEYS, Window
 
@@ -19,12 +22,14 @@ from kquotactl.impact.replay import MODEL_KEYS, Window
 @dataclass
 class Recommended:
     """What :func:`recommend_from_traffic` found: the recommendation, the distributions it rests on, the quotas it
-    started from, and how many rows of traffic it read."""
+    started from, how many rows of traffic it read, and ``replayed``: the ``impact`` report of the recommended
+    quotas on the same traffic (who would have been throttled, how much, how often)."""
 
     recommendation: Recommendation
     distributions: dict[tuple[GroupId, str], dict[str, Distribution]]
     current: list[QuotaRecord]
     rows: int
+    replayed: dict[str, Any]
 
 
 def recommend_from_traffic(
@@ -45,7 +50,27 @@ def recommend_from_traffic(
     span_s = float((max(samples) - min(samples) + 1) * window.size_s) if samples else 0.0
     keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
     dists = distributions(sample_rates(columns, policy.level, window, keys), policy.percentile)
-    return Recommended(recommend(dists, policy, span_s), dists, list(current), len(samples))
+    defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
+    rec = recommend(dists, policy, span_s, defaults)
+    return Recommended(rec, dists, list(current), len(samples), replay_recommendation(columns, rec, current, window))
+
+
+def replay_recommendation(
+    columns: Mapping[str, Sequence[Any]], rec: Recommendation, current: Sequence[QuotaRecord], window: Window
+) -> dict[str, Any]:
+    """The ``impact`` report of the quotas as they would be (current ones, recommended ones merged in) on the
+    traffic the recommendation came from: the local engine, the model ``impact run`` uses."""
+    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.impact import local
+    from kquotactl.impact.replay import report
+
+    configs: dict[Entity, dict[str, Number]] = {}
+    for r in current:
+        configs.setdefault(r.entity, {}).update(r.config)
+    for lim in rec.limits:
+        configs.setdefault(lim.entity, {})[lim.key] = lim.value
+    index = QuotaIndex(configs)
+    return report(local.run(columns, index, window), index, window)
 
 
 def policy_of(

@@ -88,8 +88,11 @@ def recommend(
         from kquotactl.render.recommend import recommendation_json
         from kquotactl.render.records import dump_json
 
-        dump_json(recommendation_json(found.recommendation, found.distributions), sys.stdout)
+        doc = recommendation_json(found.recommendation, found.distributions)
+        dump_json({**doc, "replayed": found.replayed}, sys.stdout)
     else:
-        from kquotactl.render.recommend import manifest_text
+        from kquotactl.render.recommend import manifest_text, replay_lines
 
         sys.stdout.write(manifest_text(found.recommendation, found.current))
+        for line in replay_lines(found.replayed):
+            click.echo(line, err=True)

@@ -230,6 +230,8 @@ LIBRARY_HOMES = {
     "requests": {"kquotactl.observe"},
     "prometheus_client": {"kquotactl.observe", "kquotactl.services.exporter"},
     "click": {"kquotactl.cli"},
+    "grafana_foundation_sdk": {"kquotactl.observe.dashboard"},
+    "duckdb": set(),  # a test and bench baseline only: the product never imports it
 }
 
 
@@ -252,7 +254,7 @@ def test_every_library_home_exists() -> None:
     """A home that names no module any more would let the rule above pass for nothing."""
     for library, homes in LIBRARY_HOMES.items():
         used = {name for name in MODULES for root, _ in _imported_roots(_tree(name)) if root == library}
-        assert used, f"{library} is imported nowhere: drop it from LIBRARY_HOMES"
+        assert used or not homes, f"{library} is imported nowhere: drop it from LIBRARY_HOMES"
         for home in homes - {"kquotactl.testing", "kquotactl.services.exporter"}:
             assert any(_home_of(n, {home}) for n in MODULES), f"{home} is no module"
 

@@ -189,3 +189,35 @@ def test_an_exempt_user_is_kept_out_of_a_default_it_would_fall_under(traffic: Pa
     assert admin_rows and all(q["seconds_throttled"] == 0 for q in admin_rows)
     r = run_cli("-o", "json", "recommend", str(traffic), "--exempt", "admin")
     assert not [x for x in json.loads(r.stdout)["limits"] if x["entity"].get("user") == "admin"], "no default: none"
+
+
+def test_request_logs_per_broker_give_the_busiest_brokers_limit(tmp_path: Path) -> None:
+    """Two brokers' request logs (as Kafka 4.4 writes them): the producer sends 1 MiB/s to broker 1 and 512 KiB/s
+    to broker 2; each broker enforces its own limit, so the limit is broker 1's rate with the headroom. The same
+    logs read as one input (no --per-broker) are one broker's traffic: 1.5 MiB/s."""
+    from kquotactl.impact.generate import request_log_line
+
+    logs = []
+    for broker, per_tenth in (("b1", MIB // 10), ("b2", MIB // 20)):
+        d = tmp_path / broker
+        d.mkdir()
+        lines = [
+            request_log_line(T0 + s + i / 10, 0, "steady", "app", "10.0.0.1", (per_tenth,), version="4.4")
+            for s in range(120)
+            for i in range(10)
+        ]
+        (d / "kafka-request.log").write_text("\n".join(lines) + "\n")
+        logs.append(str(d))
+    base = ("recommend", "--input-format", "kafka-request-log", *logs, "--key", PRODUCE_KEY, "--headroom", "0")
+    r = run_cli(*base, "--per-broker")
+    assert r.exit_code == 0, r.stderr
+    value = limits(r.stdout)[("steady", "app", PRODUCE_KEY)]
+    assert MIB <= value <= MIB * SENSOR * 1.1, value
+    assert "over 2 min, 2 brokers" in r.stdout
+    merged = limits(run_cli(*base).stdout)[("steady", "app", PRODUCE_KEY)]
+    assert 1.5 * MIB <= merged <= 1.5 * MIB * SENSOR * 1.1, merged
+
+
+def test_per_broker_needs_request_logs(traffic: Path) -> None:
+    r = run_cli("recommend", str(traffic), "--per-broker")
+    assert r.exit_code == 1 and "--per-broker reads request logs" in r.stderr

@@ -8,7 +8,7 @@ recommendation says nothing: a recommendation never removes a quota.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,19 +33,23 @@ class Recommended:
 
 
 def recommend_from_traffic(
-    traffic: str,
+    traffic: str | Sequence[str],
     policy: Policy,
     *,
     current: Sequence[QuotaRecord] = (),
     window: Window | None = None,
+    input_format: str = "table",
+    per_broker: bool = False,
+    warn: Callable[[str], None] = lambda _message: None,
 ) -> Recommended:
-    """Read the traffic table ``traffic``, measure each quota-id's rate per quota window sample and propose limits
-    under ``policy``. Pure apart from reading the file."""
-    from kquotactl.impact.readers import engine_columns, read_table
+    """Read the traffic (``input_format``: ``table`` files, or ``kafka-request-log`` with ``per_broker``: each
+    input one broker's logs), measure each quota-id's rate per quota window sample and propose limits under
+    ``policy``. Pure apart from reading the inputs; ``warn`` hears what a request log reader skipped."""
     from kquotactl.impact.recommend import distributions, sample_rates
 
     window = window or Window()
-    columns = engine_columns(read_table(traffic), window)
+    paths = [traffic] if isinstance(traffic, str) else list(traffic)
+    columns = traffic_columns(paths, window, input_format, per_broker, warn)
     samples = [s for s in columns["sample"] if s is not None]
     span_s = float((max(samples) - min(samples) + 1) * window.size_s) if samples else 0.0
     keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
@@ -53,6 +57,37 @@ def recommend_from_traffic(
     defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
     rec = recommend(dists, policy, span_s, defaults)
     return Recommended(rec, dists, list(current), len(samples), replay_recommendation(columns, rec, current, window))
+
+
+def traffic_columns(
+    paths: Sequence[str], window: Window, input_format: str, per_broker: bool, warn: Callable[[str], None]
+) -> dict[str, list[Any]]:
+    """The inputs as the local engine's columns (``readers.engine_columns``), with a ``broker`` column when the
+    traffic says which broker measured it (a table's own column, or one broker per request-log input)."""
+    from kquotactl.impact.readers import engine_columns, read_request_log, read_table
+    from kquotactl.impact.replay import BROKER_COLUMN
+
+    if input_format == "table":
+        tables = [("", read_table(p)) for p in paths]
+    else:
+        groups = [[p] for p in paths] if per_broker else [list(paths)]
+        tables = []
+        for group in groups:
+            table, stats = read_request_log(group)
+            if skipped := stats.warning():
+                warn(skipped)
+            tables.append((group[0] if per_broker else "", table))
+    out: dict[str, list[Any]] = {}
+    for broker, table in tables:
+        cols = engine_columns(table, window)
+        if BROKER_COLUMN in table.column_names:
+            cols[BROKER_COLUMN] = [str(b) for b in table.column(BROKER_COLUMN).to_pylist()]
+        elif broker:
+            cols[BROKER_COLUMN] = [broker] * table.num_rows
+        for name, values in cols.items():
+            if name not in ("topic", "t_us"):  # the topic model's: not recommend's
+                out.setdefault(name, []).extend(values)
+    return out
 
 
 def replay_recommendation(

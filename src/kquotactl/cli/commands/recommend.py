@@ -19,7 +19,15 @@ LEVELS = ("user-client", "user", "client-id")
 
 
 @click.command(cls=OnceCommand)
-@click.argument("traffic", metavar="TRAFFIC", type=click.Path())
+@click.argument("traffic", metavar="TRAFFIC...", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--input-format",
+    type=click.Choice(("table", "kafka-request-log")),
+    default="table",
+    show_default=True,
+    help="A traffic table (Parquet/CSV/JSON lines), or the brokers' request logs (as impact run reads them).",
+)
+@click.option("--per-broker", is_flag=True, help="kafka-request-log: each TRAFFIC input is one broker's logs.")
 @click.option("--percentile", type=float, metavar="P", help="The percentile limits rest on (default 99).")
 @click.option("--headroom", metavar="PCT", help="How far above the percentile a limit sits (default 20%).")
 @click.option("--floor", "floors", multiple=True, metavar="KEY=VALUE", help="The lowest limit to propose for KEY.")
@@ -50,7 +58,9 @@ LEVELS = ("user-client", "user", "client-id")
 def recommend(
     ctx: click.Context,
     state: AppState,
-    traffic: str,
+    traffic: Sequence[str],
+    input_format: str,
+    per_broker: bool,
     percentile: float | None,
     headroom: str | None,
     floors: Sequence[str],
@@ -75,6 +85,7 @@ def recommend(
       kquotactl recommend traffic.parquet --current quotas.yaml > recommended.yaml
       kquotactl --bootstrap-server b:9092 recommend traffic/ --percentile 95 --headroom 50%
       kquotactl recommend traffic.csv --level user --tail-share 1% --exempt admin --floor producer_byte_rate=1MiB
+      kquotactl recommend --input-format kafka-request-log --per-broker b1/ b2/ b3/ --current quotas.yaml
     """
     from kquotactl.services.recommend import policy_of, recommend_from_traffic
 
@@ -83,7 +94,11 @@ def recommend(
         raise UsageError(f"recommend writes yaml or json, not {fmt}")
     policy = policy_of(policy_file, percentile, headroom, floors, level, tail_share, keys, keep, exempt)
     records = live_records(state, ctx, current)[1] if current or state.conn.with_env().has_cluster else []
-    found = recommend_from_traffic(traffic, policy, current=records)
+    if per_broker and input_format != "kafka-request-log":
+        raise UsageError("--per-broker reads request logs: add --input-format kafka-request-log")
+    found = recommend_from_traffic(
+        traffic, policy, current=records, input_format=input_format, per_broker=per_broker, warn=state.warn
+    )
     if fmt == "json":
         from kquotactl.render.recommend import recommendation_json
         from kquotactl.render.records import dump_json

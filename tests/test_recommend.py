@@ -221,3 +221,19 @@ def test_request_logs_per_broker_give_the_busiest_brokers_limit(tmp_path: Path) 
 def test_per_broker_needs_request_logs(traffic: Path) -> None:
     r = run_cli("recommend", str(traffic), "--per-broker")
     assert r.exit_code == 1 and "--per-broker reads request logs" in r.stderr
+
+
+def test_the_markdown_report_for_the_pull_request(traffic: Path, tmp_path: Path) -> None:
+    current = tmp_path / "current.yaml"
+    current.write_text(
+        f"quotas:\n  - entity: {{user: steady, client-id: app}}\n    config: {{{PRODUCE_KEY}: 1048576}}\n"
+    )
+    args = ("recommend", str(traffic), "--current", str(current), "--percentile", "50", "--headroom", "0")
+    r = run_cli("-o", "markdown", *args, "--exempt", "admin", "--key", PRODUCE_KEY, "--key", FETCH_KEY)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("### kquotactl recommend: ") and lines[0].endswith(" limits to set")
+    row = next(x for x in lines if x.startswith("| `users/steady/clients/app` | `" + PRODUCE_KEY))
+    assert "| 1 MiB/s |" in row and "p50 " in row, row  # the current value next to the recommended one
+    assert any(x.startswith("| `user burst, client-id etl` | `" + FETCH_KEY) for x in lines), "the replay's table"
+    assert run_cli("-o", "junit", *args).exit_code == 1

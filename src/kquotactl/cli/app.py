@@ -56,6 +56,8 @@ def _warn_all(state: AppState, warnings: list[str]) -> None:
 # -- the group ----------------------------------------------------------------------------------
 
 CI_REPORT_COMMANDS = ("validate", "plan")
+#: the commands with a pull-request report besides their own formats (-o markdown)
+MARKDOWN_COMMANDS = ("recommend",)
 
 
 @click.group(
@@ -127,7 +129,8 @@ def cli(
                 )
     state = ctx.ensure_object(AppState)
     state.conn = ConnectionOptions.from_params(conn)
-    if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS:  # refused before anything is done
+    markdown_ok = output == "markdown" and ctx.invoked_subcommand in MARKDOWN_COMMANDS
+    if output in CI_REPORTS and ctx.invoked_subcommand not in CI_REPORT_COMMANDS and not markdown_ok:
         raise UsageError(f"-o {output} is a CI report of validate and plan; this command prints table, json or yaml")
     state.output = output
     state.context_name = context_name

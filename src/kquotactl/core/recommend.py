@@ -297,7 +297,7 @@ def evidence(rec: Recommended, percentile_q: float, span_s: float) -> str:
     """The one-line evidence a manifest comment carries: ``p99 2.7 MiB/s over 14 d, 3 brokers``."""
     if rec.exempt:
         return "exempt: a limit no client reaches, above any default"
-    parts = [f"p{percentile_q:g} {human(KEYS[rec.key], rec.basis)} over {_span(span_s)}"]
+    parts = [f"p{percentile_q:g} {human(KEYS[rec.key], rec.basis)} over {span_words(span_s)}"]
     parts.append(f"{rec.brokers} broker{'s' if rec.brokers != 1 else ''}")
     if rec.quota_ids > 1:
         parts.append(f"top of {rec.quota_ids} small quota-ids")
@@ -306,7 +306,8 @@ def evidence(rec: Recommended, percentile_q: float, span_s: float) -> str:
     return ", ".join(parts)
 
 
-def _span(seconds: float) -> str:
+def span_words(seconds: float) -> str:
+    """A duration as the evidence says it: ``14 d``, ``5 min``."""
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
             return f"{seconds / size:.3g} {unit}"

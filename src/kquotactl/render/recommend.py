@@ -10,7 +10,7 @@ from typing import Any
 from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, Name
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, format_value, limit_text
-from kquotactl.core.recommend import Distribution, GroupId, Recommendation, Recommended, evidence
+from kquotactl.core.recommend import Distribution, GroupId, Recommendation, Recommended, evidence, span_words
 
 
 def _name(name: Name) -> str:
@@ -130,3 +130,50 @@ def replay_lines(replayed: Mapping[str, Any], most: int = 10) -> list[str]:
     if len(throttled) > most:
         lines.append(f"  and {counted(len(throttled) - most, 'more quota-id')}")
     return lines
+
+
+def markdown_report(rec: Recommendation, current: Sequence[QuotaRecord], replayed: Mapping[str, Any]) -> str:
+    """A pull-request comment: the policy, each proposed limit next to the current one with its evidence, and the
+    replay on the same traffic. Names are code spans (``<default>``, ``*`` shown as they are)."""
+    from kquotactl.render.ci import MAX_ROWS, code, md
+
+    p = rec.policy
+    now = {(r.entity, k): v for r in current for k, v in r.config.items()}
+    changed = sorted(
+        (lim for lim in rec.limits if now.get((lim.entity, lim.key)) != lim.value),
+        key=lambda lim: (lim.entity.sort_key(), KEY_ORDER.get(lim.key, 99)),
+    )
+    out = [
+        f"### kquotactl recommend: {len(changed)} limit{'s' if len(changed) != 1 else ''} to set",
+        "",
+        f"Policy: the busiest broker's p{p.percentile:g} + {p.headroom * 100:g} % headroom, level {code(p.level.value)}"
+        + (f", long tail ≤ {p.tail_share * 100:g} % of a key's traffic on one default" if p.tail_share else "")
+        + f"; evidence over {md(span_words(rec.span_s))}.",
+        "",
+        "| entity | key | now | recommended | evidence |",
+        "|---|---|---:|---:|---|",
+    ]
+    for lim in changed[:MAX_ROWS]:
+        k = KEYS[lim.key]
+        before = now.get((lim.entity, lim.key))
+        out.append(
+            f"| {code(lim.entity.path)} | {code(lim.key)} | {md(limit_text(k, before)) if before is not None else '-'}"
+            f" | {md(limit_text(k, lim.value))} | {md(evidence(lim, p.percentile, rec.span_s))} |"
+        )
+    if len(changed) > MAX_ROWS:
+        out.append(f"| … | {len(changed) - MAX_ROWS} more | | | |")
+    if rec.exempted:
+        out += ["", "Exempt from limits: " + ", ".join(code(g.entity().path) for g in rec.exempted)]
+    out += ["", "#### Replayed on the same traffic", ""]
+    lines = replay_lines(replayed)
+    out.append(md(lines[0]))
+    throttled = [q for q in replayed["quota_ids"] if q["seconds_throttled"] > 0]
+    if throttled:
+        out += ["", "| quota-id | key | limit | throttled | at most |", "|---|---|---:|---:|---:|"]
+        for q in throttled[:MAX_ROWS]:
+            who = ", ".join(f"{k} {v}" for k, v in q["quota_id"].items() if v)
+            out.append(
+                f"| {code(who)} | {code(q['key'])} | {md(limit_text(KEYS[q['key']], q['limit']))}"
+                f" | {q['seconds_throttled']:,} s | {q['max_throttle_ms']:,} ms |"
+            )
+    return "\n".join(out) + "\n"

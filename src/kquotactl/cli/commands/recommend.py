@@ -90,8 +90,8 @@ def recommend(
     from kquotactl.services.recommend import policy_of, recommend_from_traffic
 
     fmt = state.output or "yaml"
-    if fmt not in ("yaml", "json"):
-        raise UsageError(f"recommend writes yaml or json, not {fmt}")
+    if fmt not in ("yaml", "json", "markdown"):
+        raise UsageError(f"recommend writes yaml, json or markdown, not {fmt}")
     policy = policy_of(policy_file, percentile, headroom, floors, level, tail_share, keys, keep, exempt)
     records = live_records(state, ctx, current)[1] if current or state.conn.with_env().has_cluster else []
     if per_broker and input_format != "kafka-request-log":
@@ -105,6 +105,10 @@ def recommend(
 
         doc = recommendation_json(found.recommendation, found.distributions)
         dump_json({**doc, "replayed": found.replayed}, sys.stdout)
+    elif fmt == "markdown":
+        from kquotactl.render.recommend import markdown_report
+
+        sys.stdout.write(markdown_report(found.recommendation, found.current, found.replayed))
     else:
         from kquotactl.render.recommend import manifest_text, replay_lines
 

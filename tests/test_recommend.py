@@ -237,3 +237,10 @@ def test_the_markdown_report_for_the_pull_request(traffic: Path, tmp_path: Path)
     assert "| 1 MiB/s |" in row and "p50 " in row, row  # the current value next to the recommended one
     assert any(x.startswith("| `user burst, client-id etl` | `" + FETCH_KEY) for x in lines), "the replay's table"
     assert run_cli("-o", "junit", *args).exit_code == 1
+
+
+def test_super_users_are_exempt(traffic: Path) -> None:
+    r = run_cli("-o", "json", "recommend", str(traffic), "--super-users", "User:admin;Group:ops", "--key", PRODUCE_KEY)
+    doc = json.loads(r.stdout)
+    assert doc["policy"]["exempt"] == ["admin"]
+    assert not [x for x in doc["limits"] if x["entity"].get("user") == "admin"]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.keys import Number
@@ -174,3 +175,20 @@ def _policy_document(path: str) -> dict[str, object]:
     if not isinstance(doc, dict):
         raise MalformedInput(path, "is not a mapping of policy fields")
     return doc
+
+
+def protected_users(backend: QuotaBackend | None, super_users: str | None = None) -> tuple[frozenset[str], list[str]]:
+    """The users a recommendation must exempt: ``super_users`` (``User:A;User:B``, as ``super.users`` spells it)
+    and, from a live ``backend``, the brokers' super users and their own user; with notes on what could not be
+    read (the admin API's DescribeConfigs hides ``super.users``' value)."""
+    from kquotactl.core.principals import super_user_names
+    from kquotactl.services.principals import PrincipalRuleArgs, broker_principals
+
+    names = set(super_user_names(super_users))
+    notes: list[str] = []
+    if backend is not None:
+        found = broker_principals(backend, PrincipalRuleArgs(), read_super_users=True)
+        names.update(found.protected_users())
+        if found.super_users_hidden and super_users is None:
+            notes.append("the brokers do not show super.users' value: its users are not exempted")
+    return frozenset(names), notes

@@ -5,6 +5,7 @@ Only click is imported at module level; the traffic readers and the replay load 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 
@@ -41,6 +42,11 @@ LEVELS = ("user-client", "user", "client-id")
 @click.option("--keep", multiple=True, metavar="KEY", help="Leave KEY alone (repeatable).")
 @click.option("--exempt", multiple=True, metavar="USER", help="Give USER no quota: super users, internal clients.")
 @click.option(
+    "--super-users",
+    metavar="User:A;User:B",
+    help="The brokers' super.users, exempted too (read from the cluster when one is given).",
+)
+@click.option(
     "--policy",
     "policy_file",
     metavar="FILE",
@@ -69,6 +75,7 @@ def recommend(
     keys: Sequence[str],
     keep: Sequence[str],
     exempt: Sequence[str],
+    super_users: str | None,
     policy_file: str | None,
     current: Sequence[str],
 ) -> None:
@@ -87,13 +94,18 @@ def recommend(
       kquotactl recommend traffic.csv --level user --tail-share 1% --exempt admin --floor producer_byte_rate=1MiB
       kquotactl recommend --input-format kafka-request-log --per-broker b1/ b2/ b3/ --current quotas.yaml
     """
-    from kquotactl.services.recommend import policy_of, recommend_from_traffic
+    from kquotactl.services.recommend import policy_of, protected_users, recommend_from_traffic
 
     fmt = state.output or "yaml"
     if fmt not in ("yaml", "json", "markdown"):
         raise UsageError(f"recommend writes yaml, json or markdown, not {fmt}")
     policy = policy_of(policy_file, percentile, headroom, floors, level, tail_share, keys, keep, exempt)
-    records = live_records(state, ctx, current)[1] if current or state.conn.with_env().has_cluster else []
+    live = bool(current) or state.conn.with_env().has_cluster  # the policy is checked before any cluster is read
+    backend, records = live_records(state, ctx, current) if live else (None, [])
+    protected, notes = protected_users(backend if not current else None, super_users)
+    for note in notes:
+        state.warn(note)
+    policy = dataclasses.replace(policy, exempt=policy.exempt | protected)
     if per_broker and input_format != "kafka-request-log":
         raise UsageError("--per-broker reads request logs: add --input-format kafka-request-log")
     found = recommend_from_traffic(

@@ -24,6 +24,7 @@ from kquotactl.services.impact import QuotaSets, Replay, quota_sets
 from kquotactl.services.impact import run as impact
 from kquotactl.services.plans import Applied, Planned, apply, plan
 from kquotactl.services.quotas import Altered, Described, QuotaSet, alter, describe, load_quota_set
+from kquotactl.services.recommend import Recommended, policy_of, recommend_from_traffic
 from kquotactl.services.top import top
 from kquotactl.services.verify import Converged, verify_applied, wait_applied
 
@@ -46,6 +47,7 @@ RESULT_TYPES = (
     QuotaSet,
     QuotaRecord,
     EntityResult,
+    Recommended,
 )
 
 __all__ = [
@@ -76,6 +78,7 @@ __all__ = [
     "QuotaSet",
     "QuotaSets",
     "RateChanged",
+    "Recommended",
     "Replay",
     "Replayed",
     "UsageError",
@@ -92,7 +95,9 @@ __all__ = [
     "load_manifests",
     "load_quota_set",
     "plan",
+    "policy_of",
     "quota_sets",
+    "recommend_from_traffic",
     "replay",
     "top",
     "verify_applied",

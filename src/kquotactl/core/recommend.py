@@ -131,7 +131,7 @@ class GroupId:
 
 
 @dataclass(frozen=True, slots=True)
-class Recommended:
+class ProposedLimit:
     """One proposed limit and its evidence."""
 
     entity: Entity
@@ -151,7 +151,7 @@ class Recommended:
 class Recommendation:
     """What :func:`recommend` proposes: the limits, and what it chose not to do (as data; the CLI words it)."""
 
-    limits: list[Recommended]
+    limits: list[ProposedLimit]
     exempted: list[GroupId]
     kept_keys: list[str]
     policy: Policy
@@ -218,8 +218,8 @@ def recommend(
         parts.setdefault(key, []).extend(d.total for d in per_broker.values())
     totals = {key: math.fsum(v) for key, v in parts.items()}  # fsum: exact, so the same in any order
     exempted: dict[GroupId, list[str]] = {}
-    limits: list[Recommended] = []
-    tails: dict[str, list[Recommended]] = {}
+    limits: list[ProposedLimit] = []
+    tails: dict[str, list[ProposedLimit]] = {}
     for (group, key), per_broker in sorted(distributions.items(), key=lambda kv: _order(*kv[0])):
         if key not in keys or not per_broker:
             continue
@@ -234,7 +234,7 @@ def recommend(
     for key, recs in sorted(tails.items()):
         top = max(recs, key=lambda r: (r.value, r.basis))
         limits.append(
-            Recommended(
+            ProposedLimit(
                 default_entity(policy.level, key),
                 key,
                 top.value,
@@ -252,7 +252,7 @@ def recommend(
         for key in group_keys:
             if key in defaulted:
                 top_value = EXEMPT_VALUE[KEYS[key].type]
-                limits.append(Recommended(group.entity(), key, top_value, math.nan, 0, 0, 0, 0.0, exempt=True))
+                limits.append(ProposedLimit(group.entity(), key, top_value, math.nan, 0, 0, 0, 0.0, exempt=True))
     return Recommendation(limits, sorted(exempted, key=lambda g: _order(g, "")), kept, policy, span_s)
 
 
@@ -262,7 +262,7 @@ def _order(group: GroupId, key: str) -> tuple[str, str, str, str]:
 
 def _recommended(
     entity: Entity, key: str, per_broker: Mapping[str, Distribution], policy: Policy, key_total: float
-) -> Recommended:
+) -> ProposedLimit:
     q = policy.percentile
     busiest = max(sorted(per_broker), key=lambda b: _at(per_broker[b], q))
     dist = per_broker[busiest]
@@ -273,7 +273,7 @@ def _recommended(
     if raised and floor is not None:
         value = floor
     total = math.fsum(d.total for d in per_broker.values())
-    return Recommended(
+    return ProposedLimit(
         entity,
         key,
         value,
@@ -293,7 +293,7 @@ def _at(dist: Distribution, q: float) -> float:
     return value
 
 
-def evidence(rec: Recommended, percentile_q: float, span_s: float) -> str:
+def evidence(rec: ProposedLimit, percentile_q: float, span_s: float) -> str:
     """The one-line evidence a manifest comment carries: ``p99 2.7 MiB/s over 14 d, 3 brokers``."""
     if rec.exempt:
         return "exempt: a limit no client reaches, above any default"

@@ -10,7 +10,7 @@ from typing import Any
 from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, Name
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, format_value, limit_text
-from kquotactl.core.recommend import Distribution, GroupId, Recommendation, Recommended, evidence, span_words
+from kquotactl.core.recommend import Distribution, GroupId, ProposedLimit, Recommendation, evidence, span_words
 
 
 def _name(name: Name) -> str:
@@ -39,7 +39,7 @@ def manifest_text(rec: Recommendation, current: Sequence[QuotaRecord] = ()) -> s
     lines += [f"# Exempt from limits: {entity_flow(g.entity())}" for g in rec.exempted]
     if rec.kept_keys:
         lines.append(f"# Left alone: {', '.join(rec.kept_keys)}")
-    configs: dict[Entity, dict[str, tuple[Number, Recommended | None]]] = {}
+    configs: dict[Entity, dict[str, tuple[Number, ProposedLimit | None]]] = {}
     for r in current:
         configs.setdefault(r.entity, {}).update({k: (v, None) for k, v in r.config.items()})
     for lim in rec.limits:

@@ -125,12 +125,28 @@ def _seed(zookeeper: str) -> None:
         b.alter([EntityChange(ALICE, set={PRODUCE_KEY: 10485760}), EntityChange(BATCH, set={CONSUME_KEY: 1048576})])
 
 
+#: what the CLI answered while the controller quorum waited for the broker (the "preparing" state)
+WHILE_PREPARING: dict[str, object] = {}
+
+
+def _while_preparing(zookeeper: str) -> None:
+    from kquotactl.backends.zookeeper.backend import ZooKeeperBackend
+    from kquotactl.backends.zookeeper.session import ZkSettings
+
+    zk = ("--zookeeper", zookeeper, "--allow-no-brokers")  # no broker has registered yet
+    WHILE_PREPARING["alter"] = run_cli(*zk, "alter", "--user", "mallory", "--add-config", f"{PRODUCE_KEY}=1MiB")
+    WHILE_PREPARING["describe"] = run_cli(*zk, "describe", "--user", "alice", "-o", "json")
+    with ZooKeeperBackend(ZkSettings(connect=zookeeper)) as b:
+        WHILE_PREPARING["state"] = b.migration()
+        WHILE_PREPARING["mallory"] = [r for r in b.describe() if r.entity == MALLORY]
+
+
 @pytest.fixture(scope="module")
 def zk_migration(zk_server) -> Iterator:
     from kquotactl.testing.migration import ZkMigration
 
     migration = ZkMigration(zk_server.connect)
-    migration.start(seed=_seed)
+    migration.start(seed=_seed, preparing=_while_preparing)
     yield migration
     migration.close()
 
@@ -188,6 +204,24 @@ def test_recorded_znodes_are_kafkas_own(zk_migration) -> None:
 
 @pytest.mark.zookeeper
 @pytest.mark.kafka
+def test_while_the_quorum_waits_for_the_brokers_writes_are_refused(zk_migration) -> None:
+    """The "preparing" state, live: the KRaft controller has registered /migration, no broker has joined."""
+    state = WHILE_PREPARING["state"]
+    assert state == MigrationState(Phase.PREPARING, metadata_offset=-1)
+    alter, describe = WHILE_PREPARING["alter"], WHILE_PREPARING["describe"]
+    assert (alter.exit_code, alter.stderr) == (
+        1,
+        f"kquotactl: error: ZooKeeper {zk_migration.zookeeper}: {state.summary()}; a write to ZooKeeper would be "
+        "lost (it never reaches the KRaft metadata log); nothing written. Use --bootstrap-server (or "
+        "--bootstrap-controller)\n",
+    )
+    assert WHILE_PREPARING["mallory"] == []
+    assert describe.exit_code == 0 and json.loads(describe.stdout)[0]["entity"] == {"user": "alice"}
+    assert describe.stderr.count("may be stale") == 1
+
+
+@pytest.mark.zookeeper
+@pytest.mark.kafka
 def test_zookeeper_alter_is_refused_and_nothing_is_written(zk_migration) -> None:
     before, admin_before = _config_tree(zk_migration), _admin_describe(zk_migration)
     r = run_cli(
@@ -227,6 +261,8 @@ def test_zookeeper_reads_work_with_one_warning(zk_migration, tmp_path: Path) -> 
     )
     f = write_manifest(tmp_path, f"quotas:\n- entity: {{user: alice}}\n  config: {{{PRODUCE_KEY}: 10485760}}\n")
     r = run_cli("--zookeeper", zk_migration.zookeeper, "plan", "-f", f)
+    assert r.exit_code == 0 and r.stderr.count("may be stale") == 1
+    r = run_cli("--zookeeper", zk_migration.zookeeper, "apply", "-f", f, "--dry-run")  # a read: shown, warned
     assert r.exit_code == 0 and r.stderr.count("may be stale") == 1
 
 

@@ -146,9 +146,15 @@ class ZkMigration:
         client.start(timeout=30)
         return client
 
-    def start(self, timeout: float = 240.0, seed: Callable[[str], None] | None = None) -> ZkMigration:
+    def start(
+        self,
+        timeout: float = 240.0,
+        seed: Callable[[str], None] | None = None,
+        preparing: Callable[[str], None] | None = None,
+    ) -> ZkMigration:
         """Start it all and wait for dual-write. ``seed(zookeeper)`` runs first, on the ZooKeeper cluster before
-        any KRaft controller exists: the quotas an operator had before migrating (the migration copies them)."""
+        any KRaft controller exists: the quotas an operator had before migrating (the migration copies them).
+        ``preparing(zookeeper)`` runs once the controller has registered ``/migration``, before the broker joins."""
         deadline = time.monotonic() + timeout
         zk = self.kazoo(chroot=False)
         try:
@@ -167,6 +173,8 @@ class ZkMigration:
         try:
             self.controller.start(timeout)
             self.before_brokers = self._wait_znode("/migration", max(deadline - time.monotonic(), 30.0))
+            if preparing is not None:
+                preparing(self.zookeeper)
             self.broker = ZkKafkaServer(
                 zookeeper=self.zookeeper, extra_props=migrating_broker_props(self.controller), jvm_opts=[self.heap]
             )

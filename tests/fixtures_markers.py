@@ -27,6 +27,7 @@ SERVER_MARKERS = {
 SERVER_FIXTURES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(["zk_server", "own_zk"], ("zookeeper",)),
     **dict.fromkeys(["kraft_server", "zk_kafka", "old_kafka", "observed_zk_kafka", "kraft3_cluster"], ("kafka",)),
+    "zk_migration": ("zookeeper", "kafka"),
     **dict.fromkeys(["observed_kraft", "observed_request_log"], ("kafka", "prometheus")),
     "rules_prometheus": ("prometheus",),
     "spark": ("spark",),

@@ -113,7 +113,8 @@ class QuotaBackend(abc.ABC):
 
     def check_writable(self) -> None:  # noqa: B027 - a capability with nothing to check by default
         """Refuse, before any plan is shown, a write that :meth:`alter` would refuse for where it writes (a
-        ZooKeeper chroot no broker uses). Default: nothing to refuse."""
+        ZooKeeper chroot no broker uses; a ZooKeeper cluster migrating to KRaft, where the write would be lost).
+        Reads of such a store add a warning to :attr:`warnings` instead. Default: nothing to refuse."""
 
     def broker_settings(self, names: Sequence[str]) -> tuple[dict[str, str | None], str] | None:
         """The brokers' configs ``names`` as far as the backend can read them, and where they came from in words;

@@ -16,6 +16,7 @@ from kquotactl.core.errors import (
     TooManyDeletions,
     VerifyRefused,
 )
+from kquotactl.core.migration import ZooKeeperWriteLost
 
 #: a core input (:attr:`InputProblem.source`) -> the flag that gives it
 FLAGS: dict[str, str] = {
@@ -77,6 +78,11 @@ def worded(e: QuotaError) -> str:
         return MISSING[e.kind].format(key=e.key)
     if isinstance(e, NothingToChange):
         return "nothing to change: give --add-config, --add-config-file or --delete-config"
+    if isinstance(e, ZooKeeperWriteLost):
+        return (
+            f"ZooKeeper {e.where}: {e.state.summary()}; a write to ZooKeeper would be lost (it never reaches the "
+            "KRaft metadata log); nothing written. Use --bootstrap-server (or --bootstrap-controller)"
+        )
     if isinstance(e, NotAPlan):
         return f"{e.name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)"
     from kquotactl.core.verify import DriveBusy  # (here, not at start-up: the simulation's modules)

@@ -32,6 +32,7 @@ from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
 from kquotactl.core.errors import BackendUnavailable, InvalidValue, UsageError
 from kquotactl.core.filters import EntityFilter
 from kquotactl.core.keys import Number
+from kquotactl.core.migration import MigrationState, ZooKeeperWriteLost, decode_migration
 from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:  # the write path loads inside alter: a describe never needs i
     from kquotactl.backends.zookeeper.transactions import EntityPlan, Writer
 
 log = logging.getLogger("kquotactl.zookeeper")
+
+#: the znodes a migration to KRaft writes (read together, in one pipelined round)
+MIGRATION_ZNODES = ("/controller", "/migration", "/controller_epoch")
 
 _SECURE_ACL_NEEDS_AUTH = "--zk-acl secure needs an authenticated ZooKeeper session (--zk-auth or SASL)"
 
@@ -131,13 +135,34 @@ class ZooKeeperBackend(QuotaBackend):
             nodes.update(session.get_many([f"/config/ips/{x}" for x in lists.get("/config/ips", [])]))
         return nodes
 
+    def migration(self) -> MigrationState:
+        """Where the cluster stands in a ZooKeeper -> KRaft migration: ``/controller``, ``/migration`` and
+        ``/controller_epoch`` in one pipelined read (:func:`kquotactl.core.migration.decode_migration`)."""
+        got = self._session.get_raw_many(MIGRATION_ZNODES)
+        return decode_migration(got["/controller"], got["/migration"], got["/controller_epoch"])
+
+    def _check_migration(self, writing: bool) -> None:
+        """Once a KRaft controller quorum in migration mode exists, a quota written to ZooKeeper never reaches the
+        KRaft metadata log: writes are refused, reads say once that ZooKeeper may be stale."""
+        state = self.migration()
+        if not state.writes_lost:
+            return
+        if writing:
+            raise ZooKeeperWriteLost(self.settings.connect, state)
+        self.warnings.append(
+            f"ZooKeeper {self.settings.connect}: {state.summary()}; what ZooKeeper holds may be stale "
+            "(the KRaft metadata log decides): read through --bootstrap-server"
+        )
+
     def _check_brokers(self, writing: bool) -> None:
         """A chroot without ``/brokers`` is one no Kafka broker uses: most likely the chroot was forgotten or
         mistyped in ``--zookeeper``. Writes there are refused (unless ``--allow-no-brokers``: quotas prepared
-        before the brokers first start); reads say so once."""
+        before the brokers first start); reads say so once. A cluster migrating to KRaft: see
+        :meth:`_check_migration`."""
         if self._brokers_checked and not writing:
             return
         self._brokers_checked = True
+        self._check_migration(writing)
         session = self._session
         brokers = session.ride_out(
             lambda: session.wait(session.submit(session.client.exists_async, "/brokers"), "exists /brokers")
@@ -154,7 +179,8 @@ class ZooKeeperBackend(QuotaBackend):
             self.warnings.append(f"{where} (forgotten chroot in {self.settings.option}?)")
 
     def check_writable(self) -> None:
-        """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``)."""
+        """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``, a cluster
+        migrating to KRaft)."""
         self._check_brokers(writing=True)
 
     def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:

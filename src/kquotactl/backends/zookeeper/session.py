@@ -304,6 +304,14 @@ class ZkSession:
             out[p] = None if res is None else Node(p, decode_entity(p, res[0]), res[1].version, res[1].numChildren)
         return out
 
+    def get_raw_many(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """The data of a few znodes as stored (None: absent), pipelined: znodes that are no entity config."""
+
+        def read() -> list[tuple[str, bytes | None]]:
+            return [(p, None if r is None else r[0]) for p, r in self.pipelined(paths, self.client.get_async, "read")]
+
+        return dict(self.ride_out(read))
+
     def children_many(self, paths: Sequence[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for start in range(0, len(paths), READ_CHUNK):

@@ -34,6 +34,7 @@ from kquotactl.core.keys import KEYS, PRODUCE_KEY
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact.readers import compression_of, detect_format, first_malformed_line, request_log_files
 from kquotactl.impact.replay import (
+    BROKER_COLUMN,
     CLIENT_MODEL_KEYS,
     IP_MODEL_KEYS,
     MODEL_KEYS,
@@ -529,6 +530,8 @@ def engine_frame(df: Any, window: Window) -> Any:
             if name in df.columns
             else F.lit("").alias(name)
         )
+    if BROKER_COLUMN in df.columns:  # which broker measured a row (quotas are per broker): recommend reads it
+        cols.append(F.coalesce(F.col(BROKER_COLUMN).cast("string"), F.lit("")).alias(BROKER_COLUMN))
     for usage in {u.column: u for u in USAGE.values()}.values():
         if usage.column in df.columns:
             x = F.floor(F.col(usage.column).cast("double") * F.lit(float(usage.scale)) + F.lit(0.5))
@@ -1114,3 +1117,145 @@ def topic_client_throttled(traffic: Any, rows: Sequence[QuotaRow], window: Windo
     )
     got = usage.join(throttled, ["level", "qu", "qc", "sample"]).groupBy("topic").agg(F.sum("u").alias("u"))
     return {r["topic"]: r["u"] for r in got.toArrow().to_pylist()}
+
+
+# -- recommend: each quota-id's rate per sample, and its distribution ----------------------------------------------
+
+#: the row per (group, key, broker) :func:`recommend_distributions` collects: the group's names, then the figures
+#: of :class:`kquotactl.core.recommend.Distribution` (the percentiles as one array, in ``qs`` order)
+DISTRIBUTION_SCHEMA = (
+    "gu string, gc string, gip string, key string, broker string, samples long, peak double, "
+    "total double, ps array<double>, over array<long>"
+)
+
+
+def recommend_distributions(
+    traffic: Any, level: str, window: Window, keys: Sequence[str], percentile: float
+) -> dict[tuple[Any, str], dict[str, Any]]:
+    """What :func:`kquotactl.impact.recommend.distributions` computes, on Spark: per key, the usage summed per
+    (group, broker, ms), each group's rows replayed in time order through the same
+    :func:`~kquotactl.impact.replay.replay_quota_id` (``mapInArrow`` over partitions sorted by group), and the
+    distribution built by the same :meth:`~kquotactl.core.recommend.Distribution.of`; only one row per group comes
+    back. ``traffic``: :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
+    from pyspark.sql import functions as F
+
+    from kquotactl.core.keys import KEYS, KeyScope
+    from kquotactl.core.recommend import REPORTED, Distribution, GroupId, Level
+
+    lvl = Level(level)
+    qs = sorted({*REPORTED, percentile})
+    broker = F.col(BROKER_COLUMN) if BROKER_COLUMN in traffic.columns else F.lit("")
+    frames = []
+    for key in keys:
+        u = F.col("u_" + USAGE[key].column)
+        if KEYS[key].kind is KeyScope.IP:
+            names = [F.lit(None).cast("string"), F.lit(None).cast("string"), F.col("ip")]
+        else:
+            user = F.lit(None).cast("string") if lvl is Level.CLIENT else F.col("user")
+            client = F.lit(None).cast("string") if lvl is Level.USER else F.col("client_id")
+            names = [user, client, F.lit(None).cast("string")]
+        frames.append(
+            traffic.where(u > 0).select(
+                names[0].alias("gu"),
+                names[1].alias("gc"),
+                names[2].alias("gip"),
+                F.lit(key).alias("key"),
+                broker.alias("broker"),
+                "ms",
+                u.alias("u"),
+            )
+        )
+    if not frames:
+        return {}
+    usage = reduce(lambda a, b: a.unionByName(b), frames)
+    per_ms = usage.groupBy("gu", "gc", "gip", "key", "broker", "ms").agg(F.sum("u").alias("u"))
+    group_cols = ("gu", "gc", "gip", "key", "broker")
+    rows = (
+        per_ms.repartition(*group_cols)
+        .sortWithinPartitions(*group_cols, "ms")
+        .mapInArrow(_distribution_partition(window, qs), DISTRIBUTION_SCHEMA)
+        .toArrow()
+        .to_pylist()
+    )
+    out: dict[tuple[Any, str], dict[str, Any]] = {}
+    for r in rows:
+        group = GroupId(r["gu"], r["gc"], r["gip"])
+        out.setdefault((group, r["key"]), {})[r["broker"]] = Distribution(
+            r["samples"],
+            dict(zip(qs, r["ps"], strict=True)),
+            r["peak"],
+            dict(zip(qs, r["over"], strict=True)),
+            r["total"],
+        )
+    return out
+
+
+def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[Any], Any]:
+    """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group then time; each
+    group's rates replayed, its :class:`~kquotactl.core.recommend.Distribution` one output row."""
+
+    def go(batches: Any) -> Any:
+        import math
+
+        import pyarrow as pa
+
+        from kquotactl.core.recommend import Distribution
+        from kquotactl.impact.replay import replay_quota_id
+
+        out: list[dict[str, Any]] = []
+        key: tuple[Any, ...] | None = None
+        times: list[int] = []
+        units: list[int] = []
+
+        def flush() -> None:
+            assert key is not None
+            steps = replay_quota_id(times, units, key[3], math.inf, window)
+            d = Distribution.of([s.max_rate for s in steps], extra=qs)
+            out.append(
+                {
+                    "gu": key[0],
+                    "gc": key[1],
+                    "gip": key[2],
+                    "key": key[3],
+                    "broker": key[4],
+                    "samples": d.samples,
+                    "peak": d.peak,
+                    "total": d.total,
+                    "ps": [d.percentiles[q] for q in qs],
+                    "over": [d.over[q] for q in qs],
+                }
+            )
+
+        schema = pa.schema(
+            [
+                ("gu", pa.string()),
+                ("gc", pa.string()),
+                ("gip", pa.string()),
+                ("key", pa.string()),
+                ("broker", pa.string()),
+                ("samples", pa.int64()),
+                ("peak", pa.float64()),
+                ("total", pa.float64()),
+                ("ps", pa.list_(pa.float64())),
+                ("over", pa.list_(pa.int64())),
+            ]
+        )
+        for b in batches:
+            cols = {name: b.column(name).to_pylist() for name in ("gu", "gc", "gip", "key", "broker", "ms", "u")}
+            for i in range(b.num_rows):
+                here = (cols["gu"][i], cols["gc"][i], cols["gip"][i], cols["key"][i], cols["broker"][i])
+                if here != key:
+                    if key is not None:
+                        flush()
+                    key, times, units = here, [], []
+                times.append(cols["ms"][i])
+                units.append(cols["u"][i])
+            if len(out) >= REPLAY_BATCH_ROWS:
+                yield pa.RecordBatch.from_pylist(out, schema=schema)
+                out.clear()
+        if key is not None:
+            flush()
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+    return go

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.changes import QuotaRecord
@@ -18,6 +18,10 @@ from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.keys import Number
 from kquotactl.core.recommend import Distribution, GroupId, Policy, Recommendation, recommend
 from kquotactl.impact.replay import MODEL_KEYS, Window
+
+if TYPE_CHECKING:
+    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.services.impact import Replay
 
 
 @dataclass
@@ -41,23 +45,95 @@ def recommend_from_traffic(
     window: Window | None = None,
     input_format: str = "table",
     per_broker: bool = False,
+    engine: str = "local",
+    master: str | None = "local[*]",
+    conf: Mapping[str, str] | None = None,
     warn: Callable[[str], None] = lambda _message: None,
 ) -> Recommended:
     """Read the traffic (``input_format``: ``table`` files, or ``kafka-request-log`` with ``per_broker``: each
     input one broker's logs), measure each quota-id's rate per quota window sample and propose limits under
-    ``policy``. Pure apart from reading the inputs; ``warn`` hears what a request log reader skipped."""
-    from kquotactl.impact.recommend import distributions, sample_rates
-
+    ``policy``, on the ``local`` or the ``spark`` engine (``master``, ``conf``), which give identical results.
+    Pure apart from reading the inputs; ``warn`` hears what a request log reader skipped."""
     window = window or Window()
     paths = [traffic] if isinstance(traffic, str) else list(traffic)
+    keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
+    defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
+    if engine == "spark":
+        from kquotactl.impact import spark
+        from kquotactl.services.impact import Replay
+
+        source = Replay(window, paths, None, None, input_format, per_broker, "spark", master, dict(conf or {}))
+        try:
+            dists, span_s, rows = _spark_distributions(source, policy, keys, warn)
+            rec = recommend(dists, policy, span_s, defaults)
+            replayed = _spark_replay(source, rec, current)
+        except Exception as e:  # a Java error: one line naming its cause and Spark's log
+            raise spark.failure(e) from None
+        return Recommended(rec, dists, list(current), rows, replayed)
+    from kquotactl.impact.recommend import distributions, sample_rates
+
     columns = traffic_columns(paths, window, input_format, per_broker, warn)
     samples = [s for s in columns["sample"] if s is not None]
     span_s = float((max(samples) - min(samples) + 1) * window.size_s) if samples else 0.0
-    keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
     dists = distributions(sample_rates(columns, policy.level, window, keys), policy.percentile)
-    defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
     rec = recommend(dists, policy, span_s, defaults)
     return Recommended(rec, dists, list(current), len(samples), replay_recommendation(columns, rec, current, window))
+
+
+def _spark_distributions(
+    source: Replay, policy: Policy, keys: Sequence[str], warn: Callable[[str], None]
+) -> tuple[dict[tuple[GroupId, str], dict[str, Distribution]], float, int]:
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    from kquotactl.impact import spark
+    from kquotactl.impact.replay import BROKER_COLUMN
+    from kquotactl.impact.requestlog import LogStats
+
+    window, paths = source.window, list(source.traffic)
+    if source.input_format == "table":
+        for p in paths:
+            spark.check_traffic(p)  # a bad cell is refused before the JVM starts
+    session = spark.session(source.master, dict(source.conf))
+    if source.input_format == "table":
+        frames = [spark.read_traffic(session, p, window, checked=True) for p in paths]
+    else:
+        groups = [[p] for p in paths] if source.per_broker else [list(paths)]
+        frames, stats = [], []
+        for group in groups:
+            frame, st = spark.read_request_log(session, group, window)
+            frames.append(frame.withColumn(BROKER_COLUMN, F.lit(group[0])) if source.per_broker else frame)
+            stats.append(st)
+        if skipped := LogStats.total(stats).warning():
+            warn(skipped)
+    traffic = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    bounds = traffic.agg(F.min("sample").alias("lo"), F.max("sample").alias("hi"), F.count("sample").alias("n"))
+    lo, hi, rows = bounds.collect()[0]
+    span_s = float((hi - lo + 1) * window.size_s) if rows else 0.0
+    dists = spark.recommend_distributions(traffic, policy.level.value, window, keys, policy.percentile)
+    return dists, span_s, int(rows)
+
+
+def _spark_replay(source: Replay, rec: Recommendation, current: Sequence[QuotaRecord]) -> dict[str, Any]:
+    """The replay of :func:`replay_recommendation`, on Spark: ``impact run``'s Spark path."""
+    from kquotactl.services.impact import QuotaSets, run
+
+    result = run(source, QuotaSets(proposed_index(rec, current)))
+    result["summary"].pop("engine", None)  # the same report as the local engine's
+    return result
+
+
+def proposed_index(rec: Recommendation, current: Sequence[QuotaRecord]) -> QuotaIndex:
+    """The quotas as they would be: the current ones with the recommended ones merged in."""
+    from kquotactl.core.precedence import QuotaIndex
+
+    configs: dict[Entity, dict[str, Number]] = {}
+    for r in current:
+        configs.setdefault(r.entity, {}).update(r.config)
+    for lim in rec.limits:
+        configs.setdefault(lim.entity, {})[lim.key] = lim.value
+    return QuotaIndex(configs)
 
 
 def traffic_columns(
@@ -96,16 +172,10 @@ def replay_recommendation(
 ) -> dict[str, Any]:
     """The ``impact`` report of the quotas as they would be (current ones, recommended ones merged in) on the
     traffic the recommendation came from: the local engine, the model ``impact run`` uses."""
-    from kquotactl.core.precedence import QuotaIndex
     from kquotactl.impact import local
     from kquotactl.impact.replay import report
 
-    configs: dict[Entity, dict[str, Number]] = {}
-    for r in current:
-        configs.setdefault(r.entity, {}).update(r.config)
-    for lim in rec.limits:
-        configs.setdefault(lim.entity, {})[lim.key] = lim.value
-    index = QuotaIndex(configs)
+    index = proposed_index(rec, current)
     return report(local.run(columns, index, window), index, window)
 
 

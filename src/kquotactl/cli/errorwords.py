@@ -70,11 +70,12 @@ def worded(e: QuotaError) -> str:
         return "nothing to change: give --add-config, --add-config-file or --delete-config"
     if isinstance(e, NotAPlan):
         return f"{e.name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)"
-    from kquotactl.core.verify import DriveBusy  # (here, not at start-up: the simulation's modules)
+    from kquotactl.core.verify import DriveBusy, load_text, quota_id_text  # (here: the simulation's modules)
 
     if isinstance(e, DriveBusy):
         return (
-            f"--drive: the quota-id ({e.quota_id}) still carries other traffic after {e.waited_s:.0f}s ({e.load}): "
+            f"--drive: the quota-id ({quota_id_text(e.user, e.client_id)}) still carries other traffic after "
+            f"{e.waited_s:.0f}s ({load_text(e.busy)}): "
             "its first throttle would not be the limit's alone, so it cannot verify the limit (nor find it wrong); "
             "drive a quota-id nothing else uses (--drive-client-id)"
         )

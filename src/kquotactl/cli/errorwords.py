@@ -70,7 +70,20 @@ def worded(e: QuotaError) -> str:
         return "nothing to change: give --add-config, --add-config-file or --delete-config"
     if isinstance(e, NotAPlan):
         return f"{e.name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)"
-    from kquotactl.core.verify import DriveBusy, load_text, quota_id_text  # (here: the simulation's modules)
+    from kquotactl.core.verify import (  # (here, not at start-up: the simulation's modules)
+        DriveBusy,
+        DriveInconclusive,
+        first_throttle_text,
+        load_text,
+        quota_id_text,
+    )
+
+    if isinstance(e, DriveInconclusive):
+        return (
+            f"{e.label}: cannot tell: the broker's first throttle ({first_throttle_text(e.broker_at_ms, e.broker_ms)}) "
+            "matches the simulation only if the quota-id's sensor was read while idle; drive again with --scrape or "
+            "--prometheus"
+        )
 
     if isinstance(e, DriveBusy):
         return (

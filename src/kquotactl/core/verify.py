@@ -73,6 +73,24 @@ class DriveBusy(NotVerified):
         )
 
 
+class DriveInconclusive(NotVerified):
+    """The broker's first throttle (``broker_at_ms``, ``broker_ms``) of the drive on ``label`` agrees with the
+    simulation only if the quota-id's sensor was read while idle, which cannot be told without its sensors. The CLI
+    names the options that tell."""
+
+    def __init__(self, label: str, broker_at_ms: int | None, broker_ms: int) -> None:
+        self.label, self.broker_at_ms, self.broker_ms = label, broker_at_ms, broker_ms
+        super().__init__(
+            f"{label}: cannot tell: the broker's first throttle ({first_throttle_text(broker_at_ms, broker_ms)}) "
+            "matches the simulation only if the quota-id's sensor was read while idle; drive again with its sensors"
+        )
+
+
+def first_throttle_text(at_ms: int | None, ms: int) -> str:
+    """``250 ms at 2.1s`` (a first throttle and when it came), or ``none``."""
+    return "none" if at_ms is None else f"{ms} ms at {at_ms / 1000:.1f}s"
+
+
 def quota_id_text(user: str, client_id: str) -> str:
     """``user alice, client-id app`` (a tag left out when empty)."""
     return ", ".join(p for p in (f"user {user}" if user else "", f"client-id {client_id}" if client_id else "") if p)

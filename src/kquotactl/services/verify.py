@@ -336,6 +336,24 @@ class Verified:
     converged: Converged
     verdict: DriveVerdict | None = None
 
+    def check(self) -> None:
+        """Raise :class:`kquotactl.core.verify.NotVerified` (exit 2) unless the change took effect: a broker lags,
+        the drive's first throttle cannot be judged (:class:`~kquotactl.core.verify.DriveInconclusive`) or
+        disagrees with the simulation."""
+        from kquotactl.core.verify import DriveInconclusive, NotVerified, first_throttle_text, lag_message
+
+        conv, verdict, label = self.converged, self.verdict, self.converged.entity.label()
+        if not conv.converged:
+            raise NotVerified(lag_message(label, conv.expected, conv.lagging, conv.waited))
+        if verdict is not None and verdict.inconclusive:
+            raise DriveInconclusive(label, verdict.broker_at_ms, verdict.broker_ms)
+        if verdict is not None and not verdict.agrees:
+            raise NotVerified(
+                f"{label}: the broker's throttle disagrees with the simulation "
+                f"(first throttle: broker {first_throttle_text(verdict.broker_at_ms, verdict.broker_ms)}, "
+                f"simulated {first_throttle_text(verdict.simulated_at_ms, verdict.simulated_ms)})"
+            )
+
 
 def verify(
     backend: QuotaBackend | Callable[[], QuotaBackend],

@@ -5,6 +5,7 @@ wrong); this module names the flags and commands that fix them. :func:`worded` i
 from __future__ import annotations
 
 from kquotactl.core.errors import (
+    ApplyRefused,
     InputProblem,
     InvalidConfigs,
     LogMismatch,
@@ -53,7 +54,15 @@ VERIFY = {
     "client-id": "--drive-client-id {client_id!r}: the entity is client-id {named!r}",
 }
 
-#: the end of :func:`kquotactl.core.plan.make_plan`'s note on an unparsable stored value the manifest leaves alone
+#: :attr:`kquotactl.core.errors.ApplyRefused.kind` -> what the CLI says (its fields formatted in)
+APPLY = {
+    "stage-options": "{path} logs an apply without stages: --interval, --prometheus, --scrape do not apply",
+    "verify-sample": "--verify-sample goes with --verify",
+    "interval-unstaged": "--interval is the wait between stages: it goes with --stages N (or --resume LOG)",
+    "interval-needed": "a staged apply ({count} stages) needs --interval DURATION (5m, 90s, 1h)",
+}
+
+#: the end of a plan's note on an unparsable stored value it keeps (:attr:`kquotactl.core.plan.Plan.kept`)
 KEEP_HINT = " (remove it with alter --delete-config)"
 
 
@@ -94,6 +103,8 @@ def worded(e: QuotaError) -> str:
         )
     if isinstance(e, VerifyRefused):
         return VERIFY[e.kind].format(**e.fields)
+    if isinstance(e, ApplyRefused):
+        return APPLY[e.kind].format(**e.fields)
     if isinstance(e, NothingLogged):
         if e.staged:
             return f"{e.path}: no staged apply in this log (apply --stages N --log FILE writes one)"

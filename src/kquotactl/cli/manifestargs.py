@@ -205,9 +205,6 @@ def hinted(note: str, kept: Collection[str]) -> str:
 
 def staged_plan_of(the_plan: Plan, manifest: Manifest | None, stages: int | None, shape: str) -> StagedPlan | None:
     """The plan cut into stages when ``--stages`` is given or an entry has its own ``stages:`` (else None)."""
-    per_entity = manifest.stages() if manifest is not None else {}
-    if stages is None and not any(n > 1 for n in per_entity.values()):
-        return None
-    from kquotactl.core.stages import StageShape, staged_plan
+    from kquotactl.core.stages import staged_plan_of as cut
 
-    return staged_plan(the_plan, stages or 1, StageShape(shape), per_entity)
+    return cut(the_plan, manifest, stages, shape)

@@ -652,3 +652,25 @@ def test_composer_resolves_each_scalar_as_pyyaml_does(text: str) -> None:
             continue
         [ours] = list(_compose_all(doc))
         _same_tree(ours, theirs, doc)
+
+
+def test_a_kept_unparsable_value_is_data_and_the_cli_adds_the_command() -> None:
+    """The core marks the note on a stored value brokers cannot parse that the plan keeps (``Plan.kept``) and names
+    no command; the CLI adds the one that removes it, and nothing to a value the manifest rewrites."""
+    from kquotactl.cli.errorwords import KEEP_HINT
+    from kquotactl.cli.manifestargs import hinted
+
+    live = [
+        QuotaRecord(Entity(user="a"), {}, unparsed={"producer_byte_rate": " 7"}),
+        QuotaRecord(Entity(user="b"), {}, unparsed={"producer_byte_rate": "1024.0"}),
+    ]
+    plan = make_plan(load_text(manifest_of({Entity(user="b"): {"producer_byte_rate": 10}})), live)
+    kept = (
+        "users/a: producer_byte_rate is stored as ' 7', which brokers cannot parse; "
+        "the manifest does not set it, so it stays"
+    )
+    assert kept in plan.notes and plan.kept == {kept}
+    assert not any("--" in n for n in plan.notes)
+    rewritten = next(n for n in plan.notes if n.startswith("users/b"))
+    assert [hinted(n, plan.kept) for n in (kept, rewritten)] == [kept + KEEP_HINT, rewritten]
+    assert KEEP_HINT == " (remove it with alter --delete-config)"

@@ -88,3 +88,44 @@ def test_success_stops_without_waiting() -> None:
         if attempt.number == 2:
             break
     assert t.slept == [5.0]
+
+
+def test_the_async_runner_has_the_same_schedule_and_awaits_its_sleep() -> None:
+    """``atries`` (the admin client's throttle wait, on kafka-python's I/O thread): the tries of ``tries``."""
+    import asyncio
+
+    t = FakeTime()
+
+    async def sleep(seconds: float) -> None:
+        t.sleep(seconds)
+        await asyncio.sleep(0)
+
+    async def run() -> list[tuple[int, bool]]:
+        seen = []
+        async for attempt in RetryPolicy(delay=1.0).within(3.5).atries(t.clock, sleep):
+            seen.append((attempt.number, attempt.last))
+            if attempt.last:
+                break
+        return seen
+
+    assert asyncio.run(run()) == [(1, False), (2, False), (3, False), (4, False), (5, True)]
+    assert t.slept == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_no_polling_loop_in_the_backends_outside_the_policy() -> None:
+    """A ``while`` loop that sleeps (or polls a client) in backends/ is a retry the policy should run."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "src" / "kquotactl" / "backends"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.While):
+                continue
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute | ast.Name):
+                    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+                    if name == "sleep":
+                        found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not found, f"sleeping while loops (use kquotactl.core.retry.RetryPolicy): {found}"

@@ -386,10 +386,25 @@ def test_a_busy_drive_is_not_verified_with_data() -> None:
     from kquotactl.cli.errorwords import worded
     from kquotactl.core.verify import DriveBusy, NotVerified
 
-    busy = DriveBusy("user u, client-id c", 31.4, "broker 1: 500 B/s")
+    busy = DriveBusy("u", "c", 31.4, {"broker 1": 500.2})
     assert isinstance(busy, NotVerified) and busy.exit_code == 2 and "--" not in str(busy)
+    assert (busy.user, busy.client_id, busy.busy) == ("u", "c", {"broker 1": 500.2})  # data, not words
     assert worded(busy) == (
         "--drive: the quota-id (user u, client-id c) still carries other traffic after 31s (broker 1: 500 B/s): its "
         "first throttle would not be the limit's alone, so it cannot verify the limit (nor find it wrong); drive a "
         "quota-id nothing else uses (--drive-client-id)"
+    )
+
+
+def test_an_inconclusive_drive_is_not_verified_with_data() -> None:
+    """DriveInconclusive: exit 2, the first throttle as data; the options that tell are named by the CLI only."""
+    from kquotactl.cli.errorwords import worded
+    from kquotactl.core.verify import DriveInconclusive, NotVerified
+
+    e = DriveInconclusive("user 'u'", 2140, 250)
+    assert isinstance(e, NotVerified) and e.exit_code == 2 and "--" not in str(e)
+    assert (e.broker_at_ms, e.broker_ms) == (2140, 250)
+    assert worded(e) == (
+        "user 'u': cannot tell: the broker's first throttle (250 ms at 2.1s) matches the simulation only if the "
+        "quota-id's sensor was read while idle; drive again with --scrape or --prometheus"
     )

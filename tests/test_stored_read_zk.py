@@ -169,7 +169,13 @@ def test_values_brokers_cannot_parse_are_shown_not_applied_and_rewritten(chroot,
         "consumer_byte_rate is stored as '1024.0', which brokers cannot parse; applying the manifest rewrites it"
         in (r.stderr)
     )
-    assert "producer_byte_rate is stored as ' 7', which brokers cannot parse; the manifest does not set it" in r.stderr
+    kept = "producer_byte_rate is stored as ' 7', which brokers cannot parse; the manifest does not set it, so it stays"
+    assert f"{kept} (remove it with alter --delete-config)\n" in r.stderr  # the core's note, the CLI's command
+    out = tmp_path / "plan.json"
+    r = zk(chroot, "-o", "json", "plan", "-f", str(manifest), "--out", str(out))
+    assert any(
+        n.endswith(f"{kept} (remove it with alter --delete-config)") for n in json.loads(out.read_text())["notes"]
+    )
     r = zk(chroot, "apply", "-f", str(manifest), "--yes")
     assert r.exit_code == 0, r.stderr
     assert config(chroot, "/config/users/alice")["consumer_byte_rate"] == "2048"

@@ -5,6 +5,7 @@ wrong); this module names the flags and commands that fix them. :func:`worded` i
 from __future__ import annotations
 
 from kquotactl.core.errors import (
+    ApplyRefused,
     InputProblem,
     InvalidConfigs,
     LogMismatch,
@@ -63,7 +64,15 @@ VERIFY = {
     "client-id": "--drive-client-id {client_id!r}: the entity is client-id {named!r}",
 }
 
-#: the end of :func:`kquotactl.core.plan.make_plan`'s note on an unparsable stored value the manifest leaves alone
+#: :attr:`kquotactl.core.errors.ApplyRefused.kind` -> what the CLI says (its fields formatted in)
+APPLY = {
+    "stage-options": "{path} logs an apply without stages: --interval, --prometheus, --scrape do not apply",
+    "verify-sample": "--verify-sample goes with --verify",
+    "interval-unstaged": "--interval is the wait between stages: it goes with --stages N (or --resume LOG)",
+    "interval-needed": "a staged apply ({count} stages) needs --interval DURATION (5m, 90s, 1h)",
+}
+
+#: the end of a plan's note on an unparsable stored value it keeps (:attr:`kquotactl.core.plan.Plan.kept`)
 KEEP_HINT = " (remove it with alter --delete-config)"
 
 
@@ -85,16 +94,32 @@ def worded(e: QuotaError) -> str:
         )
     if isinstance(e, NotAPlan):
         return f"{e.name} is not a kquotactl plan (write one with: kquotactl plan -o json --out FILE)"
-    from kquotactl.core.verify import DriveBusy  # (here, not at start-up: the simulation's modules)
+    from kquotactl.core.verify import (  # (here, not at start-up: the simulation's modules)
+        DriveBusy,
+        DriveInconclusive,
+        first_throttle_text,
+        load_text,
+        quota_id_text,
+    )
+
+    if isinstance(e, DriveInconclusive):
+        return (
+            f"{e.label}: cannot tell: the broker's first throttle ({first_throttle_text(e.broker_at_ms, e.broker_ms)}) "
+            "matches the simulation only if the quota-id's sensor was read while idle; drive again with --scrape or "
+            "--prometheus"
+        )
 
     if isinstance(e, DriveBusy):
         return (
-            f"--drive: the quota-id ({e.quota_id}) still carries other traffic after {e.waited_s:.0f}s ({e.load}): "
+            f"--drive: the quota-id ({quota_id_text(e.user, e.client_id)}) still carries other traffic after "
+            f"{e.waited_s:.0f}s ({load_text(e.busy)}): "
             "its first throttle would not be the limit's alone, so it cannot verify the limit (nor find it wrong); "
             "drive a quota-id nothing else uses (--drive-client-id)"
         )
     if isinstance(e, VerifyRefused):
         return VERIFY[e.kind].format(**e.fields)
+    if isinstance(e, ApplyRefused):
+        return APPLY[e.kind].format(**e.fields)
     if isinstance(e, NothingLogged):
         if e.staged:
             return f"{e.path}: no staged apply in this log (apply --stages N --log FILE writes one)"

@@ -8,7 +8,7 @@ Only click is imported at module level; the manifest, plan and backend modules l
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 import click
@@ -187,21 +187,24 @@ def planned_from_args(
             manifest,
             prune=prune,
             offline=bool(live_from),
-            keep_hint=KEEP_HINT,
             brokers=brokers,
         )
+    kept = planned.plan.kept
+    planned.plan.notes[:] = [hinted(n, kept) for n in planned.plan.notes]  # as saved, reported and logged
     for line in planned.info:
         click.echo(line, err=True)  # information, as alter --cluster-wide says it
-    for line in [*planned.warnings, *planned.notes]:
+    for line in [*planned.warnings, *(hinted(n, kept) for n in planned.notes)]:
         state.warn(line)
     return planned.backend, planned.plan, planned.manifest
 
 
+def hinted(note: str, kept: Collection[str]) -> str:
+    """A plan's note, with the command that removes the value when the plan keeps one brokers cannot parse."""
+    return note + KEEP_HINT if note in kept else note
+
+
 def staged_plan_of(the_plan: Plan, manifest: Manifest | None, stages: int | None, shape: str) -> StagedPlan | None:
     """The plan cut into stages when ``--stages`` is given or an entry has its own ``stages:`` (else None)."""
-    per_entity = manifest.stages() if manifest is not None else {}
-    if stages is None and not any(n > 1 for n in per_entity.values()):
-        return None
-    from kquotactl.core.stages import StageShape, staged_plan
+    from kquotactl.core.stages import staged_plan_of as cut
 
-    return staged_plan(the_plan, stages or 1, StageShape(shape), per_entity)
+    return cut(the_plan, manifest, stages, shape)

@@ -150,6 +150,24 @@ class LogMismatch(UsageError):
         self.source, self.entity_text, self.path, self.staged = source, entity_text, path, staged
 
 
+class ApplyRefused(UsageError):
+    """What apply refuses once it has read what to apply, as data: ``kind`` says which (``"stage-options"``: stage
+    settings for the logged apply without stages in ``path``; ``"verify-sample"``: a sample without verifying;
+    ``"interval-unstaged"``: an interval without stages; ``"interval-needed"``: ``count`` stages without one),
+    ``fields`` the values quoted. The CLI names the options (``kquotactl.cli.errorwords.APPLY``)."""
+
+    MESSAGES: ClassVar[dict[str, str]] = {
+        "stage-options": "{path} logs an apply without stages: the stage settings do not apply",
+        "verify-sample": "a verify sample goes with verifying",
+        "interval-unstaged": "an interval is the wait between stages: it needs stages",
+        "interval-needed": "a staged apply ({count} stages) needs the interval between its stages",
+    }
+
+    def __init__(self, kind: str, **fields: str) -> None:
+        super().__init__(self.MESSAGES[kind].format(**fields))
+        self.kind, self.fields = kind, fields
+
+
 class VerifyRefused(UsageError):
     """What verify cannot do, as data: ``kind`` says which (``"controller"``: a controller does not describe
     quotas; ``"no-entity"``: nothing set to wait for; ``"no-bootstrap"``, ``"ip"``, ``"ssl"``, ``"user"``,

@@ -145,6 +145,9 @@ class Plan:
     #: what the live state means to brokers (core.values): values they cannot parse and what the plan does with
     #: them, several stored names for one address, ip names that are not addresses
     notes: list[str] = field(default_factory=list)
+    #: the notes (of :attr:`notes`) on a stored value brokers cannot parse that the plan leaves as it is (the
+    #: manifest does not set it): a caller may add how to remove it
+    kept: frozenset[str] = frozenset()
     live: Sequence[QuotaRecord] = field(default=(), repr=False, compare=False)
 
     @property
@@ -244,11 +247,11 @@ def key_diffs(before: Mapping[str, Number], after: Mapping[str, Number]) -> tupl
     )
 
 
-def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = False, keep_hint: str = "") -> Plan:
+def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = False) -> Plan:
     """Diff desired (manifest) against live; see the module docstring for the rules.
 
-    ``keep_hint`` ends the note on a stored value brokers cannot parse that the manifest leaves alone (the CLI says
-    there which command removes it).
+    A note on a stored value brokers cannot parse that the manifest leaves alone is also in :attr:`Plan.kept` (the
+    CLI says there which command removes it).
 
     A manifest ip entity is the live entity that names the same address, whatever its stored spelling
     (``ips/2001:DB8:0::1`` for ``2001:db8::1``): brokers key ip quotas by address, so the plan changes the stored
@@ -284,22 +287,24 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
         else:
             unmanaged += 1
     diffs.sort(key=apply_order)
-    notes = _unparsed_notes(live, diffs, keep_hint) + [
-        str(f) for f in stored_findings(live) if f.code != "unparsable-value"
-    ]
-    return Plan(diffs, None, prune=prune, unchanged=unchanged, unmanaged=unmanaged, notes=notes, live=tuple(live))
+    notes, kept = _unparsed_notes(live, diffs)
+    notes += [str(f) for f in stored_findings(live) if f.code != "unparsable-value"]
+    return Plan(
+        diffs, None, prune=prune, unchanged=unchanged, unmanaged=unmanaged, notes=notes, kept=kept, live=tuple(live)
+    )
 
 
-def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff], keep_hint: str) -> list[str]:
+def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff]) -> tuple[list[str], frozenset[str]]:
+    """A note per stored value brokers cannot parse, and those of the values the plan keeps."""
     sets = {(d.entity, k.key): k.new for d in diffs for k in d.keys if k.new is not None}
-    notes = []
+    notes, kept = [], set()
     for r in live:
         for k, text in r.unparsed.items():
             new = sets.get((r.entity, k))
             what = (
                 f"applying the manifest rewrites it as {format_value(KEYS[k], new)}"
                 if new is not None
-                else f"the manifest does not set it, so it stays{keep_hint}"
+                else "the manifest does not set it, so it stays"
             )
             why = (
                 "which brokers cannot parse"
@@ -307,7 +312,9 @@ def _unparsed_notes(live: Sequence[QuotaRecord], diffs: Sequence[EntityDiff], ke
                 else "no limit"
             )
             notes.append(f"{entity_path_text(r.entity)}: {k} is stored as {text!r}, {why}; {what}")
-    return notes
+            if new is None:
+                kept.add(notes[-1])
+    return notes, frozenset(kept)
 
 
 def apply_order(d: EntityDiff) -> tuple[int, int, EntitySortKey]:

@@ -8,7 +8,7 @@ Pure: the schedule is arithmetic, and :meth:`RetryPolicy.tries` runs on the cloc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 
@@ -48,7 +48,7 @@ class RetryPolicy:
         return replace(self, deadline=seconds)
 
     def tries(
-        self, clock: Callable[[], float], sleep: Callable[[float], None], spread: Callable[[], float] = _no_spread
+        self, clock: Callable[[], float], sleep: Callable[[float], object], spread: Callable[[], float] = _no_spread
     ) -> Iterator[Try]:
         """Each try in turn, waiting in between: the caller does its work, stops on success, and reads
         :attr:`Try.last` after the work to stop when no try follows. The iteration ends (``for ... else``) when the
@@ -61,6 +61,24 @@ class RetryPolicy:
             if current.last:
                 return
             sleep(self.wait_after(attempt, spread()))
+            attempt += 1
+
+    async def atries(
+        self,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[object]],
+        spread: Callable[[], float] = _no_spread,
+    ) -> AsyncIterator[Try]:
+        """:meth:`tries` for a coroutine (``async for``): ``sleep`` is awaited, so the event loop that runs the
+        caller (the admin client's I/O thread) goes on meanwhile."""
+        started = clock()
+        attempt = 1
+        while True:
+            current = Try(attempt, started, clock, self)
+            yield current
+            if current.last:
+                return
+            await sleep(self.wait_after(attempt, spread()))
             attempt += 1
 
 

@@ -22,11 +22,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kquotactl.core.entities import Entity
 from kquotactl.core.keys import KEY_ORDER, KEYS, Number, QuotaKey, check_number, lookup_key
 from kquotactl.core.plan import EntityDiff, Plan, apply_order, diff_entity
+
+if TYPE_CHECKING:
+    from kquotactl.core.manifest import Manifest
 
 MAX_STAGES = 100
 
@@ -164,6 +167,17 @@ def staged_plan(
             steps.append(dict(sorted(step.items(), key=lambda kv: KEY_ORDER.get(kv[0], 99))))
         out.append(EntityStages(d.entity, d.before, tuple(steps), d.source, d.meta))
     return StagedPlan(tuple(out), shape)
+
+
+def staged_plan_of(
+    plan: Plan, manifest: Manifest | None, stages: int | None, shape: StageShape | str = StageShape.GEOMETRIC
+) -> StagedPlan | None:
+    """``plan`` cut into ``stages`` stages when that is given or an entry of ``manifest`` has its own ``stages:``
+    (else None: applied at once)."""
+    per_entity = manifest.stages() if manifest is not None else {}
+    if stages is None and not any(n > 1 for n in per_entity.values()):
+        return None
+    return staged_plan(plan, stages or 1, StageShape(shape), per_entity)
 
 
 def stage_rows(staged: StagedPlan) -> list[tuple[Entity, str, Number | None, Sequence[Number | None]]]:

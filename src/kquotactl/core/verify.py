@@ -60,16 +60,45 @@ class NotVerified(QuotaError):
 
 
 class DriveBusy(NotVerified):
-    """The driven quota-id (``quota_id``, in words) still carried other traffic (``load``) after ``waited_s``
-    seconds: its first throttle would not be the limit's alone. The CLI names the option that avoids it."""
+    """The driven quota-id (its tags: ``user``, ``client_id``; "" for a tag it lacks) still carried other traffic
+    (``busy``: broker -> usage, B/s) after ``waited_s`` seconds: its first throttle would not be the limit's alone.
+    The CLI words it with the option that avoids it."""
 
-    def __init__(self, quota_id: str, waited_s: float, load: str) -> None:
+    def __init__(self, user: str, client_id: str, waited_s: float, busy: Mapping[str, float]) -> None:
+        self.user, self.client_id, self.waited_s, self.busy = user, client_id, waited_s, dict(busy)
         super().__init__(
-            f"the quota-id ({quota_id}) still carries other traffic after {waited_s:.0f}s ({load}): its first "
-            "throttle would not be the limit's alone, so it cannot verify the limit (nor find it wrong); drive a "
-            "quota-id nothing else uses"
+            f"the quota-id ({quota_id_text(user, client_id)}) still carries other traffic after {waited_s:.0f}s "
+            f"({load_text(self.busy)}): its first throttle would not be the limit's alone, so it cannot verify the "
+            "limit (nor find it wrong); drive a quota-id nothing else uses"
         )
-        self.quota_id, self.waited_s, self.load = quota_id, waited_s, load
+
+
+class DriveInconclusive(NotVerified):
+    """The broker's first throttle (``broker_at_ms``, ``broker_ms``) of the drive on ``label`` agrees with the
+    simulation only if the quota-id's sensor was read while idle, which cannot be told without its sensors. The CLI
+    names the options that tell."""
+
+    def __init__(self, label: str, broker_at_ms: int | None, broker_ms: int) -> None:
+        self.label, self.broker_at_ms, self.broker_ms = label, broker_at_ms, broker_ms
+        super().__init__(
+            f"{label}: cannot tell: the broker's first throttle ({first_throttle_text(broker_at_ms, broker_ms)}) "
+            "matches the simulation only if the quota-id's sensor was read while idle; drive again with its sensors"
+        )
+
+
+def first_throttle_text(at_ms: int | None, ms: int) -> str:
+    """``250 ms at 2.1s`` (a first throttle and when it came), or ``none``."""
+    return "none" if at_ms is None else f"{ms} ms at {at_ms / 1000:.1f}s"
+
+
+def quota_id_text(user: str, client_id: str) -> str:
+    """``user alice, client-id app`` (a tag left out when empty)."""
+    return ", ".join(p for p in (f"user {user}" if user else "", f"client-id {client_id}" if client_id else "") if p)
+
+
+def load_text(busy: Mapping[str, float]) -> str:
+    """``broker 1: 500 B/s, broker 2: 20 B/s``: the usage per broker, in broker order."""
+    return ", ".join(f"{b}: {u:.0f} B/s" for b, u in sorted(busy.items()))
 
 
 def config_words(config: Mapping[str, Number]) -> str:

@@ -5,6 +5,8 @@
 - :mod:`~kquotactl.services.plans`: plan a manifest, read a saved plan, apply a plan (chunked, exact partial report),
   resume it from its log;
 - :mod:`~kquotactl.services.staged`: the staged apply, its between-stage check, log and resume;
+- :mod:`~kquotactl.services.applying`: ``apply`` in two phases: what to apply, refused before it is shown
+  (``prepare``), then written, plain or staged, logged and verified (``PendingApply.commit``);
 - :mod:`~kquotactl.services.impact`: ``impact run``'s quota sets and replay, the report as data;
 - :mod:`~kquotactl.services.verify`: every broker reports the values; a driven producer's first throttle;
 - :mod:`~kquotactl.services.explain`: explain one connection or many, and replays; the embedded example quota set;

@@ -143,3 +143,30 @@ def run(
             replayed=replayed,
         )
     return result
+
+
+def impact(
+    replay: Replay,
+    files: Sequence[str],
+    compare_with: Sequence[str],
+    backend: Callable[[], QuotaBackend],
+    *,
+    brokers: int = 1,
+    top: int = 10,
+    topic: TopicConfig | None = None,
+    out_dir: str | None = None,
+    say: Say = _ignore,
+    warn: Say = _ignore,
+    note: Say = _ignore,
+) -> dict[str, Any]:
+    """``impact run``: the quota sets (:func:`quota_sets`; ``warn``: what the backend noticed reading them), then the
+    replay (:func:`run`; ``say``: each step as it starts; ``note``: that the traffic counts as ``brokers`` brokers'
+    when more than one, and what the input's reader skipped). Returns the report."""
+    sets = quota_sets(files, compare_with, backend, brokers=brokers, warn=warn)
+    if brokers > 1:
+        note(
+            f"the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
+            f"(each broker's limits x {brokers}); the input does not say which broker served each record"
+        )
+    quotas = ", ".join(files) if files else "the live cluster's quotas"
+    return run(replay, sets, top=top, topic=topic, out_dir=out_dir, quotas=quotas, say=say, warn=note)

@@ -44,13 +44,12 @@ def plan(
     *,
     prune: bool = False,
     offline: bool = False,
-    keep_hint: str = "",
     brokers: int | None = None,
 ) -> Planned:
     """Diff ``manifest`` against what ``backend`` describes (``prune``: inside the manifest's prune scope, live
     entities and keys it does not declare are removed; ``offline``: the backend is a saved export, so keys only a
     live cluster refuses are not checked). ``backend`` may be a function that opens it: then a manifest a cluster
-    would refuse never connects. ``keep_hint``: see :func:`kquotactl.core.plan.make_plan`.
+    would refuse never connects.
 
     Cluster-wide budgets (``cluster:``) are divided by ``brokers``, or else by the backend's live broker count
     (:func:`kquotactl.core.budget.resolve_budgets`); the plan's notes give both values and a broker-count change
@@ -70,7 +69,7 @@ def plan(
         budgets = resolve_budgets(manifest, brokers if brokers is not None else len(backend.broker_ids()))
         manifest = budgets.manifest
         budget_notes, info = budgets.notes(live), budgets.described()
-    the_plan = make_plan(manifest, live, prune=prune, keep_hint=keep_hint)
+    the_plan = make_plan(manifest, live, prune=prune)
     the_plan.notes[:0] = budget_notes  # saved with the plan, information included
     shown = {*warnings, *info}
     return Planned(backend, the_plan, manifest, warnings, [n for n in the_plan.notes if n not in shown], info)

@@ -180,8 +180,8 @@ def drive_verdict(
     window_num, window_size = _quota_window(backend)
     quiet = wait_quiet(target, index, sensors, window_num * window_size, quiet_timeout)
     if quiet.busy:
-        load = ", ".join(f"{b}: {u:.0f} B/s" for b, u in sorted(quiet.busy.items()))
-        raise DriveBusy(_quota_id_words(target, res.quota_id_tags), quiet.waited_s, load)
+        user, client = res.quota_id_tags or ("", target.client_id)
+        raise DriveBusy(target.user if user else "", client, quiet.waited_s, quiet.busy)
     drive = drive_producer(target.bootstrap, target.settings, target.client_id, topic, rate, seconds, connect_timeout)
     limit = None if res.limit is None else float(res.limit)
     # an existing sensor measured while idle (an exporter's scrape) has its window begun up to a quota window (and
@@ -194,11 +194,6 @@ def drive_verdict(
         if not verdict.agrees and compare_drive(drive, limit, window_num, window_size, idle_origin_ms=idle_ms).agrees:
             verdict = dataclasses.replace(verdict, inconclusive=True)  # the CLI's note says which options tell
     return dataclasses.replace(verdict, quiet=quiet)
-
-
-def _quota_id_words(target: DriveTarget, tags: tuple[str, str] | None) -> str:
-    user, client = tags or ("", target.client_id)
-    return ", ".join(p for p in (f"user {target.user}" if user else "", f"client-id {client}" if client else "") if p)
 
 
 def wait_quiet(
@@ -340,6 +335,24 @@ class Verified:
 
     converged: Converged
     verdict: DriveVerdict | None = None
+
+    def check(self) -> None:
+        """Raise :class:`kquotactl.core.verify.NotVerified` (exit 2) unless the change took effect: a broker lags,
+        the drive's first throttle cannot be judged (:class:`~kquotactl.core.verify.DriveInconclusive`) or
+        disagrees with the simulation."""
+        from kquotactl.core.verify import DriveInconclusive, NotVerified, first_throttle_text, lag_message
+
+        conv, verdict, label = self.converged, self.verdict, self.converged.entity.label()
+        if not conv.converged:
+            raise NotVerified(lag_message(label, conv.expected, conv.lagging, conv.waited))
+        if verdict is not None and verdict.inconclusive:
+            raise DriveInconclusive(label, verdict.broker_at_ms, verdict.broker_ms)
+        if verdict is not None and not verdict.agrees:
+            raise NotVerified(
+                f"{label}: the broker's throttle disagrees with the simulation "
+                f"(first throttle: broker {first_throttle_text(verdict.broker_at_ms, verdict.broker_ms)}, "
+                f"simulated {first_throttle_text(verdict.simulated_at_ms, verdict.simulated_ms)})"
+            )
 
 
 def verify(

@@ -34,6 +34,7 @@ from kafka.protocol.metadata import MetadataRequest
 
 from kquotactl.connection.clientprops import ClientSettings, kafka_python_config
 from kquotactl.core.errors import BackendUnavailable, QuotaError
+from kquotactl.core.retry import RetryPolicy
 
 log = logging.getLogger("kquotactl.wire")
 
@@ -44,6 +45,8 @@ WireComponent = tuple[str, int, str | None]
 # (key, value, remove)
 WireOp = tuple[str, float, bool]
 
+#: how often a connection a broker paused (its throttle, KIP-219) is looked at again, within the request timeout
+THROTTLE_POLL = RetryPolicy(delay=0.05)
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
 # kafka-python ships no types: its connections, requests and responses are Any here, named for the reader
 KafkaConn = Any
@@ -223,8 +226,13 @@ class QuotaWire:
         # A broker that throttles us (request quotas apply to admin requests too) pauses the connection
         # for throttle_time_ms (KIP-219): wait it out, within the request timeout.
         deadline = time.monotonic() + self.request_timeout
-        while conn.paused and "throttle" in conn.paused and time.monotonic() < deadline:
-            await self._net.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+        def until_deadline(seconds: float) -> Awaitable[None]:  # the last wait ends at the deadline, not after
+            return self._net.sleep(min(seconds, max(0.0, deadline - time.monotonic())))  # type: ignore[no-any-return]
+
+        async for attempt in THROTTLE_POLL.within(self.request_timeout).atries(time.monotonic, until_deadline):
+            if not (conn.paused and "throttle" in conn.paused) or attempt.last:
+                break
         fut = conn.send_request(request, request_timeout_ms=int(self.request_timeout * 1000))
         return await self._manager.wait_for(fut, int(self.request_timeout * 1000) + 1000)
 

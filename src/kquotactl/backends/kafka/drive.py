@@ -20,10 +20,13 @@ from typing import Any
 from kquotactl.connection.clientprops import ClientSettings, librdkafka_config
 from kquotactl.core.errors import BackendUnavailable
 from kquotactl.core.keys import PRODUCE_KEY
+from kquotactl.core.retry import RetryPolicy
 from kquotactl.core.verify import Drive
 
 REQUESTS_PER_SECOND = 50
 STATS_INTERVAL_MS = 500
+#: how often the warm-up message's delivery is looked for (the producer's poll), within the connect timeout
+DELIVERY_POLL = RetryPolicy(delay=0.002)
 
 
 def drive_producer(
@@ -71,9 +74,9 @@ def drive_producer(
         delivered: list[Any] = []
         called = time.monotonic()
         producer.produce(topic, b"w", partition=0, on_delivery=lambda err, msg: delivered.append(err))
-        deadline = time.monotonic() + connect_timeout
-        while not delivered and time.monotonic() < deadline and not errors:
-            producer.poll(0.002)
+        for attempt in DELIVERY_POLL.within(connect_timeout).tries(time.monotonic, producer.poll):
+            if delivered or errors or attempt.last:
+                break  # (the producer's poll is the wait: it serves the delivery callback meanwhile)
         origin = time.monotonic()
         if errors or not delivered or delivered[0] is not None:
             why = errors[0] if errors else str(delivered[0]) if delivered else f"no answer within {connect_timeout:g}s"

@@ -8,7 +8,6 @@ Exit status: 0 applied (or nothing to do), 2 ``--dry-run`` with changes / declin
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,17 +19,14 @@ from kquotactl.cli.manifestargs import (
     dump,
     echo_err,
     files_option,
-    live_records,
     load,
     max_deletions_option,
     output_format,
     planned_from_args,
     prune_option,
     stage_shape_option,
-    staged_plan_of,
     stages_option,
     summary,
-    target_of,
     terminal_width,
 )
 from kquotactl.cli.options import principal_rule_options
@@ -40,12 +36,10 @@ from kquotactl.cli.terminal import confirm
 from kquotactl.core.errors import EXIT_PENDING, QuotaError, UsageError
 
 if TYPE_CHECKING:
-    from kquotactl.backends.base import QuotaBackend
-    from kquotactl.core.manifest import Manifest
     from kquotactl.core.plan import Plan
-    from kquotactl.core.stages import StagedPlan
-    from kquotactl.services.plans import Applied, LoggedApply
-    from kquotactl.services.staged import StagedApplied, StageEvent, StageObserver
+    from kquotactl.services.applying import ApplySettings, Committed, PendingApply
+    from kquotactl.services.plans import Applied
+    from kquotactl.services.staged import StagedApplied, StageEvent
 
 #: entities a large plan shows before apply summarises it (--verbose: all of them)
 PLAN_SHOWN = 20
@@ -144,77 +138,76 @@ def apply(
     worse than the stage predicts), then apply waits --interval. A failed check or Ctrl-C stops it and
     says which stage each entity is at; --resume LOG continues from there.
     """
+    from kquotactl.render.outfiles import open_file
+    from kquotactl.services.applying import prepare
+
     fmt = output_format(state)
-    interval_seconds = _duration(interval)
-    observe = bool(prometheus or scrape_urls)
-    _refuse_combinations(plan_path, stages, prune, dry_run, log_path, resume_path, prometheus, scrape_urls)
-    resumed = None
-    if resume_path is not None:
-        from kquotactl.services.plans import read_apply_log
-
-        resumed = read_apply_log(resume_path)
-        if resumed is None:  # the last run in the log is a staged apply
-            _resume(ctx, state, files, resume_path, interval_seconds, yes, prometheus, scrape_urls, max_deletions)
-            return
-        if observe or interval_seconds is not None:
-            raise UsageError(
-                f"{resume_path} logs an apply without stages: --interval, --prometheus, --scrape do not apply"
-            )
-    _refuse_apply_options(files, plan_path, dry_run, log_path, verify, verify_sample, resumed is not None)
-    if resumed is not None and resume_path is not None:
-        backend, the_plan = _resume_plain(state, ctx, files, resume_path, resumed)
-        manifest = None
-        log_path = resume_path
-    else:
-        backend, the_plan, manifest = _plan_to_apply(state, ctx, files, plan_path, prune, dry_run, rule_kw)
-    from kquotactl.services.plans import check_applicable
-
-    check_applicable(the_plan, max_deletions)  # refused before the plan is shown and confirmed
-    target = target_of(state, backend)
-    if not the_plan.pending:
-        _nothing_to_apply(the_plan, fmt)
-        return
-    staged = staged_plan_of(the_plan, manifest, stages, stage_shape)
-    seconds = _interval(interval_seconds, staged)
-    if staged is not None and staged.count <= 1:
-        state.warn("no limit is lowered: nothing to stage, applied at once")
-        staged = None
-    _show_and_confirm(ctx, state, the_plan, staged, fmt, target, seconds, dry_run, yes, verbose)
-    timeout = state.connection().timeout
-    if staged is not None:
-        observer = _observer(prometheus, scrape_urls)
-        _run_stages(backend, staged, {}, seconds, log_path, max_deletions, observer, target, timeout)
-        return
-    result = _apply_with_progress(
-        backend, the_plan, dry_run, max_deletions, log_path, keep_records=fmt != "table", target=target
+    settings = _settings(
+        dry_run, max_deletions, log_path, stages, stage_shape, interval, prometheus, scrape_urls, verify, verify_sample
     )
-    if result.partial is not None:
-        _stopped_report(result, None if dry_run else log_path)
-    _finish(result, the_plan, fmt, dry_run)
-    if dry_run:
-        ctx.exit(EXIT_PENDING)
-    if verify:
-        _verify_applied(backend, the_plan, result, verify_sample, timeout)
+    _refuse_combinations(plan_path, stages, prune, dry_run, log_path, resume_path, prometheus, scrape_urls)
+    if resume_path is None:  # (a resumed apply's are refused once its log is read: they depend on its kind)
+        _refuse_apply_options(files, plan_path, prune, dry_run, log_path, verify, verify_sample)
+    pending = prepare(
+        lambda: state.backend(ctx),
+        settings,
+        cluster=state.conn.with_env().target,
+        planner=lambda: planned_from_args(state, ctx, files, prune, (), rule_kw=rule_kw),
+        plan_path=plan_path,
+        resume_path=resume_path,
+        manifest=lambda: load(files) if files else None,
+        warn=state.warn,
+        say=echo_err,
+    )
+    if not pending.pending:
+        _nothing_to_apply(pending, fmt)
+        return
+    _show_and_confirm(ctx, state, pending, fmt, yes, verbose)
+    with _ProgressBar(pending) as bar:
+        committed = pending.commit(
+            timeout=state.connection().timeout,
+            open_log=lambda path: open_file(path, "--log", "a"),
+            progress=bar.advance,
+            on_event=lambda event: _stage_event(event, pending.log_path),
+            on_applied=lambda result: _applied(bar, pending, result, fmt),
+            keep_records=fmt != "table",
+        )
+    _committed(ctx, pending, committed)
 
 
-def _nothing_to_apply(the_plan: Plan, fmt: str) -> None:
-    """A plan with nothing pending: the empty results (-o json/yaml) and the plan's summary line."""
+def _settings(
+    dry_run: bool,
+    max_deletions: int,
+    log_path: str | None,
+    stages: int | None,
+    stage_shape: str,
+    interval: str | None,
+    prometheus: str | None,
+    scrape_urls: Sequence[str],
+    verify: bool,
+    verify_sample: int | None,
+) -> ApplySettings:
+    """The apply's settings; ``--interval`` parsed first (before anything is read or written)."""
+    from kquotactl.services.applying import ApplySettings
+
+    seconds = _duration(interval)
+    scrape = tuple(scrape_urls)
+    return ApplySettings(
+        dry_run, max_deletions, log_path, stages, stage_shape, seconds, prometheus, scrape, verify, verify_sample
+    )
+
+
+def _nothing_to_apply(pending: PendingApply, fmt: str) -> None:
+    """Nothing left to write: a staged apply to resume whose entities are at their targets; or a plan with nothing
+    pending: the empty results (-o json/yaml) and the plan's summary line."""
     from kquotactl.render.plans import plan_summary
 
+    if pending.plan is None:
+        click.echo(f"nothing to resume: every entity of {pending.log_path} is at its target")
+        return
     if fmt in ("json", "yaml"):
-        dump({"summary": the_plan.counts(), "results": []}, fmt, sys.stdout)
-    summary(plan_summary(the_plan), fmt)
-
-
-def _verify_applied(backend: QuotaBackend, the_plan: Plan, result: Applied, sample: int | None, timeout: float) -> None:
-    """``apply --verify`` (:func:`kquotactl.services.verify.verify_plan_applied`): exit 2 unless every applied
-    entity (or a sample) is reported by every broker."""
-    from kquotactl.core.wording import counted
-    from kquotactl.services.verify import verify_plan_applied
-
-    checked = verify_plan_applied(backend, the_plan, result.applied, timeout=timeout, sample=sample)
-    source = checked[0].source if checked else "nothing to check"
-    echo_err(f"verified: {counted(len(checked), 'entity')} reported by every broker ({source})")
+        dump({"summary": pending.plan.counts(), "results": []}, fmt, sys.stdout)
+    summary(plan_summary(pending.plan), fmt)
 
 
 def _refuse_combinations(
@@ -244,13 +237,13 @@ def _refuse_combinations(
 def _refuse_apply_options(
     files: Sequence[str],
     plan_path: str | None,
+    prune: bool,
     dry_run: bool,
     log_path: str | None,
     verify: bool,
     verify_sample: int | None,
-    resuming: bool,
 ) -> None:
-    """What an apply without stages refuses before anything is planned or written (the ``--log`` file too)."""
+    """What an apply (not a resumed one) refuses before anything is planned or written (the ``--log`` file too)."""
     if (verify_sample is not None) and not verify:
         raise UsageError("--verify-sample goes with --verify")
     if verify and dry_run:
@@ -261,70 +254,113 @@ def _refuse_apply_options(
         check_file(log_path, "--log")  # before anything is planned or written
     if files and plan_path:
         raise UsageError("give the manifests (-f FILE) or a saved plan (--plan FILE), not both")
-    if not files and not plan_path and not resuming:
+    if not files and not plan_path:
         raise UsageError("nothing to apply: give the manifests (-f FILE) or a saved plan (--plan FILE)")
-
-
-def _plan_to_apply(
-    state: AppState,
-    ctx: click.Context,
-    files: Sequence[str],
-    plan_path: str | None,
-    prune: bool,
-    dry_run: bool,
-    rule_kw: dict[str, Any],
-) -> tuple[QuotaBackend, Plan, Manifest | None]:
-    """The backend, the plan and its manifest: a saved plan (``--plan``, refused when stale) or one made from the
-    manifests; a backend that would refuse the writes is refused first (not for a dry run)."""
-    from kquotactl.services.plans import check_fresh, open_writable, read_plan_file
-
-    if not plan_path:
-        if not dry_run:
-            open_writable(state.backend(ctx))
-        return planned_from_args(state, ctx, files, prune, (), rule_kw=rule_kw)
-    if prune:
+    if plan_path and prune:
         raise UsageError("--prune is decided when the plan is made (kquotactl plan --prune --out FILE)")
-    saved = read_plan_file(plan_path)
-    if not dry_run:
-        open_writable(state.backend(ctx))
-    backend, live = live_records(state, ctx, ())
-    check_fresh(saved, live)
-    if saved.target and saved.target != state.conn.with_env().target:
-        state.warn(f"the plan was made against {saved.target}, applying to {state.conn.with_env().target}")
-    return backend, saved.plan, None
 
 
 def _show_and_confirm(
-    ctx: click.Context,
-    state: AppState,
-    the_plan: Plan,
-    staged: StagedPlan | None,
-    fmt: str,
-    target: dict[str, str],
-    seconds: float,
-    dry_run: bool,
-    yes: bool,
-    verbose: bool,
+    ctx: click.Context, state: AppState, pending: PendingApply, fmt: str, yes: bool, verbose: bool
 ) -> None:
     """The plan (and its stages) as a table, then the confirmation; a staged dry run and a declined apply end here
     (exit 2: the changes are still pending)."""
     from kquotactl.core.wording import counted
     from kquotactl.render.plans import render_plan, render_stages
 
+    if pending.resuming:
+        _confirm_resume(ctx, pending, yes)
+        return
+    the_plan, staged, dry_run = pending.plan, pending.staged, pending.settings.dry_run
+    assert the_plan is not None
     if fmt == "table":
         shown = None if (verbose or state.verbose) else PLAN_SHOWN
-        render_plan(the_plan, fmt, sys.stdout, width=terminal_width(), target=target, shown=shown)
+        render_plan(the_plan, fmt, sys.stdout, width=terminal_width(), target=pending.target, shown=shown)
         if staged is not None:
             render_stages(staged, sys.stdout)
     if staged is not None and dry_run:
-        summary(f"would apply in {staged.count} stages, {seconds:g} s apart (dry run, nothing written)", fmt)
+        summary(f"would apply in {staged.count} stages, {pending.interval:g} s apart (dry run, nothing written)", fmt)
         ctx.exit(EXIT_PENDING)
     if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
-        if not confirm(f"Apply changes to {counted(len(the_plan.diffs), 'entity')} on {target['cluster']}?"):
+        question = f"Apply changes to {counted(len(the_plan.diffs), 'entity')} on {pending.target['cluster']}?"
+        if not confirm(question):
             summary("not applied: nothing was written (changes still pending)", "json")
             ctx.exit(EXIT_PENDING)  # declined: not an error, but the changes are still pending, as after a plan
+
+
+def _confirm_resume(ctx: click.Context, pending: PendingApply, yes: bool) -> None:
+    """``apply --resume LOG`` of a staged apply: the logged schedule, and where it resumes, confirmed."""
+    from kquotactl.render.plans import render_stages
+
+    assert pending.staged is not None
+    click.echo(f"resuming {pending.log_path} at stage {pending.resumed_stage} of {pending.staged.count}", err=True)
+    render_stages(pending.staged, sys.stdout)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
+        if not confirm(f"Resume on {pending.target['cluster']}?"):
+            ctx.exit(EXIT_PENDING)
+
+
+class _ProgressBar:
+    """A transient bar on stderr while a large plan is applied on a terminal (nothing otherwise)."""
+
+    def __init__(self, pending: PendingApply) -> None:
+        self.bar: Any = None
+        the_plan = pending.plan
+        if pending.staged is not None or the_plan is None or pending.settings.dry_run:
+            return
+        if sys.stderr.isatty() and len(the_plan.diffs) >= 100:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("applying", total=len(the_plan.diffs))
+
+    def advance(self, done: Sequence[Any]) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task, len(done))
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _applied(bar: _ProgressBar, pending: PendingApply, result: Applied, fmt: str) -> None:
+    """A plain apply's result, before it is verified: where it stopped (raised), or the failures and summary."""
+    bar.stop()
+    dry_run = pending.settings.dry_run
+    if result.partial is not None:
+        _stopped_report(result, None if dry_run else pending.log_path)
+    assert pending.plan is not None
+    _finish(result, pending.plan, fmt, dry_run)
+
+
+def _committed(ctx: click.Context, pending: PendingApply, committed: Committed) -> None:
+    """The end of an apply: a staged one's last line or where it stopped (raised); a dry run's exit 2; what
+    ``--verify`` checked."""
+    from kquotactl.core.wording import counted
+
+    if committed.staged is not None:
+        if not committed.staged.finished:
+            _stage_report(committed.staged, pending.log_path)
+        click.echo(f"applied all {committed.staged.staged.count} stages: every entity is at its target")
+        return
+    if pending.settings.dry_run:
+        ctx.exit(EXIT_PENDING)
+    if committed.verified is not None:
+        source = committed.verified[0].source if committed.verified else "nothing to check"
+        echo_err(f"verified: {counted(len(committed.verified), 'entity')} reported by every broker ({source})")
 
 
 # -- staged apply ---------------------------------------------------------------------------------------
@@ -339,19 +375,6 @@ def _duration(text: str | None) -> float | None:
     return parse_duration(text, "--interval", allow_zero=True)
 
 
-def _interval(seconds: float | None, staged: StagedPlan | None) -> float:
-    """The wait between stages: needed by a staged apply of more than one stage, refused without one."""
-    if staged is None:
-        if seconds is not None:
-            raise UsageError("--interval is the wait between stages: it goes with --stages N (or --resume LOG)")
-        return 0.0
-    if seconds is None:
-        if staged.count <= 1:
-            return 0.0
-        raise UsageError(f"a staged apply ({staged.count} stages) needs --interval DURATION (5m, 90s, 1h)")
-    return seconds
-
-
 def _stage_event(event: StageEvent, log_path: str | None) -> None:
     from kquotactl.core.wording import counted
 
@@ -363,56 +386,6 @@ def _stage_event(event: StageEvent, log_path: str | None) -> None:
     elif event.what == "waiting":
         resume = f"; resume with apply --resume {log_path}" if log_path else ""
         echo_err(f"waiting {event.seconds:g} s before {where} (Ctrl-C stops{resume})")
-
-
-def _observer(prometheus: str | None, scrape_urls: Sequence[str]) -> StageObserver | None:
-    """The brokers' sensors checked between stages (``--prometheus``/``--scrape``), or None."""
-    from kquotactl.services.staged import StageObserver
-
-    return StageObserver(prometheus, scrape_urls) if (prometheus or scrape_urls) else None
-
-
-def _run_stages(
-    backend: QuotaBackend,
-    staged: StagedPlan,
-    done: dict[Any, int],
-    seconds: float,
-    log_path: str | None,
-    max_deletions: int,
-    observer: StageObserver | None,
-    target: dict[str, str] | None,
-    timeout: float,
-) -> None:
-    """Run :func:`kquotactl.services.staged.run_stages` with the ``--log`` open, progress on stderr, and the report
-    of where it stopped. ``timeout``: how long the check after each stage waits for every broker to report the
-    stage's values."""
-    from kquotactl.services.staged import run_stages
-
-    log = None
-    if log_path is not None:
-        from kquotactl.render.outfiles import open_file
-
-        log = open_file(log_path, "--log", "a")
-    try:
-        result = run_stages(
-            backend,
-            staged,
-            interval=seconds,
-            done=done,
-            log=log,
-            target=target,
-            observer=observer,
-            timeout=timeout,
-            max_deletions=max_deletions,
-            on_event=lambda ev: _stage_event(ev, log_path),
-        )
-    finally:
-        if log is not None:
-            log.close()
-    if result.finished:
-        click.echo(f"applied all {staged.count} stages: every entity is at its target")
-        return
-    _stage_report(result, log_path)
 
 
 def _stage_report(result: StagedApplied, log_path: str | None) -> None:
@@ -437,62 +410,6 @@ def _stage_report(result: StagedApplied, log_path: str | None) -> None:
 
         error.exit_code = EXIT_INTERRUPTED
     raise error
-
-
-def _resume(
-    ctx: click.Context,
-    state: AppState,
-    files: Sequence[str],
-    resume_path: str,
-    interval: float | None,
-    yes: bool,
-    prometheus: str | None,
-    scrape_urls: Sequence[str],
-    max_deletions: int,
-) -> None:
-    """``apply --resume LOG`` of a staged apply (:func:`kquotactl.services.staged.resume_staged`): the logged
-    schedule, shown and confirmed, then run from where the live values say each entity is."""
-    from kquotactl.render.plans import render_stages
-    from kquotactl.services.staged import read_staged_log, resume_staged
-
-    logged = read_staged_log(resume_path)
-    manifest = load(files) if files else None
-    cluster = state.conn.with_env().target
-    resumed = resume_staged(lambda: state.backend(ctx), logged, path=resume_path, cluster=cluster, manifest=manifest)
-    staged = logged.staged
-    if resumed.first is None:
-        click.echo(f"nothing to resume: every entity of {resume_path} is at its target")
-        return
-    seconds = logged.interval if interval is None else _interval(interval, staged)
-    click.echo(f"resuming {resume_path} at stage {resumed.first} of {staged.count}", err=True)
-    render_stages(staged, sys.stdout)
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UsageError("not a terminal, so no confirmation possible: pass --yes to apply")
-        if not confirm(f"Resume on {cluster}?"):
-            ctx.exit(EXIT_PENDING)
-    target = target_of(state, resumed.backend)
-    timeout = state.connection().timeout
-    observer = _observer(prometheus, scrape_urls)
-    _run_stages(resumed.backend, staged, resumed.done, seconds, resume_path, max_deletions, observer, target, timeout)
-
-
-def _resume_plain(
-    state: AppState, ctx: click.Context, files: Sequence[str], resume_path: str, logged: LoggedApply
-) -> tuple[QuotaBackend, Plan]:
-    """``apply --resume LOG`` of an apply without stages (:func:`kquotactl.services.plans.resume`): the logged
-    plan's entities still to do."""
-    from kquotactl.core.wording import counted
-    from kquotactl.services.plans import resume
-
-    manifest = load(files) if files else None
-    cluster = state.conn.with_env().target
-    resumed = resume(lambda: state.backend(ctx), logged, path=resume_path, cluster=cluster, manifest=manifest)
-    if resumed.plan.pending:
-        echo_err(f"resuming {resume_path}: {counted(resumed.done, 'entity')} of {resumed.total} done")
-    else:
-        echo_err(f"nothing to resume: every entity of {resume_path} is applied")
-    return resumed.backend, resumed.plan
 
 
 def _stopped_report(result: Applied, log_path: str | None) -> None:
@@ -534,55 +451,6 @@ def _write_report(lines: Sequence[str], notes: list[str]) -> str | None:
         notes.append(f"could not write the full report: {e.strerror or e}")
         return None
     return path
-
-
-def _apply_with_progress(
-    backend: QuotaBackend,
-    the_plan: Plan,
-    dry_run: bool,
-    max_deletions: int,
-    log_path: str | None,
-    keep_records: bool,
-    target: dict[str, str] | None = None,
-) -> Applied:
-    """:func:`kquotactl.services.plans.apply`, with a progress bar on a terminal and the ``--log`` file open (a real
-    apply starts it with the plan, :func:`kquotactl.services.plans.apply_log_header`)."""
-    from kquotactl.services.plans import apply as apply_service
-    from kquotactl.services.plans import apply_log_header
-
-    progress_bar = None
-    if sys.stderr.isatty() and len(the_plan.diffs) >= 100 and not dry_run:
-        from rich.console import Console
-        from rich.progress import Progress
-
-        progress_bar = Progress(console=Console(stderr=True), transient=True)
-        progress_bar.start()
-    task = progress_bar.add_task("applying", total=len(the_plan.diffs)) if progress_bar else None
-    advance = (lambda done: progress_bar.advance(task, len(done))) if progress_bar else None  # type: ignore[arg-type]
-    log = None
-    if log_path is not None:
-        from kquotactl.render.outfiles import open_file
-
-        log = open_file(log_path, "--log", "a")
-        if not dry_run:
-            log.write(apply_log_header(the_plan, target))
-            log.flush()
-    try:
-        return apply_service(
-            backend,
-            the_plan,
-            dry_run=dry_run,
-            max_deletions=max_deletions,
-            log=log,
-            keep_records=keep_records,
-            progress=advance,
-        )
-    finally:
-        if log is not None:
-            with contextlib.suppress(OSError):  # flushed after every write: a failure was reported already
-                log.close()
-        if progress_bar is not None:
-            progress_bar.stop()
 
 
 def _finish(result: Applied, the_plan: Plan, fmt: str, dry_run: bool) -> None:

@@ -6,6 +6,7 @@ Only click is imported here at start-up; the engines (Spark, pyarrow, matplotlib
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -169,7 +170,7 @@ def run(
     files: tuple[str, ...],
     compare_with: tuple[str, ...],
     engine: str,
-    master: str,
+    master: str | None,
     confs: tuple[str, ...],
     window_num: int,
     window_size_seconds: int,
@@ -209,50 +210,41 @@ def run(
     state = ctx.find_object(AppState) or AppState()
     _refuse_inputs(traffic, prometheus, since, until, step, input_format, out_dir)
     conf = parse_conf(confs)
+    master = None if master == "submit" else master  # (None: left to spark-submit)
     version = parse_kafka_version(kafka_version) if kafka_version else None
     window = Window(window_num, window_size_seconds, windowed=prometheus is not None, kafka_version=version)
     rate_given = ctx.get_parameter_source("topic_rate") is click.core.ParameterSource.COMMANDLINE
     topic_cfg = _refuse_models(files, compare_with, model, total_threshold, topic_thresholds, topic_rate, rate_given)
     _refuse_brokers(input_format, per_broker, brokers, prometheus, topic_cfg is not None)
     span = _prometheus_range(since, until, step) if prometheus else None
-    sets = impact_service.quota_sets(files, compare_with, lambda: state.backend(ctx), brokers=brokers, warn=state.warn)
-    if brokers > 1:
-        click.echo(
-            f"kquotactl: the traffic is replayed as the whole cluster's, assumed spread evenly over {brokers} brokers "
-            f"(each broker's limits x {brokers}); the input does not say which broker served each record",
-            err=True,
-        )
-    replay = impact_service.Replay(
-        window,
-        traffic,
-        prometheus,
-        span,
-        input_format,
-        per_broker,
-        engine,
-        None if master == "submit" else master,
-        conf,
-    )
+    replay = impact_service.Replay(window, traffic, prometheus, span, input_format, per_broker, engine, master, conf)
     with _status(Console(stderr=True)) as status:
-
-        def say(msg: str) -> None:
-            if status is not None:
-                status.update(msg)
-            elif state.verbose:
-                click.echo(f"kquotactl: {msg}", err=True)
-
-        quotas = ", ".join(files) if files else "the live cluster's quotas"
-        result = impact_service.run(
+        result = impact_service.impact(
             replay,
-            sets,
+            files,
+            compare_with,
+            lambda: state.backend(ctx),
+            brokers=brokers,
             top=top,
             topic=topic_cfg,
             out_dir=out_dir,
-            quotas=quotas,
-            say=say,
-            warn=lambda skipped: click.echo(f"kquotactl: {skipped}", err=True),
+            say=_say(status, state.verbose),
+            warn=state.warn,
+            note=lambda line: click.echo(f"kquotactl: {line}", err=True),
         )
     _render(state, result, top)
+
+
+def _say(status: Any, verbose: bool) -> Callable[[str], None]:
+    """Each step of the replay: on the spinner (a terminal), else on stderr with --verbose."""
+
+    def say(msg: str) -> None:
+        if status is not None:
+            status.update(msg)
+        elif verbose:
+            click.echo(f"kquotactl: {msg}", err=True)
+
+    return say
 
 
 def _refuse_inputs(

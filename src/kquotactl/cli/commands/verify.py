@@ -20,8 +20,10 @@ from kquotactl.cli.state import pass_state
 
 if TYPE_CHECKING:
     from kquotactl.cli.state import AppState
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.keys import Number
     from kquotactl.core.verify import DriveVerdict
-    from kquotactl.services.verify import Converged
+    from kquotactl.services.verify import Converged, Drive
 
 DEFAULT_SECONDS = 6.0
 DEFAULT_TOPIC = "kquotactl-verify"
@@ -97,53 +99,67 @@ def verify(
       kquotactl --bootstrap-server b:9092 verify --client-id app1 --drive 5MiB --seconds 8
     """
     from kquotactl.cli.entityargs import EntityArgs, entity_for_alter
-    from kquotactl.core.changes import build_change
-    from kquotactl.core.errors import UsageError
-    from kquotactl.core.grammar import parse_add_config
-    from kquotactl.core.verify import NotVerified, lag_message
-    from kquotactl.services.verify import Drive
     from kquotactl.services.verify import verify as verify_service
 
     entity = entity_for_alter(EntityArgs.pop_from(kw))
-    expected = dict(build_change(entity, parse_add_config(expect)).set) if expect is not None else None
-    if expect is not None and not expected:
-        raise UsageError("--expect is empty: give K=V,... (or leave it out to wait for what is set now)")
-    rate = _rate(drive) if drive is not None else None
-    if drive is None and (drive_client_id or drive_bootstrap or prometheus or scrape_urls):
-        raise UsageError("--drive-client-id, --drive-bootstrap, --prometheus and --scrape go with --drive RATE")
-    if prometheus and scrape_urls:
-        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
-    fmt = fmt or state.output
-    if fmt not in (None, "table", "json"):
-        raise UsageError(f"-o {fmt}: verify shows a table or json")
-    fmt = fmt or ("table" if sys.stdout.isatty() else "json")
-    the_drive = None
-    if rate is not None:
-        the_drive = Drive(rate, seconds, topic, drive_client_id, drive_bootstrap, prometheus, scrape_urls)
+    expected = _expected(entity, expect)
+    the_drive = _drive(drive, seconds, topic, drive_client_id, drive_bootstrap, prometheus, scrape_urls)
+    fmt = _format(fmt or state.output)
     found = verify_service(
         lambda: state.backend(ctx), state.connection(), entity, expected, drive=the_drive, warn=state.warn
     )
-    conv, verdict = found.converged, found.verdict
+    verdict = found.verdict
     if verdict is not None and verdict.inconclusive:
         verdict = dataclasses.replace(verdict, notes=[*verdict.notes, INCONCLUSIVE_NOTE])
     if fmt == "json":
-        click.echo(json.dumps(verify_json(conv, verdict), indent=2))
+        click.echo(json.dumps(verify_json(found.converged, verdict), indent=2))
     else:
-        _print_table(conv, verdict)
-    if not conv.converged:
-        raise NotVerified(lag_message(entity.label(), conv.expected, conv.lagging, conv.waited))
-    if verdict is not None and verdict.inconclusive:
-        raise NotVerified(
-            f"{entity.label()}: cannot tell: the broker's first throttle "
-            f"({_first(verdict.broker_at_ms, verdict.broker_ms)}) matches the simulation only if the quota-id's "
-            "sensor was read while idle; drive again with --scrape or --prometheus"
-        )
-    if verdict is not None and not verdict.agrees:
-        raise NotVerified(
-            f"{entity.label()}: the broker's throttle disagrees with the simulation "
-            f"(first throttle: broker {_first(verdict.broker_at_ms, verdict.broker_ms)}, "
-            f"simulated {_first(verdict.simulated_at_ms, verdict.simulated_ms)})"
-        )
+        _print_table(found.converged, verdict)
+    found.check()  # exit 2 when a broker lags, or the drive's throttle disagrees or cannot be judged
+
+
+def _expected(entity: Entity, expect: str | None) -> dict[str, Number] | None:
+    """``--expect K=V,...`` as typed values for the entity's kind (None: what is set now)."""
+    if expect is None:
+        return None
+    from kquotactl.core.changes import build_change
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.grammar import parse_add_config
+
+    expected = dict(build_change(entity, parse_add_config(expect)).set)
+    if not expected:
+        raise UsageError("--expect is empty: give K=V,... (or leave it out to wait for what is set now)")
+    return expected
+
+
+def _drive(
+    drive: str | None,
+    seconds: float,
+    topic: str,
+    client_id: str | None,
+    bootstrap: str | None,
+    prometheus: str | None,
+    scrape_urls: tuple[str, ...],
+) -> Drive | None:
+    """``--drive RATE`` and the options that go with it (refused without it), or None."""
+    from kquotactl.core.errors import UsageError
+    from kquotactl.services.verify import Drive
+
+    rate = _rate(drive) if drive is not None else None
+    if drive is None and (client_id or bootstrap or prometheus or scrape_urls):
+        raise UsageError("--drive-client-id, --drive-bootstrap, --prometheus and --scrape go with --drive RATE")
+    if prometheus and scrape_urls:
+        raise UsageError("give either --prometheus URL or --scrape URL (one per broker), not both")
+    return None if rate is None else Drive(rate, seconds, topic, client_id, bootstrap, prometheus, scrape_urls)
+
+
+def _format(fmt: str | None) -> str:
+    """``-o``: a table or JSON (default: a table on a terminal, JSON in a pipe)."""
+    from kquotactl.core.errors import UsageError
+
+    if fmt not in (None, "table", "json"):
+        raise UsageError(f"-o {fmt}: verify shows a table or json")
+    return fmt or ("table" if sys.stdout.isatty() else "json")
 
 
 def _rate(text: str) -> float:
@@ -159,10 +175,6 @@ def _rate(text: str) -> float:
     if rate <= 0:
         raise UsageError(f"--drive {text}: the rate must be above 0 bytes/s")
     return rate
-
-
-def _first(at: int | None, ms: int) -> str:
-    return "none" if at is None else f"{ms} ms at {at / 1000:.1f}s"
 
 
 def verify_json(conv: Converged, verdict: DriveVerdict | None) -> dict[str, Any]:

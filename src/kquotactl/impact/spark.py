@@ -1121,6 +1121,36 @@ def topic_client_throttled(traffic: Any, rows: Sequence[QuotaRow], window: Windo
 
 # -- recommend: each quota-id's rate per sample, and its distribution ----------------------------------------------
 
+
+def traffic_frame(
+    spark: Any, paths: Sequence[str], window: Window, input_format: str, per_broker: bool
+) -> tuple[Any, LogStats | None]:
+    """The traffic of several inputs as one :func:`engine_frame` DataFrame: tables, or request logs (with
+    ``per_broker``, each input one broker's, named by its path in a ``broker`` column); what the logs skipped."""
+    from pyspark.sql import functions as F
+
+    if input_format == "table":
+        frames = [read_traffic(spark, p, window, checked=True) for p in paths]
+        stats = None
+    else:
+        groups = [[p] for p in paths] if per_broker else [list(paths)]
+        frames, read = [], []
+        for group in groups:
+            frame, st = read_request_log(spark, group, window)
+            frames.append(frame.withColumn(BROKER_COLUMN, F.lit(group[0])) if per_broker else frame)
+            read.append(st)
+        stats = LogStats.total(read)
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames), stats
+
+
+def sample_bounds(traffic: Any) -> tuple[int, int, int]:
+    """The first and last sample and the row count of :func:`engine_frame`'s DataFrame (0, 0, 0 when empty)."""
+    from pyspark.sql import functions as F
+
+    row = traffic.agg(F.min("sample"), F.max("sample"), F.count("sample")).collect()[0]
+    return (int(row[0]), int(row[1]), int(row[2])) if row[2] else (0, 0, 0)
+
+
 #: the row per (group, key, broker) :func:`recommend_distributions` collects: the group's names, then the figures
 #: of :class:`kquotactl.core.recommend.Distribution` (the percentiles as one array, in ``qs`` order)
 DISTRIBUTION_SCHEMA = (

@@ -83,36 +83,20 @@ def recommend_from_traffic(
 def _spark_distributions(
     source: Replay, policy: Policy, keys: Sequence[str], warn: Callable[[str], None]
 ) -> tuple[dict[tuple[GroupId, str], dict[str, Distribution]], float, int]:
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
     from kquotactl.impact import spark
-    from kquotactl.impact.replay import BROKER_COLUMN
-    from kquotactl.impact.requestlog import LogStats
 
     window, paths = source.window, list(source.traffic)
     if source.input_format == "table":
         for p in paths:
             spark.check_traffic(p)  # a bad cell is refused before the JVM starts
     session = spark.session(source.master, dict(source.conf))
-    if source.input_format == "table":
-        frames = [spark.read_traffic(session, p, window, checked=True) for p in paths]
-    else:
-        groups = [[p] for p in paths] if source.per_broker else [list(paths)]
-        frames, stats = [], []
-        for group in groups:
-            frame, st = spark.read_request_log(session, group, window)
-            frames.append(frame.withColumn(BROKER_COLUMN, F.lit(group[0])) if source.per_broker else frame)
-            stats.append(st)
-        if skipped := LogStats.total(stats).warning():
-            warn(skipped)
-    traffic = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    bounds = traffic.agg(F.min("sample").alias("lo"), F.max("sample").alias("hi"), F.count("sample").alias("n"))
-    lo, hi, rows = bounds.collect()[0]
+    traffic, stats = spark.traffic_frame(session, paths, window, source.input_format, source.per_broker)
+    if stats is not None and (skipped := stats.warning()):
+        warn(skipped)
+    lo, hi, rows = spark.sample_bounds(traffic)
     span_s = float((hi - lo + 1) * window.size_s) if rows else 0.0
     dists = spark.recommend_distributions(traffic, policy.level.value, window, keys, policy.percentile)
-    return dists, span_s, int(rows)
+    return dists, span_s, rows
 
 
 def _spark_replay(source: Replay, rec: Recommendation, current: Sequence[QuotaRecord]) -> dict[str, Any]:

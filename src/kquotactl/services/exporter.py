@@ -42,6 +42,7 @@ QUOTAS, SENSORS, MANIFEST = "quotas", "sensors", "manifest"
 #: the bounds of both intervals, in seconds
 MIN_INTERVAL, MAX_INTERVAL = 1.0, 86_400.0
 DEFAULT_LISTEN = ("127.0.0.1", 9798)
+STOP_WAIT = 3.0  # seconds stop() waits for the refresh threads (daemons: a stuck one ends with the process)
 PREFIX = "kquotactl_exporter_"
 
 
@@ -341,6 +342,10 @@ class Exporter:
         while not self._stop.wait(0.5):
             pass
 
+    def request_stop(self) -> None:
+        """Make :meth:`wait` return (safe from a signal handler: sets an event, nothing more)."""
+        self._stop.set()
+
     def stop(self) -> None:
         """Stop serving and refreshing; close the backend if the exporter opened it."""
         self._stop.set()
@@ -351,14 +356,15 @@ class Exporter:
         if self._unwatch is not None:
             self._unwatch()
             self._unwatch = None
+        deadline = time.monotonic() + STOP_WAIT  # a refresh stuck on an unreachable cluster is not waited out
         for t in self._threads:
-            t.join(timeout=10)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         if self._open is not None and self._backend is not None:
             self._backend.close()
             self._backend = None
 
     def __enter__(self) -> Exporter:
-        return self.start()
+        return self if self._server is not None else self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

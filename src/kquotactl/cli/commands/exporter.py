@@ -6,6 +6,8 @@ Only click is imported at module level; prometheus_client, the observe layer and
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from kquotactl.cli.groups import OnceCommand
@@ -114,9 +116,24 @@ def exporter(
         manifests=files,
     )
     click.echo(f"kquotactl exporter: serving {handle.url}/metrics", err=True)
+    _serve_until_stopped(handle)
+
+
+def _serve_until_stopped(handle: Any) -> None:
+    """Wait until SIGTERM or Ctrl-C, then stop serving: a stop that was asked for, so exit 0 (not 143 as commands
+    cut short by SIGTERM, cli/signals.py): SIGTERM only ends the wait, it interrupts nothing."""
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: handle.request_stop())
+    except ValueError:  # not the main thread: the caller stops it
+        previous = None
     try:
         handle.wait()
-    except KeyboardInterrupt:  # SIGTERM too (cli/signals.py): a stop asked for, exit 0
+    except KeyboardInterrupt:
         pass
     finally:
         handle.stop()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        click.echo("kquotactl exporter: stopped", err=True)

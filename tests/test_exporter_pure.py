@@ -144,3 +144,34 @@ def test_the_collector_serves_what_the_parser_reads() -> None:
 )
 def test_change_notifications_name_their_entity(data: bytes, entity: Entity | None) -> None:
     assert notified_entity(data) == entity
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--scrape", "b1:7071", "--prometheus", "http://p:9090"], "either --prometheus URL or --scrape URL"),
+        (["--listen", "9798"], "--listen '9798' is not HOST:PORT"),
+        (["--refresh", "500ms"], "--refresh '500ms'"),
+        (["--refresh", "2d"], "--refresh '2d': give between 1s and 24h"),
+        (["--sensor-interval", "soon"], "--sensor-interval 'soon' is not a duration"),
+    ],
+)
+def test_operator_mistakes_are_one_line_before_anything_starts(args: list[str], words: str) -> None:
+    from conftest import run_cli
+
+    r = run_cli("--bootstrap-server", "127.0.0.1:1", "exporter", *args)
+    assert r.exit_code == 1 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_listen_address_in_use_is_one_line() -> None:
+    import socket
+
+    from conftest import run_cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = run_cli("--bootstrap-server", "127.0.0.1:1", "exporter", "--listen", f"127.0.0.1:{port}")
+    assert r.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -105,6 +105,8 @@ class ChangeWatch:
         resync = True
         while not self._stopped.is_set():
             self._wake.clear()
+            if self.session.client is None:  # the backend was closed: nothing left to watch
+                return
             try:
                 if self._lost:
                     lost, self._lost, resync = self._lost, None, True

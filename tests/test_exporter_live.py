@@ -61,16 +61,20 @@ def _zk_exporter(connect: str, **kw: Any):
 
 
 @pytest.mark.zookeeper
-def test_the_zookeeper_watch_follows_each_change_without_polling(chroot) -> None:
-    """refresh is an hour: only the watch on /config/changes can bring the changes in."""
+def test_the_zookeeper_watch_follows_each_change_without_polling(chroot, tmp_path) -> None:
+    """refresh is an hour: only the watch on /config/changes can bring the changes in; with a manifest, the drift
+    follows them too."""
     zk = ("--zookeeper", chroot.connect)
     assert run_cli(*zk, "alter", "--client-id", "a", "--add-config", "producer_byte_rate=1000").exit_code == 0
-    ex = _zk_exporter(chroot.connect, refresh=3600)
+    manifest = tmp_path / "q.yaml"
+    manifest.write_text("quotas:\n  - entity: {client-id: a}\n    config: {producer_byte_rate: 1000}\n")
+    ex = _zk_exporter(chroot.connect, refresh=3600, manifests=[str(manifest)])
     try:
         url = ex.url
         wait_for(lambda: ex.ready, 10, "the first read")
         assert value(url, CONFIGURED, client_id="a", key="producer_byte_rate") == 1000
-        assert value(url, UP, source="quotas") == 1
+        assert value(url, UP, source="quotas") == 1 and value(url, UP, source="manifest") == 1
+        assert value(url, "kquotactl_quota_drift", client_id="a", key="producer_byte_rate") == 0
         started = time.monotonic()
         r = run_cli(*zk, "alter", "--user", "alice@corp", "--client-id", "b", "--add-config", "consumer_byte_rate=2MiB")
         assert r.exit_code == 0, r.stderr
@@ -78,6 +82,7 @@ def test_the_zookeeper_watch_follows_each_change_without_polling(chroot) -> None
         assert value(url, CONFIGURED, entity="users/alice@corp/clients/b", key="consumer_byte_rate") == 2 * 2**20
         assert run_cli(*zk, "alter", "--client-id", "a", "--delete-config", "producer_byte_rate").exit_code == 0
         wait_for(lambda: value(url, CONFIGURED, client_id="a") is None, 5, "a deleted quota")
+        wait_for(lambda: value(url, "kquotactl_quota_drift", client_id="a") == 1, 5, "drift from the manifest")
         assert time.monotonic() - started < 15 and value(url, "kquotactl_exporter_entities") == 1
         # one full read (the first) in all: the changes came through the watch
         assert value(url, "kquotactl_exporter_refresh_duration_seconds_count", source="quotas") == 3
@@ -184,6 +189,18 @@ def test_the_exporter_command_on_a_kraft_broker(observed_kraft) -> None:
             lambda: instant(prometheus.url, 'kquotactl_quota_limit{client_id="slow"}'), 30, "Prometheus' series"
         )
         assert got[0]["metric"]["level"] == "7" and float(got[0]["value"][1]) == 25000
+
+        # the same series from the Prometheus that scrapes the broker (in-process, --prometheus)
+        from kquotactl.backends.factory import open_backend
+        from kquotactl.connection.cluster import ConnectionOptions
+        from kquotactl.services.exporter import serve
+
+        opts = ConnectionOptions(bootstrap_server=bs)
+        with serve(lambda: open_backend(opts), listen=("127.0.0.1", 0), prometheus=observed_kraft.prometheus.url) as ex:
+            ex.refresh_quotas()
+            ex.refresh_sensors()
+            assert value(ex.url, LIMIT, **labels, level="7") == 25000
+            assert (value(ex.url, "kquotactl_quota_usage", **labels) or 0) > 0
 
         # the broker down: both sources go stale, the last limits stay, the exporter keeps answering
         stop.set()

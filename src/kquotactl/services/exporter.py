@@ -118,6 +118,7 @@ class Exporter:
         self._build_lock = threading.Lock()  # one rebuild at a time
         self._snapshot: Exposition | None = None
         self.snapshot_generation = -1  # the records' generation the snapshot shows
+        self._manifest_seen, self._manifest_at = -1, 0.0  # the generation and time the manifests were compared at
         self._stop = threading.Event()
         self._resync = threading.Event()  # the watch asks for a full read
         self._dirty = threading.Event()  # the snapshot is behind the state
@@ -181,8 +182,6 @@ class Exporter:
             self._state.generation += 1  # the index is rebuilt (and the old one freed) by the rebuild thread
             self._succeeded(QUOTAS)
         self._duration.labels(QUOTAS).observe(time.monotonic() - start)
-        if self.manifests:
-            self.refresh_manifest()
         self._rebuilt(rebuild)
         return True
 
@@ -204,9 +203,7 @@ class Exporter:
             self._state.generation += 1  # the index is rebuilt (and the old one freed) by the rebuild thread
             self._succeeded(QUOTAS)
         self._duration.labels(QUOTAS).observe(time.monotonic() - start)
-        if self.manifests:
-            self.refresh_manifest()
-        self._dirty.set()  # the rebuild thread: one rebuild for a burst of changes
+        self._dirty.set()  # the rebuild thread: one rebuild (and drift) for a burst of changes
 
     def refresh_sensors(self, *, rebuild: bool = True) -> bool:
         """Read the sensors of every exporter (each keeps its last samples when it fails) or of the Prometheus;
@@ -267,9 +264,20 @@ class Exporter:
 
     def _rebuilt(self, now: bool) -> None:
         if now:
+            self._manifest_due()
             self.rebuild()
         else:
             self._dirty.set()
+
+    def _manifest_due(self) -> None:
+        """Compare the manifests with the quotas again when they changed since the last look (or every refresh
+        interval: the files may have changed)."""
+        with self._lock:
+            generation = self._state.generation
+        due = self._manifest_seen != generation or time.monotonic() - self._manifest_at >= self.refresh
+        if self.manifests and due:
+            self._manifest_seen, self._manifest_at = generation, time.monotonic()
+            self.refresh_manifest()
 
     def _rebuild_loop(self) -> None:
         """Rebuild once for each burst of changes. After a rebuild, its objects (some per series, kept until the
@@ -283,6 +291,7 @@ class Exporter:
             self._dirty.wait()
             self._dirty.clear()
             if not self._stop.is_set():
+                self._manifest_due()
                 self.rebuild()
                 gc.collect()
                 gc.freeze()
@@ -388,6 +397,8 @@ class Exporter:
                 self._resync.clear()
                 if not self._stop.is_set():
                     self.refresh_quotas(rebuild=False)
+            elif self.manifests:
+                self._dirty.set()  # no change for a while: the manifests are read again all the same
 
     def _sensor_loop(self) -> None:
         while SENSORS in self.sources and not self._stop.is_set():

@@ -152,17 +152,19 @@ class Exporter:
 
     def _failed(self, source: str, error: str) -> None:
         """Keep the last values, say the source is down, count it; one log line when it goes down."""
-        state = self.sources[source]
-        self._errors.labels(source).inc()
-        if state.up or not state.tried or state.last_error != error:
-            log.warning("%s: refresh failed, serving the last known values: %s", source, error)
-        state.up, state.tried, state.last_error = False, True, error
+        with self._lock:
+            state = self.sources[source]
+            self._errors.labels(source).inc()
+            if state.up or not state.tried:  # one line when it goes down, not one per failed round
+                log.warning("%s: refresh failed, serving the last known values: %s", source, error)
+            state.up, state.tried, state.last_error = False, True, error
 
     def _succeeded(self, source: str) -> None:
-        state = self.sources[source]
-        if not state.up and state.tried:
-            log.warning("%s: refreshed again", source)
-        state.up, state.tried, state.last_error, state.last_success = True, True, None, time.time()
+        with self._lock:
+            state = self.sources[source]
+            if not state.up and state.tried:
+                log.warning("%s: refreshed again", source)
+            state.up, state.tried, state.last_error, state.last_success = True, True, None, time.time()
 
     def refresh_quotas(self, *, rebuild: bool = True) -> bool:
         """Read every quota of the cluster (one describe); False when it failed (the last values stay).

@@ -130,6 +130,9 @@ def test_the_collector_serves_what_the_parser_reads() -> None:
     assert got["kquotactl_exporter_entities"].samples[0].value == len(RECORDS)
     assert got["kquotactl_exporter_up"].samples[0].labels == {"source": "quotas"}
     assert "process_cpu_seconds" in got and "python_info" in got
+    assert got["kquotactl_exporter_scrape_duration_seconds"].samples[0].value == 0  # none before this one
+    again = {f.name: f for f in text_string_to_metric_families(generate_latest(ex.registry).decode())}
+    assert again["kquotactl_exporter_scrape_duration_seconds"].samples[0].value > 0
 
 
 @pytest.mark.parametrize(

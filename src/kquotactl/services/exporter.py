@@ -479,12 +479,14 @@ class _Collector:
 
     def __init__(self, exporter: Exporter) -> None:
         self.exporter = exporter
+        self.last_scrape = 0.0  # seconds the previous scrape took, its writing included (0: none yet)
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
         from kquotactl.observe.exposition import FAMILIES
 
+        start = time.perf_counter()
         ex = self.exporter
         snap = ex._snapshot
         if snap is not None:
@@ -508,6 +510,12 @@ class _Collector:
             PREFIX + "quota_ids", "Active quota-ids served (with a sensor on a broker).", snap.quota_ids if snap else 0
         )
         yield GaugeMetricFamily(PREFIX + "entities", "Quota entities served.", snap.entities if snap else 0)
+        yield GaugeMetricFamily(
+            PREFIX + "scrape_duration_seconds",
+            "How long the previous scrape of /metrics took to collect and write, in seconds.",
+            self.last_scrape,
+        )
+        self.last_scrape = time.perf_counter() - start  # the families above are written as they are yielded
 
 
 def serve(

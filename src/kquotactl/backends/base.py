@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from kquotactl.core.changes import (
     EntityChange,
@@ -30,6 +31,22 @@ from kquotactl.core.keys import Number
 #: rejected before sending): every result alter returns is passed once, before alter returns or raises, so a
 #: caller can log each write as it lands (``apply --log``)
 ProgressCallback = Callable[[Sequence[EntityResult]], None]
+
+
+@dataclass(frozen=True)
+class WatchedChange:
+    """What a change watch (:meth:`QuotaBackend.watch_changes`) reports: the entities named by new change
+    notifications, read again (``records``: those holding quotas now; ``removed``: those holding none), or that
+    the watch cannot tell what changed (``resync``: read everything again; ``error``: why, while it cannot)."""
+
+    records: Sequence[QuotaRecord] = ()
+    removed: Sequence[Entity] = ()
+    resync: bool = False
+    error: str | None = None
+
+
+#: called by a change watch from its own thread with each :class:`WatchedChange`
+WatchCallback = Callable[[WatchedChange], None]
 
 
 class QuotaBackend(abc.ABC):
@@ -124,6 +141,12 @@ class QuotaBackend(abc.ABC):
     def entity_names(self, etype: EntityType) -> set[str] | None:
         """The real names of ``etype`` with quotas, cheaper than :meth:`describe` (completion); None when the
         backend has no cheaper way (then :meth:`describe` answers)."""
+        return None
+
+    def watch_changes(self, callback: WatchCallback) -> Callable[[], None] | None:
+        """Follow quota changes as they are made (the exporter): ``callback`` gets each change, read from the
+        store, from a thread of the backend's, until the returned function stops the watch. None: the backend
+        cannot watch (then the caller polls :meth:`describe`). The first report is a ``resync``."""
         return None
 
 

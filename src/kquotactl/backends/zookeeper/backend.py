@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback, QuotaBackend, check_writes
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, WatchCallback, check_writes
 from kquotactl.backends.zookeeper.codec import Node, entity_znode, typed_config, unstorable_reason
 from kquotactl.backends.zookeeper.session import ConnectionTrouble, ZkSession, ZkSettings
 from kquotactl.core.changes import (
@@ -244,6 +244,13 @@ class ZooKeeperBackend(QuotaBackend):
             if name is not None and name is not DEFAULT:
                 names.add(str(name))
         return names
+
+    def watch_changes(self, callback: WatchCallback) -> Callable[[], None]:
+        """A watch on ``/config/changes`` reading only the entities new notifications name
+        (:mod:`~kquotactl.backends.zookeeper.watch`), as brokers follow quota changes."""
+        from kquotactl.backends.zookeeper.watch import ChangeWatch
+
+        return ChangeWatch(self._session, callback).start()
 
     # -- writes ----------------------------------------------------------------------------------
 

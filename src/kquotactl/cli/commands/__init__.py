@@ -48,6 +48,12 @@ def _explain() -> click.Command:
     return explain
 
 
+def _exporter() -> click.Command:
+    from kquotactl.cli.commands.exporter import exporter
+
+    return exporter
+
+
 def _export() -> click.Command:
     from kquotactl.cli.commands.export import export
 
@@ -98,6 +104,7 @@ LOADERS: dict[str, Callable[[], click.Command]] = {
     "connection-rate": _connection_rate,
     "explain": _explain,
     "export": _export,
+    "exporter": _exporter,
     "impact": _impact,
     "plan": _plan,
     "recommend": _recommend,

@@ -11,6 +11,7 @@ SUMMARIES: dict[str, str] = {
     "connection-rate": "Show or change broker-level connection-creation rate limits (KIP-612).",
     "explain": "Explain which quota applies to a connection, per quota type, and the throttle it would get.",
     "export": "Print the live quotas as a manifest (YAML by default, -o json).",
+    "exporter": "Serve quota limits, utilization and throttling as Prometheus metrics until stopped (SIGTERM, Ctrl-C).",
     "impact": "Traffic impact replay: what a quota set would throttle on recorded traffic.",
     "plan": "Show what apply would change: per entity and key, add / change old -> new / remove.",
     "recommend": "Recommend quotas from observed traffic: a manifest whose every value carries its evidence.",

@@ -105,6 +105,13 @@ def test_a_zookeeper_outage_keeps_the_last_limits_and_says_so(own_zk) -> None:
     try:
         url = ex.url
         wait_for(lambda: value(url, CONFIGURED, ip="10.0.0.1") == 7, 10, "the first read")
+        # a quiet watch still says the values are current: the last success moves on without any change
+        first = value(url, "kquotactl_exporter_last_success_timestamp_seconds", source="quotas")
+        wait_for(
+            lambda: value(url, "kquotactl_exporter_last_success_timestamp_seconds", source="quotas") > first + 1,
+            10,
+            "the last success of a quiet watch",
+        )
         own_zk.stop()
         wait_for(lambda: value(url, UP, source="quotas") == 0, 20, "quotas down while ZooKeeper is")
         assert value(url, CONFIGURED, ip="10.0.0.1") == 7  # the last known value, still served

@@ -187,6 +187,16 @@ class Exporter:
         self._rebuilt(rebuild)
         return True
 
+    def _still_watching(self) -> None:
+        """A quiet watch is only as current as the session under it: one cheap read (the broker ids) says the
+        cluster still answers, so the last success (and the staleness alert on it) moves on without a full read."""
+        try:
+            self.backend().broker_ids()
+        except QuotaError as e:
+            self._failed(QUOTAS, str(e))
+        else:
+            self._succeeded(QUOTAS)
+
     def _watched(self, change: WatchedChange) -> None:
         """The backend's change watch: patch the changed entities in, or ask for a full read."""
         if change.error is not None:
@@ -399,8 +409,10 @@ class Exporter:
                 self._resync.clear()
                 if not self._stop.is_set():
                     self.refresh_quotas(rebuild=False)
-            elif self.manifests:
-                self._dirty.set()  # no change for a while: the manifests are read again all the same
+                continue
+            self._still_watching()  # no change for a while: the values are current if the cluster still answers
+            if self.manifests:
+                self._dirty.set()  # and the manifests are read again all the same
 
     def _sensor_loop(self) -> None:
         while SENSORS in self.sources and not self._stop.is_set():

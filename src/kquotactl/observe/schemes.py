@@ -15,6 +15,7 @@ source and commit) run by the real JMX exporter agent over Kafka's own ``JmxRepo
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -149,21 +150,26 @@ class Scheme:
         raw: the model decodes them, whichever scheme they came from)."""
         metric, quota_type = self.series[r.name]
         labels = r.labels
-
-        def first(names: tuple[str, ...]) -> str:
-            return next((labels[n] for n in names if n in labels), "")
-
+        user = client_id = ""
+        for n in self.user_labels:
+            if n in labels:
+                user = labels[n]
+                break
+        for n in self.client_id_labels:
+            if n in labels:
+                client_id = labels[n]
+                break
         return Sample(
-            metric=metric,
-            broker=r.broker,
-            value=r.value,
-            quota_type=quota_type or labels.get(self.quota_type_label, ""),
-            user=first(self.user_labels),
-            client_id=first(self.client_id_labels),
-            ip=labels.get(self.ip_label, "") if self.ip_label else "",
-            ts=r.ts,
-            listener=labels.get(self.listener_label, "") if self.listener_label else "",
-            peak=r.peak,
+            metric,
+            r.broker,
+            r.value,
+            quota_type or labels.get(self.quota_type_label, ""),
+            user,
+            client_id,
+            labels.get(self.ip_label, "") if self.ip_label else "",
+            r.ts,
+            labels.get(self.listener_label, "") if self.listener_label else "",
+            r.peak,
         )
 
 
@@ -256,10 +262,12 @@ _UNREADABLE = [(re.compile(s.unreadable), s) for s in SCHEMES if s.unreadable]
 
 def scheme_of(name: str) -> Scheme | None:
     """The scheme a series name belongs to (None: not a quota sensor of any)."""
-    found = _BY_NAME.get(name)
-    if found is None:
-        found = next((s for pattern, s in _UNREADABLE if pattern.fullmatch(name)), None)
-    return found
+    return _BY_NAME.get(name) or _unreadable_scheme(name)
+
+
+@functools.lru_cache(maxsize=4096)  # the other series of a broker's exposition, scrape after scrape
+def _unreadable_scheme(name: str) -> Scheme | None:
+    return next((s for pattern, s in _UNREADABLE if pattern.fullmatch(name)), None)
 
 
 def _alternatives(names: Iterable[str]) -> str:
@@ -308,37 +316,36 @@ class UnreadableScheme(QuotaError):
         )
 
 
-def check_readable(names: Iterable[tuple[str, str]]) -> None:
-    """Refuse a broker whose quota sensors (``(series name, broker)`` of one answer) are all in an unreadable
-    scheme (:class:`UnreadableScheme`): it would read as a broker without quota-ids."""
-    read: set[str] = set()
-    unreadable: dict[str, tuple[Scheme, str]] = {}
-    for name, broker in names:
-        scheme = scheme_of(name)
-        if scheme is None:
-            continue
-        if scheme.unreadable:
-            unreadable.setdefault(broker, (scheme, name))
-        else:
-            read.add(broker)
-    for broker, (scheme, example) in sorted(unreadable.items()):
-        if broker not in read:
-            raise UnreadableScheme(broker, scheme, example)
-
-
 def to_samples(readings: Iterable[Reading]) -> list[Sample]:
-    """The quota sensors' samples of one answer, whichever schemes named them (:func:`check_readable`): one per
-    sensor of a broker (:func:`identity`, and ``ts``); where two schemes gave it, the one first in :data:`SCHEMES`."""
-    readings = list(readings)
-    check_readable((r.name, r.broker) for r in readings)
-    best: dict[tuple[object, ...], tuple[int, Sample]] = {}
+    """The quota sensors' samples of one answer (a scrape, a query), whichever schemes named them: one per sensor
+    of a broker (:func:`identity`, and ``ts``), where two schemes gave it the one first in :data:`SCHEMES`. A
+    broker whose quota sensors are all in an unreadable scheme is refused (:class:`UnreadableScheme`): it would
+    read as a broker without quota-ids."""
+    samples: list[Sample] = []
+    ranks: list[int] = []
+    schemes_of: dict[str, set[str]] = {}  # broker -> the readable schemes it has series of
+    unreadable: dict[str, tuple[Scheme, str]] = {}
     for r in readings:
-        scheme = scheme_of(r.name)
-        if scheme is None or scheme.unreadable:
+        scheme = _BY_NAME.get(r.name)
+        if scheme is None:
+            if (other := _unreadable_scheme(r.name)) is not None:
+                unreadable.setdefault(r.broker, (other, r.name))
             continue
-        sample = scheme.sample(r)
+        seen = schemes_of.get(r.broker)
+        if seen is None:
+            seen = schemes_of[r.broker] = set()
+        if scheme.name not in seen:
+            seen.add(scheme.name)
+        samples.append(scheme.sample(r))
+        ranks.append(_RANK[scheme.name])
+    for broker, (scheme, example) in sorted(unreadable.items()):
+        if broker not in schemes_of:
+            raise UnreadableScheme(broker, scheme, example)
+    if all(len(seen) == 1 for seen in schemes_of.values()):
+        return samples  # one scheme a broker: no sensor twice
+    best: dict[tuple[object, ...], tuple[int, Sample]] = {}
+    for rank, sample in zip(ranks, samples, strict=True):
         key = (*identity(sample), sample.ts)
-        rank = _RANK[scheme.name]
         if key not in best or rank < best[key][0]:
             best[key] = (rank, sample)
     return [sample for _, sample in best.values()]

@@ -145,3 +145,11 @@ def test_the_refusal_docs_show_is_the_one_top_prints() -> None:
     example = "kafka_server_produce_user_alice_40corp_client_id_app_byte_rate"
     refused = UnreadableScheme("broker1:7071", schemes.JMX_EXPORTER_KRAFT, example)
     assert f"kquotactl: error: {refused}\n" in DOCS.read_text(encoding="utf-8")
+
+
+def test_no_series_name_belongs_to_two_schemes() -> None:
+    """Why detection needs no option: a name tells its scheme, and only one."""
+    names = [name for scheme in schemes.SCHEMES for name in scheme.series]
+    assert len(names) == len(set(names))
+    unreadable = [re.compile(s.unreadable) for s in schemes.SCHEMES if s.unreadable]
+    assert not [n for n in names for pattern in unreadable if pattern.fullmatch(n)]

@@ -90,11 +90,9 @@ def _line_break(s: SensorName) -> bool:
     return any(c in v for _, v in s.tags() for c in JAVA_LINE_BREAKS)
 
 
-def _client_id_holds(token: str, *, only_with_user: bool) -> Callable[[SensorName], bool]:
-    def applies(s: SensorName) -> bool:
-        return bool(s.client_id) and (bool(s.user) or not only_with_user) and token in jmx_sanitize(s.client_id)
-
-    return applies
+def _pair_split(s: SensorName) -> bool:
+    """Whether a greedy ``user=(.+), client-id=`` ends inside the client-id of a (user, client-id) quota-id."""
+    return bool(s.user) and ", client-id=" in jmx_sanitize(s.client_id)
 
 
 def _type_split(s: SensorName) -> bool:
@@ -211,7 +209,7 @@ JMX_EXPORTER_EXAMPLE = Scheme(
             "a (user, client-id) quota-id whose client-id holds ', client-id=' (as JMX quotes it): the greedy "
             "user=(.+) takes the MBean name up to it, and the sensor reads as another quota-id",
             MISREAD,
-            _client_id_holds(", client-id=", only_with_user=True),
+            _pair_split,
         ),
     ),
 )
@@ -236,7 +234,7 @@ CONFLUENT = Scheme(
             "a (user, client-id) quota-id whose client-id holds ', client-id=' (as JMX quotes it): the greedy "
             "user=(.+) takes it, and the sensor reads as another quota-id",
             MISREAD,
-            _client_id_holds(", client-id=", only_with_user=True),
+            _pair_split,
         ),
     ),
 )

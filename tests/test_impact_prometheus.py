@@ -196,4 +196,4 @@ def test_a_fresh_read_waits_for_a_scrape_and_says_when_prometheus_scrapes_no_bro
         assert time.monotonic() - start < 5
     message = str(e.value)
     assert "\n" not in message and prometheus.url in message
-    assert "has not scraped the brokers' exporters in 1.5 s (no exporter with kafka_quota_* series)" in message
+    assert "has not scraped the brokers' exporters in 1.5 s (no exporter with quota sensor series)" in message

@@ -6,7 +6,6 @@ the JMX exporter endpoints (``/metrics``, parsed by ``prometheus_client``'s text
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Iterable, Iterator
@@ -19,18 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from kquotactl.core.errors import BackendUnavailable, QuotaError
 from kquotactl.core.retry import RetryPolicy
 from kquotactl.impact.replay import BROKER_COLUMN
-from kquotactl.observe.throttled import (
-    LISTENER_THROTTLE,
-    METRIC_PREFIX,
-    THROTTLE,
-    TRAFFIC_METRICS,
-    Sample,
-    sample_from_labels,
-    traffic_columns,
-)
+from kquotactl.observe.schemes import SELECTOR, Reading, metric_of, selector, to_samples
+from kquotactl.observe.throttled import LISTENER_THROTTLE, THROTTLE, TRAFFIC_METRICS, Sample, traffic_columns
 
-SELECTOR = '{__name__=~"kafka_quota_.+"}'
-THROTTLE_SERIES = (METRIC_PREFIX + THROTTLE, METRIC_PREFIX + LISTENER_THROTTLE)
+THROTTLE_METRICS = (THROTTLE, LISTENER_THROTTLE)
 TIMEOUT = 10.0
 
 
@@ -75,7 +66,8 @@ def metrics_url(url: str) -> str:
 
 
 def scrape(urls: Iterable[str], timeout: float = TIMEOUT) -> list[Sample]:
-    """Every ``kafka_quota_*`` sample of each exporter endpoint (one per broker)."""
+    """Every quota sensor sample of each exporter endpoint (one per broker), in whichever scheme its configuration
+    names them (:mod:`kquotactl.observe.schemes`)."""
     out: list[Sample] = []
     for url in urls:
         target = metrics_url(url)
@@ -85,13 +77,7 @@ def scrape(urls: Iterable[str], timeout: float = TIMEOUT) -> list[Sample]:
             families = list(text_string_to_metric_families(text))
         except ValueError as e:
             raise QuotaError(f"{target}: not a Prometheus text exposition ({e})") from None
-        for family in families:
-            if not family.name.startswith(METRIC_PREFIX):
-                continue
-            for s in family.samples:
-                sample = sample_from_labels(s.name, s.labels, float(s.value), broker)
-                if sample is not None:
-                    out.append(sample)
+        out.extend(to_samples(Reading(s.name, s.labels, float(s.value), broker) for f in families for s in f.samples))
     return out
 
 
@@ -156,10 +142,10 @@ def _points(base: str, result: list[Any], key: str) -> Iterator[tuple[dict[str, 
         yield labels, points
 
 
-def _sample(series: dict[str, Any], value: float) -> Sample | None:
-    labels = dict(series["metric"])
-    name = labels.pop("__name__", "")
-    return sample_from_labels(name, labels, value, labels.get("instance", ""))
+def _as_reading(labels: dict[str, str], value: float, ts: float = 0.0, peak: float = math.nan) -> Reading:
+    """A query answer's series as a :class:`~kquotactl.observe.schemes.Reading` (the broker: its ``instance``)."""
+    name = labels.get("__name__", "")
+    return Reading(name, labels, value, labels.get("instance", ""), ts, peak)
 
 
 #: The brokers' exporters as Prometheus scrapes them: each instance with a quota series, and when it last scraped it
@@ -178,7 +164,7 @@ def wait_scraped_after(base: str, since: float, timeout: float = FRESH_TIMEOUT, 
             return
         if attempt.last:
             break
-    what = f"last at {_utc(min(last))}" if last else "no exporter with kafka_quota_* series"
+    what = f"last at {_utc(min(last))}" if last else "no exporter with quota sensor series"
     raise BackendUnavailable(
         f"{base}: Prometheus has not scraped the brokers' exporters in {timeout:g} s ({what}): "
         "is it scraping them, with jmx-exporter-kafka-quotas.yaml?"
@@ -202,33 +188,26 @@ def from_prometheus(
     ended a few seconds ago still shows. The step defaults to 1 s, coarser for long ranges (at most ~250 points
     a series)."""
     if lookback <= 0:
-        out = [
-            _sample({"metric": labels}, points[0][1])
-            for labels, points in _points(base, instant(base, at=now), "value")
-        ]
-        return [s for s in out if s is not None]
+        return to_samples(
+            _as_reading(labels, points[0][1]) for labels, points in _points(base, instant(base, at=now), "value")
+        )
     end = time.time() if now is None else now
-    result: list[Sample] = []
+    readings: list[Reading] = []
     step = step or max(1.0, lookback / 250)
     for labels, points in _points(base, range_query(base, SELECTOR, end - lookback, end, step), "values"):
-        series = {"metric": labels}
         values = [v for _, v in points if math.isfinite(v)]
         if not values:
             continue
-        name = labels.get("__name__", "")
-        if name in THROTTLE_SERIES:
-            sample = _sample(series, max(values))
+        if metric_of(labels.get("__name__", "")) in THROTTLE_METRICS:
+            readings.append(_as_reading(labels, max(values)))
         else:  # the average usage, and its peak: what says whether a throttle in the range was current then
-            sample = _sample(series, sum(values) / len(values))
-            sample = sample and dataclasses.replace(sample, peak=max(values))
-        if sample is not None:
-            result.append(sample)
-    return result
+            readings.append(_as_reading(labels, sum(values) / len(values), peak=max(values)))
+    return to_samples(readings)
 
 
 #: Prometheus answers at most 11,000 points a series per range query: longer ranges are asked in chunks
 MAX_POINTS = 10_000
-TRAFFIC_SELECTOR = '{__name__=~"' + METRIC_PREFIX + "(" + "|".join(TRAFFIC_METRICS) + ')"}'
+TRAFFIC_SELECTOR = selector(TRAFFIC_METRICS)
 
 
 def range_samples(
@@ -240,12 +219,8 @@ def range_samples(
     t = start
     while t <= end:
         last = min(end, t + chunk - step)
-        for labels, points in _points(base, range_query(base, query, t, last, step, timeout), "values"):
-            name = labels.pop("__name__", "")
-            for at, value in points:
-                sample = sample_from_labels(name, labels, value, labels.get("instance", ""), at)
-                if sample is not None:
-                    yield sample
+        answer = _points(base, range_query(base, query, t, last, step, timeout), "values")
+        yield from to_samples(_as_reading(labels, value, at) for labels, points in answer for at, value in points)
         t = last + step
 
 
@@ -258,9 +233,9 @@ def traffic_table(base: str, start: float, end: float, step: float, sample_s: in
     columns = traffic_columns(range_samples(base, start, end, step), step, sample_s)
     if not columns["ts"]:
         raise QuotaError(
-            f"{base}: no quota sensor readings (kafka_quota_{{{','.join(TRAFFIC_METRICS)}}}) between "
-            f"{_utc(start)} and {_utc(end)}: is Prometheus scraping the brokers' JMX exporters with "
-            "jmx-exporter-kafka-quotas.yaml?"
+            f"{base}: no quota sensor readings (kafka_quota_{{{','.join(TRAFFIC_METRICS)}}}, or another "
+            f"exporter configuration's names for them) between {_utc(start)} and {_utc(end)}: is Prometheus "
+            "scraping the brokers' JMX exporters with jmx-exporter-kafka-quotas.yaml?"
         )
     types = {"ts": pa.float64(), BROKER_COLUMN: pa.string(), "user": pa.string(), "client_id": pa.string()}
     types["ip"] = pa.string()

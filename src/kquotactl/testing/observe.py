@@ -60,11 +60,12 @@ class ExporterOracle(JavaOracle):
 
 @dataclass
 class PrometheusServer:
-    """``/usr/bin/prometheus`` scraping ``targets`` (host:port) every second as job ``job``, on a free 127.0.0.1
-    port, evaluating ``rule_files`` (recording and alerting rules) every second."""
+    """``/usr/bin/prometheus`` scraping ``targets`` (host:port) every ``interval`` s (1) as job ``job``, on a free
+    127.0.0.1 port, evaluating ``rule_files`` (recording and alerting rules) every second."""
 
     targets: list[str] = field(default_factory=list)
     port: int = 0
+    interval: float = 1.0  # scrape interval and timeout, seconds: longer for an exporter serving all of a broker
     workdir: Path | None = None
     _proc: subprocess.Popen[bytes] | None = None
     job: str = "kafka"
@@ -80,7 +81,8 @@ class PrometheusServer:
         targets = ", ".join(f'"{t}"' for t in self.targets)
         rules = "".join(f'  - "{p}"\n' for p in self.rule_files)
         (self.workdir / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            f"global:\n  scrape_interval: {self.interval:g}s\n  scrape_timeout: {self.interval:g}s\n"
+            "  evaluation_interval: 1s\n"
             + (f"rule_files:\n{rules}" if rules else "")
             + f"scrape_configs:\n  - job_name: {self.job}\n    static_configs:\n      - targets: [{targets}]\n"
         )

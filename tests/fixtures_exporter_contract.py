@@ -12,8 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
+import yaml
 
 from kquotactl.core.keys import KEYS, KeyScope
 
@@ -136,3 +138,17 @@ def contract_exporter() -> Iterator[ContractExporter]:
     server.shutdown()
     server.server_close()
     thread.join(timeout=10)
+
+
+def rules_without_for(tmp: Path) -> Path:
+    """The shipped rules with every ``for:`` left out, so the alerts fire at the first evaluation (their
+    ``for:`` edges are promtool's part, tests/test_alert_rules.py); expressions and words unchanged."""
+    from importlib.resources import files
+
+    doc = yaml.safe_load(files("kquotactl.observe").joinpath("rules/kquotactl-rules.yaml").read_text("utf-8"))
+    for group in doc["groups"]:
+        for rule in group["rules"]:
+            rule.pop("for", None)
+    path = tmp / "kquotactl-rules.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path

@@ -19,6 +19,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import run_cli
+from fixtures_exporter_contract import rules_without_for
 
 LIMIT, UP = "kquotactl_quota_limit", "kquotactl_exporter_up"
 CONFIGURED = "kquotactl_quota_configured"
@@ -127,6 +128,12 @@ def test_a_zookeeper_outage_keeps_the_last_limits_and_says_so(own_zk) -> None:
         ex.stop()
 
 
+def _firing(prometheus: str, alert: str) -> list[dict[str, Any]]:
+    """The alerts named ``alert`` firing in Prometheus (``/api/v1/alerts``)."""
+    alerts = requests.get(prometheus + "/api/v1/alerts", timeout=10).json()["data"]["alerts"]
+    return [a for a in alerts if a["labels"].get("alertname") == alert and a["state"] == "firing"]
+
+
 def _produce(bootstrap: str, client_id: str, rate: int, stop: threading.Event) -> None:
     """``rate`` bytes/s in 10 messages a second until ``stop`` (the broker's user is ANONYMOUS)."""
     from confluent_kafka import Producer
@@ -145,9 +152,10 @@ def _produce(bootstrap: str, client_id: str, rate: int, stop: threading.Event) -
 
 @pytest.mark.kafka
 @pytest.mark.prometheus
-def test_the_exporter_command_on_a_kraft_broker(observed_kraft) -> None:
+def test_the_exporter_command_on_a_kraft_broker(observed_kraft, tmp_path) -> None:
     """The CLI in a subprocess: utilization against the broker's own exporter, a change within one refresh, a real
-    Prometheus scraping it, the broker stopped and started again, and SIGTERM."""
+    Prometheus scraping it with the shipped rules (the throttle alert fires for the throttled client alone), the
+    broker stopped and started again, and SIGTERM."""
     from kquotactl.observe.prometheus import instant, scrape
     from kquotactl.testing.observe import PrometheusServer
     from kquotactl.testing.servers import free_port
@@ -161,7 +169,10 @@ def test_the_exporter_command_on_a_kraft_broker(observed_kraft) -> None:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stop = threading.Event()
     producer = threading.Thread(target=_produce, args=(bs, "slow", 100_000, stop))
-    prometheus = PrometheusServer(targets=[f"127.0.0.1:{port}"])
+    # the shipped rules, their for: left out (promtool holds those edges): an alert fires at its first evaluation
+    prometheus = PrometheusServer(
+        targets=[f"127.0.0.1:{port}"], job="kquotactl", rule_files=[rules_without_for(tmp_path)]
+    )
     try:
         wait_for(lambda: _answers(url), 30, "the exporter serving")
         producer.start()
@@ -196,6 +207,9 @@ def test_the_exporter_command_on_a_kraft_broker(observed_kraft) -> None:
             lambda: instant(prometheus.url, 'kquotactl_quota_limit{client_id="slow"}'), 30, "Prometheus' series"
         )
         assert got[0]["metric"]["level"] == "7" and float(got[0]["value"][1]) == 25000
+        # the throttle alert fires in Prometheus for the throttled client, and for no other quota-id
+        firing = wait_for(lambda: _firing(prometheus.url, "KquotactlQuotaThrottled"), 30, "the throttle alert")
+        assert {(a["labels"]["client_id"], a["labels"]["quota_type"]) for a in firing} == {("slow", "Produce")}
 
         # the same series from the Prometheus that scrapes the broker (in-process, --prometheus)
         from kquotactl.backends.factory import open_backend

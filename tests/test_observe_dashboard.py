@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 import requests
-import yaml
 
 from fixtures_exporter_contract import (
     CONFIGURED,
@@ -31,6 +30,7 @@ from fixtures_exporter_contract import (
     UNUSED,
     ContractExporter,
     QuotaId,
+    rules_without_for,
 )
 from kquotactl.core.keys import KEYS
 from kquotactl.observe.dashboard import DASHBOARD_FILE, dashboard_json
@@ -107,20 +107,6 @@ def test_the_command_line_never_loads_the_sdk() -> None:
 # -- a real Prometheus ------------------------------------------------------------------------------------------
 
 
-def _rules_without_for(tmp: Path) -> Path:
-    """The shipped rules with every ``for:`` left out, so the alerts fire at the first evaluation (their
-    ``for:`` edges are promtool's part, tests/test_alert_rules.py); expressions and words unchanged."""
-    from importlib.resources import files
-
-    doc = yaml.safe_load(files("kquotactl.observe").joinpath("rules/kquotactl-rules.yaml").read_text("utf-8"))
-    for group in doc["groups"]:
-        for rule in group["rules"]:
-            rule.pop("for", None)
-    path = tmp / "kquotactl-rules.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    return path
-
-
 class Prom:
     def __init__(self, url: str) -> None:
         self.url = url
@@ -155,7 +141,7 @@ def rules_prometheus(contract_exporter: ContractExporter, tmp_path_factory: pyte
     from kquotactl.testing.servers import free_port
 
     dead = f"127.0.0.1:{free_port()}"  # a target nothing listens on: KquotactlExporterDown's
-    rules = _rules_without_for(tmp_path_factory.mktemp("rules"))
+    rules = rules_without_for(tmp_path_factory.mktemp("rules"))
     with PrometheusServer(targets=[contract_exporter.url, dead], job=JOB, rule_files=[rules]) as server:
         p = Prom(server.url)
         # two scrapes at least (rate() needs two samples) and the rules evaluated on them

@@ -276,6 +276,33 @@ def _window_options(flag: str, config: str, what: tuple[str, str]) -> list[Calla
     ]
 
 
+ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
+
+
+def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Which engine replays traffic, and Spark's master and configuration (``impact run``, ``recommend``)."""
+    return stacked(
+        [
+            click.option(
+                "--engine",
+                type=click.Choice(["spark", "local", "auto"]),
+                default="auto",
+                show_default=True,
+                help=ENGINE_HELP,
+            ),
+            click.option(
+                "--master",
+                default="local[*]",
+                show_default=True,
+                metavar="URL",
+                help="Spark master (local[N], spark://host:7077, yarn, k8s://...); 'submit' leaves it to spark-submit.",
+            ),
+            click.option("--conf", "confs", multiple=True, metavar="K=V", help="Spark configuration, repeatable."),
+        ],
+        f,
+    )
+
+
 def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The brokers' quota window (``quota.window.num`` x ``quota.window.size.seconds``), for the commands that model
     throttling (``explain``, ``impact run``): one spelling, Kafka's own lower bounds."""

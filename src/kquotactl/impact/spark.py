@@ -1220,6 +1220,23 @@ def recommend_distributions(
     return out
 
 
+def replay_per_broker(traffic: Any, index: QuotaIndex, window: Window) -> dict[str, Any]:
+    """The ``impact`` report of ``index`` on :func:`engine_frame`'s DataFrame, each broker's rows replayed on their
+    own (a ``broker`` column) and the reports merged (:func:`~kquotactl.impact.replay.merge_broker_reports`), as the
+    local engine does."""
+    from pyspark.sql import functions as F
+
+    from kquotactl.impact.replay import merge_broker_reports, quota_table, report
+
+    rows = quota_table(index)
+    if BROKER_COLUMN not in traffic.columns:
+        return report(run(traffic, rows, window)[0], index, window)
+    brokers = sorted(r[0] for r in traffic.select(BROKER_COLUMN).distinct().collect())
+    return merge_broker_reports(
+        {b: report(run(traffic.where(F.col(BROKER_COLUMN) == b), rows, window)[0], index, window) for b in brokers}
+    )
+
+
 def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[Any], Any]:
     """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group then time; each
     group's rates replayed, its :class:`~kquotactl.core.recommend.Distribution` one output row."""

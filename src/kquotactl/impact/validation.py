@@ -31,13 +31,13 @@ from typing import Any
 from kquotactl.core.errors import UsageError
 from kquotactl.core.textinput import NUMBER, csv_problem, decode_line, json_problem, shown, utf8_message
 from kquotactl.core.wording import counted
-from kquotactl.impact.replay import ID_COLUMNS, USAGE
+from kquotactl.impact.replay import BROKER_COLUMN, ID_COLUMNS, USAGE
 
 MAX_UNITS = 2**53
 TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
 TS_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z in epoch seconds
 TS_EXPECTED = "epoch seconds or an ISO 8601 time with a zone, e.g. 2026-11-25T10:00:00Z"
-NAME_COLUMNS = (*ID_COLUMNS, "topic")
+NAME_COLUMNS = (*ID_COLUMNS, "topic", BROKER_COLUMN)  # broker: which broker measured a row (recommend)
 USAGE_BY_COLUMN = {u.column: u for u in USAGE.values()}
 # what a usage column holds, and the unit of its largest value
 EXPECTED = {

@@ -8,18 +8,20 @@ recommendation says nothing: a recommendation never removes a quota.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, Entity
+from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import Number
 from kquotactl.core.recommend import Distribution, GroupId, Policy, Recommendation, recommend
 from kquotactl.impact.replay import MODEL_KEYS, Window
 
 if TYPE_CHECKING:
+    from kquotactl.backends.base import QuotaBackend
     from kquotactl.core.precedence import QuotaIndex
     from kquotactl.services.impact import Replay
 
@@ -38,41 +40,40 @@ class Recommended:
 
 
 def recommend_from_traffic(
-    traffic: str | Sequence[str],
+    source: Replay,
     policy: Policy,
     *,
     current: Sequence[QuotaRecord] = (),
-    window: Window | None = None,
-    input_format: str = "table",
-    per_broker: bool = False,
-    engine: str = "local",
-    master: str | None = "local[*]",
-    conf: Mapping[str, str] | None = None,
     warn: Callable[[str], None] = lambda _message: None,
 ) -> Recommended:
-    """Read the traffic (``input_format``: ``table`` files, or ``kafka-request-log`` with ``per_broker``: each
-    input one broker's logs), measure each quota-id's rate per quota window sample and propose limits under
-    ``policy``, on the ``local`` or the ``spark`` engine (``master``, ``conf``), which give identical results.
-    Pure apart from reading the inputs; ``warn`` hears what a request log reader skipped."""
-    window = window or Window()
-    paths = [traffic] if isinstance(traffic, str) else list(traffic)
+    """Read the traffic ``source`` names (the ``impact run`` spec: table files, or request logs, ``per_broker``:
+    each input one broker's; the ``local``, ``spark`` or ``auto`` engine, which give identical results), measure
+    each quota-id's rate per quota window sample and propose limits under ``policy``, then replay them on the same
+    traffic. ``current``: the quotas kept where the traffic says nothing; ``warn`` hears what a request log reader
+    skipped. Prometheus sources are not read yet."""
+    from kquotactl.impact.engine import choose_engine
+
+    paths = list(source.traffic)
+    if source.input_format == "table" and len(paths) != 1:
+        raise UsageError("a traffic table is one file or directory: give one TRAFFIC (several are request logs)")
     keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
     defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
+    engine = choose_engine(source.engine, paths[0], source.input_format, paths)
     if engine == "spark":
         from kquotactl.impact import spark
-        from kquotactl.services.impact import Replay
 
-        source = Replay(window, paths, None, None, input_format, per_broker, "spark", master, dict(conf or {}))
+        source = dataclasses.replace(source, engine="spark")
         try:
-            dists, span_s, rows = _spark_distributions(source, policy, keys, warn)
+            traffic, dists, span_s, rows = _spark_distributions(source, policy, keys, warn)
             rec = recommend(dists, policy, span_s, defaults)
-            replayed = _spark_replay(source, rec, current)
+            replayed = spark.replay_per_broker(traffic, proposed_index(rec, current), source.window)
         except Exception as e:  # a Java error: one line naming its cause and Spark's log
             raise spark.failure(e) from None
         return Recommended(rec, dists, list(current), rows, replayed)
     from kquotactl.impact.recommend import distributions, sample_rates
 
-    columns = traffic_columns(paths, window, input_format, per_broker, warn)
+    window = source.window
+    columns = traffic_columns(paths, window, source.input_format, source.per_broker, warn)
     samples = [s for s in columns["sample"] if s is not None]
     span_s = float((max(samples) - min(samples) + 1) * window.size_s) if samples else 0.0
     dists = distributions(sample_rates(columns, policy.level, window, keys), policy.percentile)
@@ -82,7 +83,8 @@ def recommend_from_traffic(
 
 def _spark_distributions(
     source: Replay, policy: Policy, keys: Sequence[str], warn: Callable[[str], None]
-) -> tuple[dict[tuple[GroupId, str], dict[str, Distribution]], float, int]:
+) -> tuple[Any, dict[tuple[GroupId, str], dict[str, Distribution]], float, int]:
+    """The traffic as one Spark frame, read once, and the distributions computed on it."""
     from kquotactl.impact import spark
 
     window, paths = source.window, list(source.traffic)
@@ -96,16 +98,7 @@ def _spark_distributions(
     lo, hi, rows = spark.sample_bounds(traffic)
     span_s = float((hi - lo + 1) * window.size_s) if rows else 0.0
     dists = spark.recommend_distributions(traffic, policy.level.value, window, keys, policy.percentile)
-    return dists, span_s, rows
-
-
-def _spark_replay(source: Replay, rec: Recommendation, current: Sequence[QuotaRecord]) -> dict[str, Any]:
-    """The replay of :func:`replay_recommendation`, on Spark: ``impact run``'s Spark path."""
-    from kquotactl.services.impact import QuotaSets, run
-
-    result = run(source, QuotaSets(proposed_index(rec, current)))
-    result["summary"].pop("engine", None)  # the same report as the local engine's
-    return result
+    return traffic, dists, span_s, rows
 
 
 def proposed_index(rec: Recommendation, current: Sequence[QuotaRecord]) -> QuotaIndex:
@@ -155,12 +148,23 @@ def replay_recommendation(
     columns: Mapping[str, Sequence[Any]], rec: Recommendation, current: Sequence[QuotaRecord], window: Window
 ) -> dict[str, Any]:
     """The ``impact`` report of the quotas as they would be (current ones, recommended ones merged in) on the
-    traffic the recommendation came from: the local engine, the model ``impact run`` uses."""
+    traffic the recommendation came from, on the local engine: each broker's traffic replayed on its own (quotas are
+    per broker) and the reports merged, as ``impact run`` does for per-broker inputs."""
     from kquotactl.impact import local
-    from kquotactl.impact.replay import report
+    from kquotactl.impact.replay import BROKER_COLUMN, merge_broker_reports, report
 
     index = proposed_index(rec, current)
-    return report(local.run(columns, index, window), index, window)
+    brokers = columns.get(BROKER_COLUMN)
+    if not brokers:
+        return report(local.run(columns, index, window), index, window)
+    rows: dict[str, list[int]] = {}
+    for i, b in enumerate(brokers):
+        rows.setdefault(b, []).append(i)
+    reports = {}
+    for b, picked in rows.items():
+        part = {name: [values[i] for i in picked] for name, values in columns.items()}
+        reports[b] = report(local.run(part, index, window), index, window)
+    return merge_broker_reports(reports)
 
 
 def policy_of(

@@ -12,9 +12,7 @@ from typing import Any
 import click
 
 from kquotactl.cli.groups import OnceGroup
-from kquotactl.cli.options import parse_kafka_version, quota_window_options
-
-ENGINE_HELP = "spark (PySpark; the default for large inputs), local (plain Python), auto (local below 32 MiB of input)."
+from kquotactl.cli.options import engine_options, parse_kafka_version, quota_window_options
 
 
 @click.group(cls=OnceGroup)
@@ -92,17 +90,7 @@ def _status(console: Any) -> Any:
     metavar="BASE",
     help="Compare with another quota set on the same traffic: a manifest, or 'live' for the cluster's quotas.",
 )
-@click.option(
-    "--engine", type=click.Choice(["spark", "local", "auto"]), default="auto", show_default=True, help=ENGINE_HELP
-)
-@click.option(
-    "--master",
-    default="local[*]",
-    show_default=True,
-    metavar="URL",
-    help="Spark master (local[N], spark://host:7077, yarn, k8s://...); 'submit' leaves it to spark-submit.",
-)
-@click.option("--conf", "confs", multiple=True, metavar="K=V", help="Spark configuration, repeatable.")
+@engine_options
 @quota_window_options
 @click.option(
     "--kafka-version",

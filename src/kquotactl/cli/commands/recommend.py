@@ -13,6 +13,7 @@ import click
 
 from kquotactl.cli.groups import OnceCommand
 from kquotactl.cli.manifestargs import live_records
+from kquotactl.cli.options import engine_options, parse_kafka_version, quota_window_options
 from kquotactl.cli.state import AppState, pass_state
 from kquotactl.core.errors import UsageError
 
@@ -29,6 +30,9 @@ LEVELS = ("user-client", "user", "client-id")
     help="A traffic table (Parquet/CSV/JSON lines), or the brokers' request logs (as impact run reads them).",
 )
 @click.option("--per-broker", is_flag=True, help="kafka-request-log: each TRAFFIC input is one broker's logs.")
+@engine_options
+@quota_window_options
+@click.option("--kafka-version", metavar="X.Y[.Z]", help="The brokers' version, for the sampled Rate (as impact run).")
 @click.option("--percentile", type=float, metavar="P", help="The percentile limits rest on (default 99).")
 @click.option("--headroom", metavar="PCT", help="How far above the percentile a limit sits (default 20%).")
 @click.option("--floor", "floors", multiple=True, metavar="KEY=VALUE", help="The lowest limit to propose for KEY.")
@@ -67,6 +71,12 @@ def recommend(
     traffic: Sequence[str],
     input_format: str,
     per_broker: bool,
+    engine: str,
+    master: str,
+    confs: Sequence[str],
+    window_num: int,
+    window_size_seconds: int,
+    kafka_version: str | None,
     percentile: float | None,
     headroom: str | None,
     floors: Sequence[str],
@@ -100,17 +110,23 @@ def recommend(
     if fmt not in ("yaml", "json", "markdown"):
         raise UsageError(f"recommend writes yaml, json or markdown, not {fmt}")
     policy = policy_of(policy_file, percentile, headroom, floors, level, tail_share, keys, keep, exempt)
+    if per_broker and input_format != "kafka-request-log":
+        raise UsageError("--per-broker reads request logs: add --input-format kafka-request-log")
+    from kquotactl.impact.replay import Window
+    from kquotactl.impact.spark import parse_conf
+    from kquotactl.services.impact import Replay
+
+    version = parse_kafka_version(kafka_version) if kafka_version else None
+    window = Window(window_num, window_size_seconds, kafka_version=version)
+    master_url = None if master == "submit" else master  # (None: left to spark-submit)
+    source = Replay(window, traffic, None, None, input_format, per_broker, engine, master_url, parse_conf(confs))
     live = bool(current) or state.conn.with_env().has_cluster  # the policy is checked before any cluster is read
     backend, records = live_records(state, ctx, current) if live else (None, [])
     protected, notes = protected_users(backend if not current else None, super_users)
     for note in notes:
         state.warn(note)
     policy = dataclasses.replace(policy, exempt=policy.exempt | protected)
-    if per_broker and input_format != "kafka-request-log":
-        raise UsageError("--per-broker reads request logs: add --input-format kafka-request-log")
-    found = recommend_from_traffic(
-        traffic, policy, current=records, input_format=input_format, per_broker=per_broker, warn=state.warn
-    )
+    found = recommend_from_traffic(source, policy, current=records, warn=state.warn)
     if fmt == "json":
         from kquotactl.render.recommend import recommendation_json
         from kquotactl.render.records import dump_json

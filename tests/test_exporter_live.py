@@ -1,5 +1,5 @@
 """``kquotactl exporter`` against real parts: a real ZooKeeper (the change watch; an outage and its recovery), a
-KRaft 4.x broker with the JMX exporter agent and real producers over their quota (the exporter run as the CLI, in a
+KRaft 4.x broker and a ZooKeeper-mode 3.9 broker with the JMX exporter agent and real producers over their quota (the exporter run as the CLI, in a
 subprocess, scraped by a real Prometheus; the broker stopped and started again), and SIGTERM.
 
 /metrics is always read with prometheus_client's parser."""
@@ -255,3 +255,57 @@ def _answers(url: str) -> bool:
         return requests.get(url + "/-/ready", timeout=2).status_code == 200
     except requests.RequestException:
         return False
+
+
+@pytest.mark.kafka
+@pytest.mark.zookeeper
+@pytest.mark.prometheus
+def test_the_exporter_on_a_zookeeper_mode_broker(observed_zk_kafka, zk_server, tmp_path) -> None:
+    """Kafka 3.9 in ZooKeeper mode with the JMX exporter agent: the exporter reads the quotas through the change
+    watch and the sensors from the broker; a user-level limit (level 3) shows with its utilization, a change shows
+    without a poll, and a real Prometheus with the shipped rules fires the throttle alert for that user alone."""
+    from kquotactl.observe.prometheus import scrape
+    from kquotactl.testing.observe import PrometheusServer
+    from kquotactl.testing.servers import free_port
+
+    zk = ["--zookeeper", f"{zk_server.connect}/kafka39top"]
+    bs = observed_zk_kafka.bootstrap
+    assert run_cli(*zk, "alter", "--user", "ANONYMOUS", "--add-config", "producer_byte_rate=20000").exit_code == 0
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "kquotactl", *zk, "exporter", "--listen", f"127.0.0.1:{port}"]
+    cmd += ["--scrape", observed_zk_kafka.exporter, "--refresh", "1h", "--sensor-interval", "1s"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stop = threading.Event()
+    producer = threading.Thread(target=_produce, args=(bs, "zk-client", 100_000, stop))
+    rules = [rules_without_for(tmp_path)]
+    prometheus = PrometheusServer(targets=[f"127.0.0.1:{port}"], job="kquotactl", rule_files=rules)
+    try:
+        wait_for(lambda: _answers(url), 30, "the exporter serving")
+        producer.start()
+        labels = {"user": "ANONYMOUS", "quota_type": "Produce"}
+        wait_for(lambda: (value(url, "kquotactl_quota_throttle_time_seconds", **labels) or 0) > 0, 30, "throttled")
+        assert value(url, LIMIT, **labels, level="3", entity="users/ANONYMOUS", key="producer_byte_rate") == 20000
+        ours = read_metrics(url)
+        [broker_rate] = [
+            s.value for s in scrape([observed_zk_kafka.exporter]) if s.metric == "byte_rate" and s.user == "ANONYMOUS"
+        ]
+        [util] = [v for k, v in ours["kquotactl_quota_utilization_ratio"].items() if ("user", "ANONYMOUS") in k]
+        assert util == pytest.approx(broker_rate / 20000, rel=0.25), (util, broker_rate)
+        # the watch, not a poll (--refresh 1h), brings a change in
+        assert run_cli(*zk, "alter", "--user", "ANONYMOUS", "--add-config", "producer_byte_rate=30000").exit_code == 0
+        wait_for(lambda: value(url, LIMIT, **labels) == 30000, 5, "the change through the watch")
+        prometheus.start()
+        firing = wait_for(lambda: _firing(prometheus.url, "KquotactlQuotaThrottled"), 40, "the throttle alert")
+        assert {(a["labels"]["user"], a["labels"]["quota_type"]) for a in firing} == {("ANONYMOUS", "Produce")}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        stop.set()
+        if producer.is_alive():
+            producer.join()
+        prometheus.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        run_cli(*zk, "alter", "--user", "ANONYMOUS", "--delete-config", "producer_byte_rate")

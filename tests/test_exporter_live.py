@@ -1,6 +1,7 @@
 """``kquotactl exporter`` against real parts: a real ZooKeeper (the change watch; an outage and its recovery), a
-KRaft 4.x broker and a ZooKeeper-mode 3.9 broker with the JMX exporter agent and real producers over their quota (the exporter run as the CLI, in a
-subprocess, scraped by a real Prometheus; the broker stopped and started again), and SIGTERM.
+KRaft 4.x broker and a ZooKeeper-mode 3.9 broker with the JMX exporter agent and real producers over their quota
+(the exporter run as the CLI, in a subprocess, scraped by a real Prometheus with the shipped rules; the broker
+stopped and started again), and SIGTERM.
 
 /metrics is always read with prometheus_client's parser."""
 

@@ -132,12 +132,15 @@ def child(engine: str, path: str) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
-def measure(engine: str, path: Path) -> dict:
+def measure(engine: str, path: Path, script: str = __file__, tag: str = "rl") -> dict:
+    """Run ``script --child ENGINE PATH`` in its own process (its stderr in ``bench/out``): its RESULT line, and the
+    wall time as ``wall_s``."""
     t = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": f"{HERE.parent / 'src'}:{HERE}"}
-    with open(OUT / f"rl-{engine}-{path.stem}.stderr", "w") as err:
+    log = OUT / f"{tag}-{engine}-{path.stem}.stderr"
+    with open(log, "w") as err:
         p = subprocess.run(
-            [sys.executable, __file__, "--child", engine, str(path)],
+            [sys.executable, script, "--child", engine, str(path)],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
@@ -146,7 +149,7 @@ def measure(engine: str, path: Path) -> dict:
     wall = time.perf_counter() - t
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
     if not line:
-        raise SystemExit(f"{engine} on {path} failed (exit {p.returncode}); see {OUT}/rl-{engine}-{path.stem}.stderr")
+        raise SystemExit(f"{engine} on {path} failed (exit {p.returncode}); see {log}")
     return {**json.loads(line[0][7:]), "wall_s": wall}
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -87,20 +86,7 @@ def child(engine: str, path: str) -> None:
 
 
 def measure(engine: str, path: Path) -> dict:
-    t = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": f"{HERE.parent / 'src'}:{HERE}"}
-    with open(OUT / f"rc-{engine}-{path.stem}.stderr", "w") as err:
-        p = subprocess.run(
-            [sys.executable, __file__, "--child", engine, str(path)],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=env,
-        )
-    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-    if not line:
-        raise SystemExit(f"{engine} on {path} failed (exit {p.returncode}); see {OUT}/rc-{engine}-{path.stem}.stderr")
-    return {**json.loads(line[0][7:]), "wall_s": time.perf_counter() - t}
+    return rl.measure(engine, path, __file__, "rc")
 
 
 def main() -> None:

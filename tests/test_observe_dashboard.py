@@ -32,8 +32,9 @@ from fixtures_exporter_contract import (
     QuotaId,
     rules_without_for,
 )
+from kquotactl.cli.docsgen import DASHBOARD_FILE
 from kquotactl.core.keys import KEYS
-from kquotactl.observe.dashboard import DASHBOARD_FILE, dashboard_json
+from kquotactl.observe.dashboard import dashboard_json
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = "kquotactl"

@@ -84,7 +84,7 @@ def test_a_broker_with_only_unreadable_names_is_refused_naming_it() -> None:
     message = str(refused.value)
     assert message.startswith(f"{B2}: the exporter names the quota sensors as the Prometheus JMX exporter's KRaft")
     assert "e.g. kafka_server_produce_user_alice_40corp_client_id_app_byte_rate" in message
-    assert "put kquotactl's rules first" in message
+    assert "put kquotactl's rules (jmx-exporter-kafka-quotas.yaml, shipped with kquotactl) first" in message
     # kquotactl's rules first in that configuration: its names are read, the folded ones left aside
     ours = Reading(
         "kafka_quota_byte_rate", {"quota_type": "Produce", "user": "alice%40corp", "client_id": "app"}, 1.0, B2

@@ -208,7 +208,10 @@ def test_the_kraft_example_is_refused_in_one_line(configs: Path, oracle_seed: in
     assert "\nkafka_server_produce_user_alice_40corp_client_id_app_byte_rate 1.0\n" in text  # FIXED[0]
     message = str(refused.value)
     assert message.startswith(f"{oracle.url}: the exporter names the quota sensors as the Prometheus JMX exporter")
-    assert "put kquotactl's rules first" in message and "\n" not in message
+    assert (
+        "put kquotactl's rules (jmx-exporter-kafka-quotas.yaml, shipped with kquotactl) first" in message
+        and "\n" not in message
+    )
 
 
 def test_strimzi_exports_no_quota_sensor(configs: Path, oracle_seed: int) -> None:

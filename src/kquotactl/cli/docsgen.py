@@ -22,6 +22,9 @@ import click
 
 from kquotactl import __version__
 
+#: the Grafana dashboard ``make docs`` writes (observe/dashboard.py builds it), relative to the checkout
+DASHBOARD_FILE = "docs/examples/grafana-dashboard.json"
+
 PROG = "kquotactl"
 WIDTH = 100  # help is rendered at a fixed width, so the output never depends on the terminal
 MAN_SECTION = "1"
@@ -289,7 +292,7 @@ def render_all() -> dict[str, str]:
 
     from kquotactl.cli.completion import SHELLS, source
     from kquotactl.manifests.schema import SCHEMA_FILE, with_registry_keys
-    from kquotactl.observe.dashboard import DASHBOARD_FILE, dashboard_json
+    from kquotactl.observe.dashboard import dashboard_json
 
     all_pages = pages()
     files: dict[str, str] = {f"man/{p.man_name}.{MAN_SECTION}": man_page(p, all_pages) for p in all_pages}

@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from grafana_foundation_sdk.models.common import VizLegendOptions, VizTooltipOptions
     from grafana_foundation_sdk.models.dashboard import Dashboard, DataSourceRef, Panel
 
-#: the file ``make docs`` writes, relative to the checkout
-DASHBOARD_FILE = "docs/examples/grafana-dashboard.json"
 UID = "kquotactl-quotas"
 #: every query is limited to the exporter targets the ``job`` variable selects
 JOB = 'job=~"$job"'

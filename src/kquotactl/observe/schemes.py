@@ -247,8 +247,8 @@ JMX_EXPORTER_KRAFT = Scheme(
     unreadable=r"kafka_server_(?:produce|fetch|request|controllermutation)_(?:user|client_id)_.+_"
     r"(?:byte_rate|throttle_time|request_time|mutation_rate)"
     r"|kafka_server_socket_server_metrics_(?:ip_.+_connection_accept_rate|listener_.+_ip_connection_accept_throttle_time)",
-    fix="each quota-id is folded into the metric name, which no label gives back: put kquotactl's rules first "
-    "in that configuration (docs/observe.md, 'Exporter configurations you already run')",
+    fix="each quota-id is folded into the metric name, which no label gives back: put kquotactl's rules "
+    "(jmx-exporter-kafka-quotas.yaml, shipped with kquotactl) first in that configuration",
 )
 
 #: every scheme, the most complete first: where two give the same sensor of a broker, the first is kept

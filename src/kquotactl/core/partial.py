@@ -57,8 +57,8 @@ def partial_failure(
     if not atomic:
         message = (
             f"{error}; applied {counted(len(applied), 'entity')} ({shown}); "
-            f"{len(unknown)} in the failed request may or may not have been applied; "
-            f"{len(missing)} not sent — re-run to converge"
+            + (f"{len(unknown)} in the failed request may or may not have been applied; " if unknown else "")
+            + f"{len(missing)} not applied — re-run to converge"
         )
         return PartialFailure(message, applied, missing, unknown, str(error))
     parts = [f"{error}; applied {counted(len(applied), 'entity')}" + (f" ({shown})" if applied else "")]

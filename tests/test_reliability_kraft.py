@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -221,3 +222,99 @@ def test_active_controller_killed_mid_alter_through_the_controllers(quorum) -> N
           f"all {N} applied through the new controller in {elapsed:.1f} s")  # fmt: skip
     quorum.start_broker(victim)
     COUNTS.checked_updates += N
+
+
+# -- a frozen broker, a lost quorum: one line within the timeouts, never a hang --------------------------------------
+
+T = 3  # --connect-timeout and --timeout of these commands, s
+
+
+def commands(m: str) -> dict[str, list[str]]:
+    return {
+        "describe": ["describe"],
+        "alter": ["alter", "--client-id", "fz", "--add-config", f"{SETTABLE[0]}=3000"],
+        "plan": ["plan", "-f", m],
+        "apply": ["apply", "-f", m, "--yes"],
+        "verify": ["verify", "--client-id", "fz", "--expect", f"{SETTABLE[0]}=1000"],
+    }
+
+
+def timed(target: str, args: list[str]) -> tuple[int, list[str], float]:
+    """Run the console entry point in its own process (a hang would show as the 60 s guard)."""
+    t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "kquotactl", "--bootstrap-server", target, "--connect-timeout", str(T),
+           "--timeout", str(T), *args]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stderr.strip().splitlines(), time.monotonic() - t0
+
+
+def signal_nodes(cluster: KRaftCluster, indexes: list[int], sig: int) -> None:
+    for i in indexes:
+        proc = cluster.nodes[i]._proc
+        assert proc is not None
+        os.killpg(proc.pid, sig)
+
+
+def test_a_frozen_broker_fails_every_command_with_one_line_naming_it(quorum, tmp_path) -> None:
+    """SIGSTOP one node (its sockets stay open, nothing answers). Through it, each command fails (exit 1) with one
+    line naming its address, within the timeouts; through every broker, ``verify`` names the broker that did not
+    answer (exit 1) and never counts it as in sync."""
+    m = tmp_path / "fz.yaml"
+    m.write_text(f"quotas:\n- {{entity: {{client-id: fz}}, config: {{{SETTABLE[0]}: 1000}}}}\n")
+    run_cli("--bootstrap-server", quorum.bootstrap, "alter", "--client-id", "fz", "--add-config", f"{SETTABLE[0]}=1000")
+    frozen = (quorum.active_controller() + 1) % 3  # not the controller: the others keep serving
+    everyone = quorum.bootstrap
+    signal_nodes(quorum, [frozen], signal.SIGSTOP)
+    COUNTS.faults += 1
+    seen = {}
+    try:
+        # first, before the controller fences it (broker.session.timeout.ms, 9 s): still listed, not answering
+        seen["verify (every broker)"] = timed(everyone, commands(str(m))["verify"])
+        for name, args in commands(str(m)).items():
+            seen[name] = timed(quorum.nodes[frozen].bootstrap, args)
+    finally:
+        signal_nodes(quorum, [frozen], signal.SIGCONT)
+    for name, (code, lines, elapsed) in seen.items():
+        print(f"\n{name}: exit {code} in {elapsed:.1f} s: {lines}")
+    for name, (code, lines, elapsed) in seen.items():
+        assert code == 1, (name, lines)
+        assert len(lines) == 1 and lines[0].startswith("kquotactl: error: "), (name, lines)
+        assert elapsed < 2 * T + 6, (name, elapsed)
+        if name.startswith("verify (every"):
+            assert f"broker {quorum.nodes[frozen].node_id}" in lines[0], lines[0]
+        else:
+            assert quorum.nodes[frozen].bootstrap in lines[0], (name, lines[0])
+
+
+def test_a_quorum_lost_fails_writes_with_one_line_naming_it(quorum, tmp_path) -> None:
+    """SIGSTOP two of the three nodes: no controller quorum. Through the live broker, writes fail (exit 1) with one
+    line naming the quorum within the timeouts; reads answer from the broker's last metadata image (as
+    kafka-configs does); ``verify`` names the two brokers that did not answer."""
+    m = tmp_path / "fz.yaml"
+    m.write_text(f"quotas:\n- {{entity: {{client-id: fz}}, config: {{{SETTABLE[0]}: 2000}}}}\n")
+    live_one = quorum.active_controller()
+    stopped = [i for i in range(3) if i != live_one]
+    signal_nodes(quorum, stopped, signal.SIGSTOP)
+    COUNTS.faults += 1
+    seen = {}
+    try:
+        time.sleep(1)
+        for name, args in commands(str(m)).items():
+            seen[name] = timed(quorum.nodes[live_one].bootstrap, args)
+    finally:
+        signal_nodes(quorum, stopped, signal.SIGCONT)
+    for name, (code, lines, elapsed) in seen.items():
+        print(f"\n{name}: exit {code} in {elapsed:.1f} s: {lines}")
+    ids = [quorum.nodes[i].node_id for i in stopped]
+    for name, (_code, _lines, elapsed) in seen.items():
+        assert elapsed < 3 * T + 6, (name, elapsed)  # the request, then the quorum read back, bounded each
+    assert seen["describe"][0] == 0 and seen["plan"][0] == 2  # the broker's last image (stale, as kafka-configs)
+    code, lines, _ = seen["alter"]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("kquotactl: error: "), lines
+    assert "no KRaft controller quorum settled" in lines[0] and "1 in the failed request may or may not" in lines[0]
+    code, lines, _ = seen["apply"]  # the partial report: the cause first, the entity unknown (never "not applied")
+    assert code == 1 and "no KRaft controller quorum settled" in lines[0], lines
+    assert "outcome unknown: client-id=fz" in lines and not any(x.startswith("not applied:") for x in lines), lines
+    assert lines[-1].startswith("kquotactl: error: partial apply"), lines
+    code, lines, _ = seen["verify"]
+    assert code == 1 and len(lines) == 1 and any(f"broker {b} " in lines[0] for b in ids), lines

@@ -388,9 +388,12 @@ class AdminBackend(QuotaBackend):
                     outcomes = self._send(entries, validate_only)
                 except BackendUnavailable as e:  # the answer was lost: settle what it did before saying so
                     if not validate_only and not self.controller:
-                        landed, in_flight = self._settle(batch)
+                        landed, in_flight, why = self._settle(batch)
                         results.update((r.entity, r) for r in landed)
                         report(landed)
+                        if why:
+                            e = BackendUnavailable(f"{e}; {why}")
+                        raise partial_failure(e, changes, results, in_flight, atomic=False, read_back=True) from None
                     raise partial_failure(e, changes, results, in_flight, atomic=False) from None
                 except QuotaError as e:
                     raise partial_failure(e, changes, results, in_flight, atomic=False) from None
@@ -433,11 +436,12 @@ class AdminBackend(QuotaBackend):
 
     def _settle(
         self, batch: Sequence[tuple[EntityChange, QuotaConfig, QuotaConfig, Any]]
-    ) -> tuple[list[EntityResult], list[Entity]]:
+    ) -> tuple[list[EntityResult], list[Entity], str]:
         """A request whose answer was lost (its broker or the active controller died): once a controller is
         active and the live replicas hold every record it has (:meth:`_await_quorum`), read its entities back.
-        Returns those found at their new values (applied) and those still unknown (neither old nor new, or
-        no settled quorum within the request timeout); those at their old values were not applied."""
+        Returns those found at their new values (applied), those still unknown (neither old nor new, or no
+        settled quorum within the request timeout) and why they could not be read ("" when they were); those at
+        their old values were not applied."""
         pending = {ch.entity: (before, after) for ch, before, after, _ in batch}
         landed: list[EntityResult] = []
         at_before: list[Entity] = []
@@ -454,8 +458,8 @@ class AdminBackend(QuotaBackend):
                     break  # (a broker applies committed records a moment later: read again within the settle)
         except QuotaError as e:
             log.info("the request in flight could not be read back: %s", e)
-            return landed, list(pending)
-        return landed, [e for e in pending if e not in at_before]
+            return landed, list(pending), str(e)
+        return landed, [e for e in pending if e not in at_before], ""
 
     def _await_quorum(self) -> None:
         """Wait (within the request timeout) until the metadata quorum has a leader whose high watermark covers
@@ -483,7 +487,8 @@ class AdminBackend(QuotaBackend):
             if attempt.last:
                 break
         raise BackendUnavailable(
-            f"the KRaft metadata quorum did not settle within {self.wire.request_timeout:g}s ({last})"
+            f"no KRaft controller quorum settled within {self.wire.request_timeout:g}s to read the request back "
+            f"({last})"
         )
 
     @staticmethod

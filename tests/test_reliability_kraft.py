@@ -318,3 +318,85 @@ def test_a_quorum_lost_fails_writes_with_one_line_naming_it(quorum, tmp_path) ->
     assert lines[-1].startswith("kquotactl: error: partial apply"), lines
     code, lines, _ = seen["verify"]
     assert code == 1 and len(lines) == 1 and any(f"broker {b} " in lines[0] for b in ids), lines
+
+
+# -- concurrent writers through the admin API ----------------------------------------------------------------------
+
+#: alters per worker (KQUOTACTL_CONCURRENCY_ROUNDS scales it)
+ROUNDS = int(os.environ.get("KQUOTACTL_CONCURRENCY_ROUNDS", "4"))
+
+WORKER = """
+import json, sys
+from kquotactl.backends.kafka.quotas import AdminBackend
+from kquotactl.core.changes import EntityChange
+from kquotactl.core.entities import Entity
+bootstrap, entity, key = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+base, rounds, deletes = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6] == "1"
+e = Entity(user=entity.get("user"), client_id=entity.get("client-id"))
+last = None
+with AdminBackend.connect(bootstrap, connect_timeout=10, timeout=30) as b:
+    for r in range(rounds):
+        if deletes and r % 3 == 2:
+            b.alter([EntityChange(e, remove=frozenset({key}))])
+            last = None
+        else:
+            last = base + r
+            b.alter([EntityChange(e, {key: last})])
+print(json.dumps(last))
+"""
+
+
+def test_sixteen_writers_on_shared_entities_keep_every_key_of_its_last_writer(quorum) -> None:
+    """16 processes alter 4 entities through different brokers at once: 12 own one (entity, key) slot each
+    (setting it, every third round removing it), 4 contend for one shared key of one entity. AlterClientQuotas
+    has no compare-and-set, but kquotactl sends only the keys a change names, each as an absolute set or remove
+    in one entry per entity: so every owned slot ends at its owner's last operation (no writer's key is lost to
+    another's write of the same entity, removals included), and the shared key holds the last value of one of
+    its writers (last writer wins per key)."""
+    entities = [{"user": "cw"}, {"user": "cw", "client-id": "a"}, {"user": "cw", "client-id": "b"}, {"client-id": "cw"}]
+    owned_keys, shared_key = SETTABLE[:3], SETTABLE[3]
+    nodes = [n.bootstrap for n in quorum.nodes]
+    jobs = []  # (entity, key, base, deletes)
+    for i, ent in enumerate(entities):
+        for j, key in enumerate(owned_keys):
+            jobs.append((ent, key, 1000 * (10 * i + j + 1), True))
+    jobs += [(entities[0], shared_key, 1000 * (50 + w), False) for w in range(4)]
+    assert len(jobs) == 16
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                nodes[n % 3],
+                json.dumps(ent),
+                key,
+                str(base),
+                str(ROUNDS),
+                "1" if d else "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, (ent, key, base, d) in enumerate(jobs)
+    ]
+    lasts = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        lasts.append(json.loads(out))
+    COUNTS.checked_updates += 16 * ROUNDS
+    time.sleep(1)  # every broker applies the last records
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.core.entities import Entity
+
+    for node in quorum.nodes:  # each broker's own view
+        with AdminBackend.connect(node.bootstrap, connect_timeout=5, timeout=30) as b:
+            state = {r.entity.label(): dict(r.config) for r in b.describe() if "cw" in r.entity.label()}
+        for (ent, key, _base, deletes), last in zip(jobs, lasts, strict=True):
+            label = Entity(user=ent.get("user"), client_id=ent.get("client-id")).label()
+            if deletes:
+                assert state[label].get(key) == last, (label, key, state[label], last)
+        shared = state[Entity(user="cw").label()][shared_key]
+        assert shared in [last for (_e, k, _b, _d), last in zip(jobs, lasts, strict=True) if k == shared_key]

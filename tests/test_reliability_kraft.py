@@ -438,3 +438,42 @@ def test_verify_waits_for_a_restarting_broker_and_never_counts_it_before_it_answ
         {"broker": f"broker {n.node_id}", "config": {SETTABLE[0]: 4096}} for n in quorum.nodes
     ], report
     assert report["waited_s"] > 2, report  # it waited for the restarted broker, within its bound
+
+
+def test_a_staged_apply_rides_out_a_node_restart_between_its_stages(quorum, tmp_path) -> None:
+    """A 2-stage lowering through every broker; right after stage 1 is written, one node is SIGKILLed and started
+    again. Stage 1's check waits (within ``--timeout``) for the broker that does not answer instead of failing or
+    counting it, stage 2 goes through the live nodes, and every broker ends at the target."""
+    from kquotactl.backends.kafka.quotas import AdminBackend
+    from kquotactl.core.changes import EntityChange
+    from kquotactl.core.entities import Entity
+
+    key = SETTABLE[0]
+    with AdminBackend.connect(quorum.bootstrap, connect_timeout=5, timeout=30) as b:
+        b.alter([EntityChange(Entity(client_id="st"), {key: 1_000_000})])
+    m, log = tmp_path / "st.yaml", tmp_path / "st.log"
+    m.write_text(f"quotas:\n- {{entity: {{client-id: st}}, config: {{{key}: 10000}}}}\n")
+    down = (quorum.active_controller() + 1) % 3
+    cmd = [sys.executable, "-m", "kquotactl", "--bootstrap-server", quorum.bootstrap, "--connect-timeout", "2",
+           "--timeout", "60", "apply", "-f", str(m), "--stages", "2", "--interval", "2s", "--log", str(log),
+           "--yes"]  # fmt: skip
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_applied(log, 1, p)  # stage 1 written
+        quorum.kill(down)
+        COUNTS.faults += 1
+        quorum.start_broker(down)
+        out, err = p.communicate(timeout=180)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    elapsed = time.monotonic() - t0
+    print(f"\nstaged apply with node {down + 1} restarted after stage 1: exit {p.returncode} in {elapsed:.1f} s")
+    assert p.returncode == 0, err + out
+    stages = [json.loads(x).get("stage") for x in log.read_text().splitlines()[1:] if x.strip()]
+    assert sorted(s for s in stages if s) == [1, 2], stages
+    for node in quorum.nodes:  # each broker's own view
+        with AdminBackend.connect(node.bootstrap, connect_timeout=5, timeout=30) as b:
+            got = {r.entity.label(): dict(r.config) for r in b.describe()}
+        assert got[Entity(client_id="st").label()] == {key: 10000}, (node.node_id, got)

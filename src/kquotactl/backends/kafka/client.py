@@ -195,8 +195,22 @@ class QuotaWire:
 
     async def _refresh_metadata(self) -> None:
         """One Metadata request (no topics) through the bootstrap node: the brokers' ids and addresses."""
-        resp = await self._request(await self._bootstrap_conn(), MetadataRequest(topics=MetadataRequest.NO_TOPICS))
+        resp = await self._read(MetadataRequest(topics=MetadataRequest.NO_TOPICS))
         self._manager.cluster.update_metadata(resp)
+
+    async def _read(self, request: KafkaRequest, broker: int | None = None) -> KafkaResponse:
+        """A read (nothing written: safe to send twice) to the bootstrap node or broker ``broker``; a connection
+        found dead on sending (its broker restarted or died since the last request) is opened again once."""
+        for last in (False, True):
+            conn = await (self._bootstrap_conn() if broker is None else self._broker_conn(broker))
+            try:
+                return await self._request(conn, request)
+            except Errors.KafkaConnectionError:
+                if last:
+                    raise
+                log.debug("connection to %s lost; reading again on a new one", broker or self.bootstrap)
+                conn.close()
+        raise AssertionError("unreachable")
 
     def _broker_ids_known(self) -> list[int]:
         return [b.node_id for b in self._manager.cluster.brokers()]
@@ -291,6 +305,8 @@ class QuotaWire:
         """Send ``request`` to the bootstrap node, or to broker ``broker``; Kafka's answer, or one-line errors."""
 
         async def go() -> KafkaResponse:
+            if not isinstance(request, AlterClientQuotasRequest | IncrementalAlterConfigsRequest):
+                return await self._read(request, broker)
             conn = await (self._bootstrap_conn() if broker is None else self._broker_conn(broker))
             return await self._request(conn, request)
 
@@ -384,7 +400,7 @@ class QuotaWire:
 
         async def go() -> KafkaResponse:
             try:
-                return await self._request(await self._bootstrap_conn(), req)
+                return await self._read(req)
             except Errors.IncompatibleBrokerVersion:
                 return None
 

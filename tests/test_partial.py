@@ -35,10 +35,14 @@ def test_an_admin_request_in_flight_may_or_may_not_have_been_applied() -> None:
     assert isinstance(err, PartialFailure) and err.unknown == ["user=u2", "user=u3"]
     assert str(err) == (
         "gone; applied 1 entity (user=u0); 2 in the failed request may or may not have been applied; "
-        "1 not sent — re-run to converge"
+        "1 not applied — re-run to converge"
     )
+    settled = partial_failure(BackendUnavailable("gone"), CHANGES, DONE, [], atomic=False)  # read back: none unknown
+    assert str(settled) == "gone; applied 1 entity (user=u0); 3 not applied — re-run to converge"
     plain = BackendUnavailable("gone")
-    assert partial_failure(plain, CHANGES, {}, [E[0]], atomic=False) is plain  # nothing applied: the error as is
+    assert partial_failure(plain, CHANGES, {}, [], atomic=False) is plain  # nothing applied: the error as is
+    unsure = partial_failure(plain, CHANGES, {}, [E[0]], atomic=False)  # nothing applied, one of unknown fate
+    assert isinstance(unsure, PartialFailure) and unsure.unknown == ["user=u0"]
 
 
 def test_interrupted_and_apply_failures_render_one_way() -> None:

@@ -215,12 +215,16 @@ class PartialFailure(QuotaError):
         not_applied: list[str],
         unknown: list[str] | None = None,
         cause: str | None = None,
+        read_back: bool = False,
     ) -> None:
         super().__init__(message)
         self.applied = applied
         self.not_applied = not_applied
         self.unknown = unknown or []  # the write in flight when it stopped, whose answer never came
         self.cause = message if cause is None else cause  # why it stopped, without the counts
+        # the backend already read the write in flight back where it could: what is unknown, reading again
+        # (a stale broker without a controller quorum) cannot settle
+        self.read_back = read_back
 
 
 class Terminated(KeyboardInterrupt):

@@ -41,26 +41,27 @@ def partial_failure(
     in_flight: Collection[Entity] = (),
     *,
     atomic: bool,
+    read_back: bool = False,
 ) -> QuotaError:
-    """``error`` as a :class:`PartialFailure` when some entities were applied before it (nothing is half-written per
-    entity), else ``error`` itself.
+    """``error`` as a :class:`PartialFailure` when some entities were applied before it or are of unknown outcome
+    (nothing is half-written per entity), else ``error`` itself.
 
     ``atomic``: the batch in flight is one ZooKeeper transaction (all or none of it was written); otherwise one
-    admin request, each of whose entities may or may not have been applied. A re-run converges either way.
+    admin request, each of whose entities may or may not have been applied (the admin backend reads it back
+    first, ``read_back``: what stays unknown, it could not read). A re-run converges either way.
     """
     if isinstance(error, PartialFailure):
         return error
     applied, missing, unknown = split_outcomes(changes, results, in_flight)
-    if not applied and (not unknown or not atomic):
+    if not applied and not unknown:
         return error
     shown = ", ".join(applied[:10]) + (f" and {len(applied) - 10} more" if len(applied) > 10 else "")
     if not atomic:
-        message = (
-            f"{error}; applied {counted(len(applied), 'entity')} ({shown}); "
-            f"{len(unknown)} in the failed request may or may not have been applied; "
-            f"{len(missing)} not sent — re-run to converge"
-        )
-        return PartialFailure(message, applied, missing, unknown, str(error))
+        said = [str(error)] + ([f"applied {counted(len(applied), 'entity')} ({shown})"] if applied else [])
+        if unknown:
+            said.append(f"{len(unknown)} in the failed request may or may not have been applied")
+        said.append(f"{len(missing)} not applied — re-run to converge")
+        return PartialFailure("; ".join(said), applied, missing, unknown, str(error), read_back)
     parts = [f"{error}; applied {counted(len(applied), 'entity')}" + (f" ({shown})" if applied else "")]
     if unknown:
         parts.append(

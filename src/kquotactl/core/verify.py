@@ -40,10 +40,12 @@ TOLERANCE_FRACTION = 0.25
 
 @dataclass(frozen=True)
 class BrokerView:
-    """What one broker reports for the entity (``config`` empty: no quotas)."""
+    """What one broker reports for the entity (``config`` empty: no quotas); ``unanswered``: why it did not answer
+    ("" when it did): such a broker lags, never counts as applied."""
 
     broker: str
     config: Mapping[str, Number]
+    unanswered: str = ""
 
 
 def matches(expected: Mapping[str, Number], reported: Mapping[str, Number], exact: bool) -> bool:
@@ -116,9 +118,15 @@ def lag_message(label: str, expected: Mapping[str, Number], late: Sequence[Broke
     return f"{label}: not applied everywhere after {waited:.1f}s (expected {config_words(expected)}): {said}"
 
 
+def unanswered_message(label: str, late: Sequence[BrokerView], waited: float) -> str:
+    """One line naming every broker that did not answer, and why (the first reason of each)."""
+    said = "; ".join(f"{v.broker}: {v.unanswered}" for v in late if v.unanswered)
+    return f"{label}: could not ask every broker within {waited:.1f}s ({said})"
+
+
 def lagging(expected: Mapping[str, Number], views: Sequence[BrokerView], exact: bool = False) -> list[BrokerView]:
     """The brokers that do not (yet) report ``expected``, in the order given."""
-    return [v for v in views if not matches(expected, v.config, exact)]
+    return [v for v in views if v.unanswered or not matches(expected, v.config, exact)]
 
 
 # -- step 2: the driven client's throttle against the simulation -----------------------------------------

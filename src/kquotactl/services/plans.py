@@ -283,7 +283,11 @@ def _stopped(
         cause, stopped, in_flight = "interrupted", True, [d for d in part if d.entity not in seen]
     else:
         cause, stopped, in_flight = str(error), False, []
-    unknown, out.read_back = _read_back(backend, [d for d in in_flight if d.entity not in seen], add)
+    in_flight = [d for d in in_flight if d.entity not in seen]
+    if isinstance(error, PartialFailure) and error.read_back:  # the backend read them back already
+        unknown, out.read_back = [d.entity for d in in_flight], ""
+    else:
+        unknown, out.read_back = _read_back(backend, in_flight, add)
     gone = set(unknown)
     applied = [e.label() for e, r in seen.items() if r.outcome is Outcome.APPLIED]
     not_applied = [

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from kquotactl.backends.base import QuotaBackend, opened
 from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import VerifyRefused
+from kquotactl.core.errors import BackendUnavailable, VerifyRefused
 from kquotactl.core.keys import PRODUCE_KEY, Number
 from kquotactl.core.precedence import QuotaIndex
 from kquotactl.core.retry import RetryPolicy
@@ -19,6 +19,7 @@ from kquotactl.services.quotas import load_quota_set
 if TYPE_CHECKING:  # types only: the modules load inside the services that use them
     from kquotactl.connection.clientprops import ClientSettings
     from kquotactl.connection.cluster import ConnectionOptions
+    from kquotactl.core.filters import EntityFilter
     from kquotactl.core.plan import Plan
     from kquotactl.core.verify import BrokerView, DriveVerdict, QuietWait
     from kquotactl.observe.throttled import Sample
@@ -71,7 +72,7 @@ def wait_applied(
     import time
 
     from kquotactl.core.filters import EntityFilter
-    from kquotactl.core.verify import BrokerView, lagging
+    from kquotactl.core.verify import BrokerView, lagging, unanswered_message
 
     clock = clock or time.monotonic
     flt = EntityFilter.exact(entity)
@@ -82,7 +83,7 @@ def wait_applied(
         source = "DescribeClientQuotas sent to each broker"
 
         def views() -> list[BrokerView]:
-            return [BrokerView(f"broker {b}", _config_of(backend.describe(flt, broker=b))) for b in brokers]
+            return [_ask(backend, flt, b) for b in brokers]
 
     else:
         source = backend.described_from
@@ -109,8 +110,21 @@ def wait_applied(
         seen = views()
         late = lagging(expected, seen, exact)
         if not late or attempt.last:
+            if any(v.unanswered for v in late):  # never a verdict on a broker that did not answer: an error
+                raise BackendUnavailable(unanswered_message(entity.label(), late, attempt.elapsed))
             return Converged(entity, dict(expected), exact, seen, late, attempt.elapsed, source)
     raise AssertionError("unreachable: the last try returns")
+
+
+def _ask(backend: QuotaBackend, flt: EntityFilter, broker: int) -> BrokerView:
+    """One broker's view; one that does not answer (restarting, frozen) is a view saying so, asked again next
+    round, so the wait goes on within its bound and every such broker is named."""
+    from kquotactl.core.verify import BrokerView
+
+    try:
+        return BrokerView(f"broker {broker}", _config_of(backend.describe(flt, broker=broker)))
+    except BackendUnavailable as e:
+        return BrokerView(f"broker {broker}", {}, unanswered=str(e))
 
 
 def _config_of(records: Sequence[QuotaRecord]) -> dict[str, Number]:

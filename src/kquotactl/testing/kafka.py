@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -376,7 +378,9 @@ class KRaftCluster:
                 cluster_id=cluster_id,
                 log_level=self.log_level,
                 jvm_opts=[self.heap],
-                extra_props={"controlled.shutdown.enable": "true"},
+                # the log cleaner's 128 MiB default dedupe buffer does not fit a small heap beside a large
+                # metadata image (a restarted node died of it with 10,000 entities)
+                extra_props={"controlled.shutdown.enable": "true", "log.cleaner.dedupe.buffer.size": str(16 << 20)},
             )
             for i, p in enumerate(controller_ports)
         ]
@@ -419,6 +423,25 @@ class KRaftCluster:
         """Start a stopped node again (same ports and data), and wait until all running nodes are listed."""
         self.nodes[index].start(timeout)
         self.wait_brokers(sum(n.running for n in self.nodes), timeout)
+
+    def active_controller(self) -> int:
+        """The index in :attr:`nodes` of the active controller: the metadata quorum's leader (DescribeQuorum,
+        asked of a running node, as ``kafka-metadata-quorum describe --status`` does)."""
+        from kquotactl.backends.kafka.quotas import AdminBackend
+
+        with AdminBackend.connect(self.bootstrap, connect_timeout=5, timeout=10) as b:
+            q = b.wire.quorum()
+        if q is None or q.leader < 0:
+            raise RuntimeError(f"no active controller in the quorum ({q})")
+        return next(i for i, n in enumerate(self.nodes) if n.node_id == q.leader)
+
+    def kill(self, index: int) -> None:
+        """SIGKILL one node (no controlled shutdown, no goodbye to the quorum); :meth:`start_broker` restarts it."""
+        proc = self.nodes[index]._proc
+        assert proc is not None, f"node {index} is not running"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        self.nodes[index]._proc = None
 
     def close(self) -> None:
         """Stop every node at once (one after the other, the last ones would lose their quorum and wait for it

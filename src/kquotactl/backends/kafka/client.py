@@ -29,6 +29,7 @@ from kafka.admin.client import KafkaAdminClient
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeQuorumRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.metadata import MetadataRequest
 
@@ -48,6 +49,9 @@ WireOp = tuple[str, float, bool]
 #: how often a connection a broker paused (its throttle, KIP-219) is looked at again, within the request timeout
 THROTTLE_POLL = RetryPolicy(delay=0.05)
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+CONTROLLER_ENDPOINTS = 2  # DescribeCluster's EndpointType for controllers (KIP-919)
+METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log: DescribeQuorum's one partition
+NOT_CONTROLLER = Errors.NotControllerError.errno
 # kafka-python ships no types: its connections, requests and responses are Any here, named for the reader
 KafkaConn = Any
 KafkaRequest = Any
@@ -64,6 +68,18 @@ CONFIG_SOURCES = {
     7: "CLIENT_METRICS_CONFIG",
     8: "GROUP_CONFIG",
 }
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """The KRaft metadata quorum as its leader tells it (DescribeQuorum): the leader (-1: none elected), its
+    epoch, the high watermark (every record below it is committed for good), and each replica's log end offset
+    and last fetch time (ms, the leader's clock), voters and observers alike."""
+
+    leader: int
+    epoch: int
+    high_watermark: int
+    replicas: dict[int, tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -101,6 +117,7 @@ class QuotaWire:
         self._net.start()
         self._conn: KafkaConn = None
         self._brokers: dict[int, KafkaConn] = {}  # broker id -> connection, for per-broker config resources
+        self._routed = False  # controller mode: the connection is to the active controller
         try:
             self._conn = self._manager.run(self._connect)
         except BaseException:
@@ -122,9 +139,11 @@ class QuotaWire:
         return f"{'controller' if self.controller else 'broker'} {self.bootstrap}"
 
     async def _connect(self) -> KafkaConn:
-        """Try the bootstrap addresses in turn until one completes the handshake (ApiVersions, SASL)."""
+        """Try the bootstrap addresses in turn until one completes the handshake (ApiVersions, SASL), then the
+        brokers the cluster's metadata listed (a reconnect after the bootstrap broker died, as Kafka's clients
+        use bootstrap addresses only to find the cluster)."""
         errors: list[str] = []
-        for node in self._manager.cluster.bootstrap_brokers():
+        for node in [*self._manager.cluster.bootstrap_brokers(), *self._manager.cluster.brokers()]:
             conn, error = await self._open(node)
             if conn is not None:
                 return conn
@@ -179,8 +198,22 @@ class QuotaWire:
 
     async def _refresh_metadata(self) -> None:
         """One Metadata request (no topics) through the bootstrap node: the brokers' ids and addresses."""
-        resp = await self._request(await self._bootstrap_conn(), MetadataRequest(topics=MetadataRequest.NO_TOPICS))
+        resp = await self._read(MetadataRequest(topics=MetadataRequest.NO_TOPICS))
         self._manager.cluster.update_metadata(resp)
+
+    async def _read(self, request: KafkaRequest, broker: int | None = None) -> KafkaResponse:
+        """A read (nothing written: safe to send twice) to the bootstrap node or broker ``broker``; a connection
+        found dead on sending (its broker restarted or died since the last request) is opened again once."""
+        for last in (False, True):
+            conn = await (self._bootstrap_conn() if broker is None else self._broker_conn(broker))
+            try:
+                return await self._request(conn, request)
+            except Errors.KafkaConnectionError:
+                if last:
+                    raise
+                log.debug("connection to %s lost; reading again on a new one", broker or self.bootstrap)
+                conn.close()
+        raise AssertionError("unreachable")
 
     def _broker_ids_known(self) -> list[int]:
         return [b.node_id for b in self._manager.cluster.brokers()]
@@ -189,7 +222,47 @@ class QuotaWire:
         if self._conn.closed:  # closed while idle (connections.max.idle.ms, a broker restart): reconnect first
             log.debug("connection to %s closed; reconnecting", self.bootstrap)
             self._conn = await self._connect()
+            self._routed = False
+        if self.controller and not self._routed:
+            self._conn = await self._active_controller(self._conn)
+            self._routed = True
         return self._conn
+
+    async def _active_controller(self, conn: KafkaConn) -> KafkaConn:
+        """A connection to the active controller: only it takes writes (the others answer NOT_CONTROLLER), so
+        with several ``--bootstrap-controller`` addresses ask one which is active (DescribeCluster, KIP-919).
+        A controller older than 3.7 cannot say: the connection stays as it is."""
+        req = DescribeClusterRequest(
+            include_cluster_authorized_operations=False,
+            endpoint_type=CONTROLLER_ENDPOINTS,
+            include_fenced_brokers=False,
+        )
+        try:
+            resp = await self._request(conn, req)
+        except Errors.IncompatibleBrokerVersion:
+            return conn
+        _raise_for(resp, "DescribeCluster: ")
+        active = next((b for b in resp.brokers if b.broker_id == resp.controller_id), None)
+        if active is None:
+            return conn
+        for node in self._manager.cluster.bootstrap_brokers():
+            if (node.host, node.port) != (active.host, active.port):
+                continue
+            if node.node_id == conn.node_id:
+                return conn
+            found, error = await self._open(node)
+            if found is None:
+                raise self._unreachable(f"controller {active.broker_id} (the active one)", [error])
+            log.debug("the active controller is %s at %s:%s", active.broker_id, active.host, active.port)
+            return found
+        raise BackendUnavailable(
+            f"the active controller {active.broker_id} ({active.host}:{active.port}) is not among "
+            f"--bootstrap-controller {self.bootstrap}: add its address"
+        )
+
+    def reroute(self) -> None:
+        """Ask again which controller is active before the next request (after NOT_CONTROLLER or a lost one)."""
+        self._routed = False
 
     async def _auth_error(self, exc: Exception, conn: KafkaConn | None) -> QuotaError | None:
         """The SASL failure may surface as 'socket disconnected' first; the connection's close reason tells."""
@@ -240,6 +313,8 @@ class QuotaWire:
         """Send ``request`` to the bootstrap node, or to broker ``broker``; Kafka's answer, or one-line errors."""
 
         async def go() -> KafkaResponse:
+            if not isinstance(request, AlterClientQuotasRequest | IncrementalAlterConfigsRequest):
+                return await self._read(request, broker)
             conn = await (self._bootstrap_conn() if broker is None else self._broker_conn(broker))
             return await self._request(conn, request)
 
@@ -306,6 +381,9 @@ class QuotaWire:
             validate_only=validate_only,
         )
         log.info("AlterClientQuotas %d entries validate_only=%s", len(entries), validate_only)
+        if not self.controller and not validate_only and not self._broker_ids_known():
+            # the other brokers, to reconnect to should this one die with a write in flight
+            self._run(self._refresh_metadata, "Metadata")
         resp = self._send(req, "AlterClientQuotas")
         out = []
         for entry in resp.entries:
@@ -319,6 +397,31 @@ class QuotaWire:
                 )
             )
         return out
+
+    def quorum(self) -> Quorum | None:
+        """DescribeQuorum of the metadata log, through the bootstrap node (a broker forwards it to the active
+        controller); None from a broker without it (ZooKeeper mode, before 3.3)."""
+        T = DescribeQuorumRequest.TopicData
+        req = DescribeQuorumRequest(
+            topics=[T(topic_name=METADATA_TOPIC, partitions=[T.PartitionData(partition_index=0)])]
+        )
+
+        async def go() -> KafkaResponse:
+            try:
+                return await self._read(req)
+            except Errors.IncompatibleBrokerVersion:
+                return None
+
+        resp = self._run(go, "DescribeQuorum", req)
+        if resp is None:
+            return None
+        _raise_for(resp, "DescribeQuorum: ")
+        [part] = resp.topics[0].partitions
+        _raise_for(part, "DescribeQuorum: ")
+        replicas = {
+            r.replica_id: (r.log_end_offset, r.last_fetch_timestamp) for r in [*part.current_voters, *part.observers]
+        }
+        return Quorum(part.leader_id, part.leader_epoch, part.high_watermark, replicas)
 
     # -- cluster metadata and broker configs -----------------------------------------------------------
 

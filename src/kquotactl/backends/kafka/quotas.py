@@ -55,6 +55,11 @@ VISIBLE_WAIT = 10.0
 VISIBLE_POLL = RetryPolicy(delay=0.02, deadline=VISIBLE_WAIT)
 #: how long a read-back of writes in flight keeps reading (the broker applies committed metadata asynchronously)
 READ_BACK_SETTLE = 2.0
+#: after a request lost in flight (a controller failover, a broker gone): how the quorum is polled until a
+#: controller is active again and the live replicas hold what it committed, within the request timeout
+FAILOVER_POLL = RetryPolicy(delay=0.2, backoff=1.5, max_delay=2.0)
+#: a replica that has not fetched from the leader for this long (ms) is taken for down: not waited for
+REPLICA_ALIVE_MS = 3000
 
 WireEntity = list[tuple[str, str | None]]
 _ORDER = (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP)
@@ -380,7 +385,16 @@ class AdminBackend(QuotaBackend):
                 entries = [(entity_to_wire(ch.entity), ops) for ch, _, _, ops in batch]
                 in_flight = [p[0].entity for p in batch]
                 try:
-                    outcomes = self.wire.alter(entries, validate_only)
+                    outcomes = self._send(entries, validate_only)
+                except BackendUnavailable as e:  # the answer was lost: settle what it did before saying so
+                    if not validate_only and not self.controller:
+                        landed, in_flight, why = self._settle(batch)
+                        results.update((r.entity, r) for r in landed)
+                        report(landed)
+                        if why:
+                            e = BackendUnavailable(f"{e}; {why}")
+                        raise partial_failure(e, changes, results, in_flight, atomic=False, read_back=True) from None
+                    raise partial_failure(e, changes, results, in_flight, atomic=False) from None
                 except QuotaError as e:
                     raise partial_failure(e, changes, results, in_flight, atomic=False) from None
                 answered = self._answered(batch, outcomes, validate_only)
@@ -394,6 +408,88 @@ class AdminBackend(QuotaBackend):
         ordered = [results[ch.entity] for ch in changes if ch.entity in results]
         report([r for r in ordered if r.entity not in reported])
         return ordered
+
+    def _send(self, entries: list[tuple[WireEntity, list[tuple[str, float, bool]]]], validate_only: bool) -> Any:
+        """One AlterClientQuotas request. Through a controller, a request that met no active controller (a
+        failover: NOT_CONTROLLER, the connection lost) is sent again to the new one within the request timeout:
+        a controller-path write carries absolute values as given (nothing read first), so sending it twice
+        leaves what sending it once does."""
+        if not self.controller:
+            return self.wire.alter(entries, validate_only)
+        from kquotactl.backends.kafka.client import NOT_CONTROLLER
+
+        error: BackendUnavailable | None = None
+        for attempt in FAILOVER_POLL.within(self.wire.request_timeout).tries(time.monotonic, time.sleep):
+            try:
+                outcomes = self.wire.alter(entries, validate_only)
+                if not outcomes or not all(o.error_code == NOT_CONTROLLER for o in outcomes):
+                    return outcomes
+                error = BackendUnavailable(f"Kafka {self.wire.what}: no active controller (NOT_CONTROLLER)")
+            except BackendUnavailable as e:
+                error = e
+            log.info("AlterClientQuotas met no active controller (%s); asking which one is active", error)
+            self.wire.reroute()
+            if attempt.last:
+                break
+        assert error is not None
+        raise error
+
+    def _settle(
+        self, batch: Sequence[tuple[EntityChange, QuotaConfig, QuotaConfig, Any]]
+    ) -> tuple[list[EntityResult], list[Entity], str]:
+        """A request whose answer was lost (its broker or the active controller died): once a controller is
+        active and the live replicas hold every record it has (:meth:`_await_quorum`), read its entities back.
+        Returns those found at their new values (applied), those still unknown (neither old nor new, or no
+        settled quorum within the request timeout) and why they could not be read ("" when they were); those at
+        their old values were not applied."""
+        pending = {ch.entity: (before, after) for ch, before, after, _ in batch}
+        landed: list[EntityResult] = []
+        at_before: list[Entity] = []
+        try:
+            self._await_quorum()
+            for attempt in VISIBLE_POLL.within(READ_BACK_SETTLE).tries(time.monotonic, time.sleep):
+                current = self._current(list(pending))
+                for e, (before, after) in list(pending.items()):
+                    if dict(current.get(e, {})) == dict(after):
+                        landed.append(EntityResult(e, Outcome.APPLIED, before, after, message="read back"))
+                        del pending[e]
+                at_before = [e for e, (before, _) in pending.items() if dict(current.get(e, {})) == dict(before)]
+                if not at_before or attempt.last:
+                    break  # (a broker applies committed records a moment later: read again within the settle)
+        except QuotaError as e:
+            log.info("the request in flight could not be read back: %s", e)
+            return landed, list(pending), str(e)
+        return landed, [e for e in pending if e not in at_before], ""
+
+    def _await_quorum(self) -> None:
+        """Wait (within the request timeout) until the metadata quorum has a leader whose high watermark covers
+        every record it had when first asked, and every live replica has them: a write the old leader committed
+        is then in every broker's log, one it did not is gone for good. ZooKeeper-mode brokers have no quorum."""
+        target: int | None = None
+        last = "no answer"
+        for attempt in FAILOVER_POLL.within(self.wire.request_timeout).tries(time.monotonic, time.sleep):
+            try:
+                q = self.wire.quorum()
+            except QuotaError as e:
+                q, last = None, str(e)
+            else:
+                if q is None:
+                    return
+                if q.leader in q.replicas:
+                    leader_end, now = q.replicas[q.leader]
+                    target = leader_end if target is None else target
+                    live = [end for end, seen in q.replicas.values() if now - seen <= REPLICA_ALIVE_MS]
+                    if q.high_watermark >= target and min(live) >= target:
+                        return
+                    last = f"leader {q.leader}, high watermark {q.high_watermark} of {target}"
+                else:
+                    last = "no leader elected"
+            if attempt.last:
+                break
+        raise BackendUnavailable(
+            f"no KRaft controller quorum settled within {self.wire.request_timeout:g}s to read the request back "
+            f"({last})"
+        )
 
     @staticmethod
     def _answered(

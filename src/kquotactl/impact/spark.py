@@ -280,7 +280,7 @@ def read_traffic(spark: Any, path: str, window: Window, checked: bool = False) -
         # RFC 4180 quoting (a quote doubled, as the check reads it), not Spark's backslash escape
         df = reader.option("header", "true").option("inferSchema", "true").option("escape", '"').csv(path)
     elif fmt == "json":
-        df = reader.json(path)
+        df = reader.option("lineSep", "\n").json(path)  # lines end at \n only, as the local reader splits them
     else:
         df = reader.parquet(path)
     if "://" in path:

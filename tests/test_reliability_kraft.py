@@ -38,11 +38,23 @@ Config = dict[str, float]
 
 
 @pytest.fixture(scope="module")
-def quorum() -> Iterator[KRaftCluster]:
+def quorum_cluster() -> Iterator[KRaftCluster]:
     cluster = KRaftCluster()
     cluster.start()
     yield cluster
     cluster.close()
+
+
+@pytest.fixture
+def quorum(quorum_cluster: KRaftCluster) -> Iterator[KRaftCluster]:
+    """The quorum whole before each test, whatever the last one left: a frozen node woken, a killed one started
+    again (a failing test must not leave the next one a cluster it did not ask for)."""
+    for i, node in enumerate(quorum_cluster.nodes):
+        if node.running:
+            signal_nodes(quorum_cluster, [i], signal.SIGCONT)
+        else:
+            quorum_cluster.start_broker(i)
+    yield quorum_cluster
 
 
 def values(i: int, generation: int) -> Config:
@@ -163,8 +175,8 @@ def test_active_controller_killed_mid_apply_through_a_broker(quorum, tmp_path, t
     state = generation_of(prefix, settled_live(quorum, prefix))
     new_ones = {e for e, g in state.items() if g == 1}
     assert logged_applied(log) == new_ones, "the --log and the cluster disagree"
-    if p.returncode == 0:  # the broker forwarded the request in flight to the new controller: all applied
-        assert through == "every broker" and new_ones == set(state), err
+    if p.returncode == 0:  # the request in flight reached the new controller (forwarded, or resent): all applied
+        assert new_ones == set(state), err
     else:
         assert p.returncode == 1, err
         applied, not_applied, unknown = report_of(err)

@@ -81,6 +81,27 @@ def recommend_from_traffic(
     return Recommended(rec, dists, list(current), len(samples), replay_recommendation(columns, rec, current, window))
 
 
+def traffic_source(
+    traffic: Sequence[str],
+    input_format: str,
+    per_broker: bool,
+    engine: str,
+    master: str | None,
+    confs: Sequence[str],
+    window_num: int,
+    window_size_seconds: int,
+    kafka_version: tuple[int, ...] | None,
+) -> Replay:
+    """The traffic spec :func:`recommend_from_traffic` reads, from ``impact run``'s options (``master``
+    ``submit``: left to spark-submit; ``confs``: ``K=V`` Spark settings)."""
+    from kquotactl.impact.spark import parse_conf
+    from kquotactl.services.impact import Replay
+
+    window = Window(window_num, window_size_seconds, kafka_version=kafka_version)
+    spark_master = None if master == "submit" else master
+    return Replay(window, traffic, None, None, input_format, per_broker, engine, spark_master, parse_conf(confs))
+
+
 def _spark_distributions(
     source: Replay, policy: Policy, keys: Sequence[str], warn: Callable[[str], None]
 ) -> tuple[Any, dict[tuple[GroupId, str], dict[str, Distribution]], float, int]:

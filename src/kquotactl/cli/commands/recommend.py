@@ -104,7 +104,7 @@ def recommend(
       kquotactl recommend traffic.csv --level user --tail-share 1% --exempt admin --floor producer_byte_rate=1MiB
       kquotactl recommend --input-format kafka-request-log --per-broker b1/ b2/ b3/ --current quotas.yaml
     """
-    from kquotactl.services.recommend import policy_of, protected_users, recommend_from_traffic
+    from kquotactl.services.recommend import policy_of, protected_users, recommend_from_traffic, traffic_source
 
     fmt = state.output or "yaml"
     if fmt not in ("yaml", "json", "markdown"):
@@ -112,14 +112,10 @@ def recommend(
     policy = policy_of(policy_file, percentile, headroom, floors, level, tail_share, keys, keep, exempt)
     if per_broker and input_format != "kafka-request-log":
         raise UsageError("--per-broker reads request logs: add --input-format kafka-request-log")
-    from kquotactl.impact.replay import Window
-    from kquotactl.impact.spark import parse_conf
-    from kquotactl.services.impact import Replay
-
     version = parse_kafka_version(kafka_version) if kafka_version else None
-    window = Window(window_num, window_size_seconds, kafka_version=version)
-    master_url = None if master == "submit" else master  # (None: left to spark-submit)
-    source = Replay(window, traffic, None, None, input_format, per_broker, engine, master_url, parse_conf(confs))
+    source = traffic_source(
+        traffic, input_format, per_broker, engine, master, confs, window_num, window_size_seconds, version
+    )
     live = bool(current) or state.conn.with_env().has_cluster  # the policy is checked before any cluster is read
     backend, records = live_records(state, ctx, current) if live else (None, [])
     protected, notes = protected_users(backend if not current else None, super_users)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -197,3 +198,24 @@ def test_a_fresh_read_waits_for_a_scrape_and_says_when_prometheus_scrapes_no_bro
     message = str(e.value)
     assert "\n" not in message and prometheus.url in message
     assert "has not scraped the brokers' exporters in 1.5 s (no exporter with quota sensor series)" in message
+
+
+def test_merged_reports_do_not_depend_on_which_broker_came_first() -> None:
+    """Seed 3570835460 of test_recommend_engines: 4100.168 from one engine, 4100.168000000001 from the other,
+    the brokers' float usage added in the order each engine finished them."""
+    from kquotactl.core.keys import KEYS
+
+    def part(usage: float) -> dict[str, Any]:
+        return {"rows": 1, "rows_unlimited": 0, "usage": usage, "usage_throttled": usage / 3}
+
+    def rep(usage: float) -> dict[str, Any]:
+        traffic = {k: part(usage) for k in KEYS}
+        summary = {"rows": 1, "seconds": 1, "window": {}, "traffic": traffic, "not_modelled": [], "open_loop": True}
+        return {"summary": summary, "quota_ids": []}
+
+    reports = {"b1": rep(0.1), "b2": rep(0.2), "b3": rep(0.3)}
+    forward = merge_broker_reports(reports)
+    for order in (["b3", "b2", "b1"], ["b2", "b3", "b1"]):
+        assert merge_broker_reports({b: reports[b] for b in order}) == forward
+    # exactly rounded: 0.1 + 0.2 + 0.3 added one by one is 0.6000000000000001
+    assert forward["summary"]["traffic"]["producer_byte_rate"]["usage"] == 0.6

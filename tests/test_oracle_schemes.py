@@ -41,6 +41,7 @@ FIXED = [  # one of each loss, whatever the seed draws
     {"group": "Produce", "user": "u2", "client_id": "x, client-id=y"},
     {"group": "Produce", "user": "", "client_id": "p, client-id=q"},
     {"group": "Fetch", "user": "", "client_id": "p, user=q, client-id=r"},
+    {"group": "Fetch", "user": "u3", "client_id": "p, user=, client-id=r"},  # seed 2151248114: misread
     {"group": "Produce", "user": "", "client_id": "cr\rlf"},
 ]
 _USAGE = {

@@ -24,6 +24,7 @@ both engines evaluate it on *events* ``(s, +u)`` and ``(s + span, −u)``, clipp
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -327,12 +328,12 @@ def merge_broker_reports(reports: Mapping[str, dict[str, Any]]) -> dict[str, Any
     each quota-id row names its ``broker``; the summary adds up rows, quota-ids and traffic, and lists the brokers."""
     rows = [{**r, "broker": b} for b, rep in sorted(reports.items()) for r in rep["quota_ids"]]
     rows.sort(key=lambda r: (-r["total_throttle_ms"], -r["seconds_throttled"], r["key"], sorted(r["quota_id"].items())))
-    summaries = [rep["summary"] for rep in reports.values()]
+    summaries = [reports[b]["summary"] for b in sorted(reports)]  # the same report whichever broker came first
     traffic: dict[str, dict[str, Any]] = {}
     for key in MODEL_KEYS:
         parts = [s["traffic"][key] for s in summaries]
-        usage = sum(p["usage"] for p in parts)
-        throttled = sum(p["usage_throttled"] for p in parts)
+        usage = math.fsum(p["usage"] for p in parts)  # exactly rounded: the engines' sums agree to the bit
+        throttled = math.fsum(p["usage_throttled"] for p in parts)
         traffic[key] = {
             "rows": sum(p["rows"] for p in parts),
             "rows_unlimited": sum(p["rows_unlimited"] for p in parts),
@@ -340,7 +341,7 @@ def merge_broker_reports(reports: Mapping[str, dict[str, Any]]) -> dict[str, Any
             "usage_throttled": throttled,
             "share_throttled": throttled / usage if usage else 0.0,
         }
-    byte_usage = sum(traffic[k]["usage"] for k in BYTE_RATE_KEYS)
+    byte_usage = math.fsum(traffic[k]["usage"] for k in BYTE_RATE_KEYS)
     first = summaries[0] if summaries else {"window": {}, "not_modelled": list(NOT_MODELLED), "open_loop": True}
     summary = {
         "rows": sum(s["rows"] for s in summaries),
@@ -349,7 +350,7 @@ def merge_broker_reports(reports: Mapping[str, dict[str, Any]]) -> dict[str, Any
         "quota_ids": len(rows),
         "throttled_quota_ids": sum(1 for r in rows if r["seconds_throttled"] > 0),
         "share_of_traffic_throttled": (
-            sum(traffic[k]["usage_throttled"] for k in BYTE_RATE_KEYS) / byte_usage if byte_usage else 0.0
+            math.fsum(traffic[k]["usage_throttled"] for k in BYTE_RATE_KEYS) / byte_usage if byte_usage else 0.0
         ),
         "traffic": traffic,
         "not_modelled": first["not_modelled"],

@@ -96,9 +96,13 @@ def _pair_split(s: SensorName) -> bool:
 
 
 def _type_split(s: SensorName) -> bool:
-    """Whether the JMX exporter example's greedy ``type=(.+)`` swallows part of the client-id."""
+    """Whether the JMX exporter example's greedy ``type=(.+)`` swallows part of the client-id: with a user, only
+    where ``, user=(.+), client-id=(.+)`` can match inside it, each group holding a character at least (a
+    ``, user=`` right before ``, client-id=`` leaves the type alone, and the user takes the rest: MISREAD)."""
     quoted = jmx_sanitize(s.client_id)
-    return ", client-id=" in quoted and (not s.user or re.search(", user=.*, client-id=", quoted, re.S) is not None)
+    if not s.user:
+        return ", client-id=" in quoted
+    return re.search(", user=.+, client-id=.", quoted, re.S) is not None
 
 
 _IP_GROUP = "socket-server-metrics"
@@ -200,8 +204,9 @@ JMX_EXPORTER_EXAMPLE = Scheme(
         _NO_SOCKET,
         _LINE_BREAK,
         Loss(
-            "a client-id holding ', client-id=' (as JMX quotes it) with no user, or after ', user=': the rules' "
-            "greedy type=(.+) takes the MBean name up to it, and no quota type reads from the resource label",
+            "a client-id holding ', client-id=' (as JMX quotes it) with no user, or with a user ', user=' then "
+            "', client-id=' with a character between: the rules' greedy type=(.+) takes the MBean name up to "
+            "it, and no quota type reads from the resource label",
             DROPPED,
             _type_split,
         ),

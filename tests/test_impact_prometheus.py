@@ -63,6 +63,65 @@ def test_a_reading_is_held_over_its_step_and_spread_over_the_samples() -> None:
     assert (wide["ts"], wide["produce_bytes"]) == ([16.0, 18.0], [100.0, 200.0])  # [17, 20) over [16, 18), [18, 20)
 
 
+def _one_reading_at_a_time(samples: list[Sample], step: float, sample_s: int) -> dict[str, list[Any]]:
+    """The definition, reading by reading: each reading held over [t - step, t), its usage given to every sample it
+    overlaps, added in the order read; rows sorted by (sample, broker, user, client-id, ip)."""
+    from kquotactl.observe.throttled import TRAFFIC_COLUMNS, TRAFFIC_SENSORS, _user, jmx_unquote
+
+    rows: dict[tuple[int, str, str, str, str], dict[str, float]] = {}
+    for s in samples:
+        target = TRAFFIC_SENSORS.get((s.metric, "" if s.ip else s.quota_type))
+        if target is None or not math.isfinite(s.value) or s.value <= 0:
+            continue
+        column, factor = target
+        user, client = ("", "") if s.ip else (_user(s.user), jmx_unquote(s.client_id))
+        begin, end = s.ts - step, s.ts
+        k = math.floor(begin / sample_s)
+        while k * sample_s < end:
+            overlap = min(end, (k + 1) * sample_s) - max(begin, k * sample_s)
+            if overlap > 0:
+                row = rows.setdefault((k, s.broker, user, client, jmx_unquote(s.ip)), {})
+                row[column] = row.get(column, 0.0) + s.value * overlap * factor
+            k += 1
+    out: dict[str, list[Any]] = {c: [] for c in ("ts", BROKER_COLUMN, "user", "client_id", "ip", *TRAFFIC_COLUMNS)}
+    for (k, *names), usage in sorted(rows.items()):
+        out["ts"].append(float(k * sample_s))
+        for name, value in zip(("ts", BROKER_COLUMN, "user", "client_id", "ip")[1:], names, strict=True):
+            out[name].append(value)
+        for c in TRAFFIC_COLUMNS:
+            out[c].append(usage.get(c, 0.0))
+    return out
+
+
+def test_the_column_wise_conversion_is_the_reading_by_reading_one_bit_for_bit() -> None:
+    """Random series (steps finer and coarser than the sample, gaps, idle and NaN readings, shared names), the
+    seed printed: the same rows and the same floats as the definition."""
+    import os
+    import random
+
+    seed = int(os.environ.get("KQUOTACTL_FUZZ_SEED", random.randrange(2**32)))
+    rng = random.Random(seed)
+    for _ in range(40):
+        step = rng.choice([0.25, 0.5, 0.7, 1.0, 1.5, 2.0, 5.0, 15.0])
+        sample_s = rng.choice([1, 1, 2, 5])
+        samples = []
+        for _series in range(rng.randint(1, 6)):
+            kind = rng.choice(["Produce", "Fetch", "Request", "ControllerMutation", "ip"])
+            labels = {"ip": f"10.0.0.{rng.randint(1, 2)}"} if kind == "ip" else {"quota_type": kind}
+            if kind != "ip":
+                labels |= {"user": rng.choice(["", "a", "b%40c"]), "client_id": rng.choice(["", "x", '"y,z"'])}
+            metric = {"Request": "request_time", "ControllerMutation": "mutation_rate", "ip": "connection_accept_rate"}
+            broker = rng.choice(["b1:7071", "b2:7071"])
+            t = 1_700_000_000.0 + rng.randint(0, 30)
+            for _point in range(rng.randint(1, 40)):
+                t += step * rng.choice([1, 1, 1, 2])
+                value = rng.choice([0.0, math.nan, rng.uniform(0, 1e6), rng.uniform(0, 10)])
+                samples.append(_s(metric.get(kind, "byte_rate"), value, t, broker=broker, **labels))
+        assert traffic_columns(samples, step, sample_s) == _one_reading_at_a_time(samples, step, sample_s), (
+            f"seed {seed} (KQUOTACTL_FUZZ_SEED={seed}), step {step}, sample {sample_s}"
+        )
+
+
 def test_a_windowed_replay_compares_each_reading_with_the_limit_as_the_broker_does() -> None:
     """The readings are the broker's window rates: each second's rate is the reading, throttled by the broker's
     formula over N·S, with no second window average (which would flatten a reading just over the limit)."""

@@ -19,7 +19,7 @@ from kquotactl.core.errors import BackendUnavailable, QuotaError
 from kquotactl.core.retry import RetryPolicy
 from kquotactl.impact.replay import BROKER_COLUMN
 from kquotactl.observe.schemes import SELECTOR, Reading, metric_of, selector, to_samples
-from kquotactl.observe.throttled import LISTENER_THROTTLE, THROTTLE, TRAFFIC_METRICS, Sample, traffic_columns
+from kquotactl.observe.throttled import LISTENER_THROTTLE, THROTTLE, TRAFFIC_METRICS, Sample, sensor_traffic
 
 THROTTLE_METRICS = (THROTTLE, LISTENER_THROTTLE)
 TIMEOUT = 10.0
@@ -210,28 +210,53 @@ MAX_POINTS = 10_000
 TRAFFIC_SELECTOR = selector(TRAFFIC_METRICS)
 
 
-def range_samples(
+def range_series(
     base: str, start: float, end: float, step: float, query: str = TRAFFIC_SELECTOR, timeout: float = TIMEOUT
-) -> Iterator[Sample]:
-    """Every point of every series of ``query`` on ``[start, end]`` every ``step`` s, as :class:`Sample` values
-    with their ``ts`` (range queries of at most :data:`MAX_POINTS` points a series each)."""
+) -> Iterator[tuple[Sample, Any, Any]]:
+    """Every series of ``query`` on ``[start, end]`` every ``step`` s: its sensor's names (a :class:`Sample`,
+    whichever scheme named it; its value unused), and the times and values of its points as numpy arrays. Read in
+    range queries of at most :data:`MAX_POINTS` points a series, one after the other, each answer's points
+    converted column-wise (no Python step per point): a range of weeks at 1 s is streamed, chunk by chunk."""
     chunk = step * MAX_POINTS
     t = start
     while t <= end:
         last = min(end, t + chunk - step)
-        answer = _points(base, range_query(base, query, t, last, step, timeout), "values")
-        yield from to_samples(_as_reading(labels, value, at) for labels, points in answer for at, value in points)
+        result = range_query(base, query, t, last, step, timeout)
+        points = [_point_arrays(base, series) for series in result]
+        readings = [_as_reading(labels, float(i)) for i, (labels, _, _) in enumerate(points)]
+        for sample in to_samples(readings):  # one per sensor: where two schemes name it, the first scheme's
+            _, times, values = points[int(sample.value)]
+            yield sample, times, values
         t = last + step
+
+
+def _point_arrays(base: str, series: Any) -> tuple[dict[str, str], Any, Any]:
+    """A range answer's series: its labels, and its points' times and values as float arrays (NaN and infinities
+    kept: the caller skips them); a value that is no number is refused, naming the series."""
+    import numpy as np
+
+    try:
+        labels = dict(series["metric"])
+        pairs = np.asarray(series["values"], dtype=np.str_).reshape(-1, 2)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise QuotaError(f"{base}: not a Prometheus API answer (a series without metric and values)") from None
+    try:
+        return labels, pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64)
+    except ValueError:
+        for at, raw in pairs.tolist():  # the point that is no number, named
+            _reading(base, series, at)
+            _reading(base, series, raw)
+        raise QuotaError(f"{base}: not a Prometheus API answer (a point that is no number)") from None
 
 
 def traffic_table(base: str, start: float, end: float, step: float, sample_s: int = 1) -> Any:
     """The brokers' quota sensors on ``[start, end]`` as an impact traffic table in samples of ``sample_s`` seconds
-    (pyarrow; columns of :func:`kquotactl.observe.throttled.traffic_columns`, with a ``broker`` column); a range without
-    any quota sensor reading is an error."""
+    (pyarrow; columns of :func:`kquotactl.observe.throttled.sensor_traffic`, with a ``broker`` column); a range
+    without any quota sensor reading is an error."""
     import pyarrow as pa
 
-    columns = traffic_columns(range_samples(base, start, end, step), step, sample_s)
-    if not columns["ts"]:
+    columns = sensor_traffic(range_series(base, start, end, step), step, sample_s)
+    if not len(columns["ts"]):
         raise QuotaError(
             f"{base}: no quota sensor readings (kafka_quota_{{{','.join(TRAFFIC_METRICS)}}}, or another "
             f"exporter configuration's names for them) between {_utc(start)} and {_utc(end)}: is Prometheus "
@@ -239,8 +264,7 @@ def traffic_table(base: str, start: float, end: float, step: float, sample_s: in
         )
     types = {"ts": pa.float64(), BROKER_COLUMN: pa.string(), "user": pa.string(), "client_id": pa.string()}
     types["ip"] = pa.string()
-    schema = pa.schema([(c, types.get(c, pa.float64())) for c in columns])
-    return pa.table(columns, schema=schema)
+    return pa.table({c: pa.array(v, type=types.get(c, pa.float64())) for c, v in columns.items()})
 
 
 def _utc(t: float) -> str:

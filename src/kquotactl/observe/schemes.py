@@ -30,6 +30,7 @@ from kquotactl.observe.throttled import (
     THROTTLE,
     USAGE,
     Sample,
+    identity,
 )
 
 
@@ -302,11 +303,6 @@ class Reading(NamedTuple):
     broker: str
     ts: float = 0.0
     peak: float = math.nan
-
-
-def identity(s: Sample) -> tuple[str, ...]:
-    """What makes two samples the same sensor of the same broker, whichever scheme named them."""
-    return (s.broker, s.metric, s.quota_type, s.user, s.client_id, s.ip, s.listener)
 
 
 class UnreadableScheme(QuotaError):

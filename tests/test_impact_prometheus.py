@@ -278,3 +278,35 @@ def test_merged_reports_do_not_depend_on_which_broker_came_first() -> None:
         assert merge_broker_reports({b: reports[b] for b in order}) == forward
     # exactly rounded: 0.1 + 0.2 + 0.3 added one by one is 0.6000000000000001
     assert forward["summary"]["traffic"]["producer_byte_rate"]["usage"] == 0.6
+
+
+def test_the_sensors_rates_are_each_samples_rate_summed_over_the_level() -> None:
+    """From Prometheus the readings are the broker's rates: a sample's rate is the reading (no second ``Rate``),
+    summed over the sensors a level groups (a user's two client-ids at ``--level user``); a sensor coarser than
+    the level (a user's, at user-client) is left out and counted."""
+    import pyarrow as pa
+
+    from kquotactl.core.keys import KEYS
+    from kquotactl.core.recommend import GroupId, Level
+    from kquotactl.impact.recommend import windowed_sample_rates
+    from kquotactl.observe.throttled import sensor_traffic
+
+    produce = next(k for k in KEYS if KEYS[k].sensor is not None and KEYS[k].sensor.quota_type == "Produce")
+    series = [
+        (_s("byte_rate", 0.0, 0.0, quota_type="Produce", user="u", client_id="a"), [11.0, 12.0, 13.0], [100.0] * 3),
+        (_s("byte_rate", 0.0, 0.0, quota_type="Produce", user="u", client_id="b"), [12.0, 13.0], [50.0, 70.0]),
+        (_s("byte_rate", 0.0, 0.0, quota_type="Produce", user="v", client_id=""), [11.0], [999.0]),
+        (_s("byte_rate", 0.0, 0.0, "b2:7071", quota_type="Produce", user="u", client_id="a"), [11.0], [5.0]),
+    ]
+    table = pa.table(dict(sensor_traffic(series, 1.0, 1)))
+    window = Window(windowed=True)
+    per_user, skipped = windowed_sample_rates(table, Level.USER, window, [produce])
+    assert per_user == {
+        (GroupId(user="u"), produce): {"b1:7071": [100.0, 150.0, 170.0], "b2:7071": [5.0]},
+        (GroupId(user="v"), produce): {"b1:7071": [999.0]},
+    }
+    assert skipped == {}
+    per_pair, skipped = windowed_sample_rates(table, Level.USER_CLIENT, window, [produce])
+    assert set(per_pair) == {(GroupId(user="u", client_id="a"), produce), (GroupId(user="u", client_id="b"), produce)}
+    assert per_pair[(GroupId(user="u", client_id="b"), produce)] == {"b1:7071": [50.0, 70.0]}
+    assert skipped == {produce: 1}  # v's sensor is per user: it cannot be split per client-id

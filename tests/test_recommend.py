@@ -157,6 +157,32 @@ def test_operator_mistakes_are_one_line(traffic: Path, args: list[str], message:
     assert r.stderr.strip().splitlines() == [f"kquotactl: error: {message}"]
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give TRAFFIC (files or directories) or --from-prometheus URL"),
+        (["t.csv", "--from-prometheus", "http://127.0.0.1:1"], "give TRAFFIC or --from-prometheus URL, not both"),
+        (["t.csv", "--since", "1d"], "--since is a Prometheus range: it goes with --from-prometheus URL"),
+        (
+            ["--from-prometheus", "http://127.0.0.1:1", "--engine", "spark"],
+            "--from-prometheus is read on the local engine, streamed: drop --engine spark",
+        ),
+        (
+            ["--from-prometheus", "http://127.0.0.1:1", "--input-format", "kafka-request-log"],
+            "--from-prometheus reads the brokers' sensors: drop --input-format",
+        ),
+        (
+            ["--from-prometheus", "http://127.0.0.1:1", "--since", "1m", "--step", "2m"],
+            "--step 2m is longer than --since 1m: no point in the range",
+        ),
+    ],
+)
+def test_the_traffic_is_given_once(args: list[str], message: str) -> None:
+    r = run_cli("recommend", *args)
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [f"kquotactl: error: {message}"]
+
+
 def test_a_bad_policy_file_is_named(traffic: Path, tmp_path: Path) -> None:
     bad = tmp_path / "p.yaml"
     bad.write_text("percentile: 99\nheadrom: 20\n")

@@ -8,7 +8,7 @@ httpie declares its options, so the help, the man pages (:mod:`kquotactl.cli.doc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -301,6 +301,78 @@ def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ],
         f,
     )
+
+
+def prometheus_range_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The brokers' sensors from a Prometheus server over a range, instead of traffic files (``impact run``,
+    ``recommend``); checked by :func:`check_traffic_given`, read by :func:`prometheus_range`."""
+    return stacked(
+        [
+            click.option(
+                "--from-prometheus",
+                "prometheus",
+                metavar="URL",
+                help="Instead of TRAFFIC: the brokers' quota sensors from this Prometheus server (scraping their "
+                "JMX exporters with jmx-exporter-kafka-quotas.yaml), per broker.",
+            ),
+            click.option(
+                "--since",
+                metavar="DURATION",
+                help="--from-prometheus: how far back the range starts before --until (90s, 30m, 24h, 7d)  "
+                "[default: 24h]",
+            ),
+            click.option(
+                "--until",
+                metavar="TIME",
+                help="--from-prometheus: the range's end: now, epoch seconds, 2026-11-25T10:00:00Z or a duration "
+                "ago  [default: now]",
+            ),
+            click.option(
+                "--step",
+                metavar="DURATION",
+                help="--from-prometheus: the range query's resolution; each reading counts for one step  [default: 1s]",
+            ),
+        ],
+        f,
+    )
+
+
+def check_traffic_given(
+    traffic: Sequence[str],
+    prometheus: str | None,
+    since: str | None,
+    until: str | None,
+    step: str | None,
+    input_format: str,
+) -> None:
+    """The traffic given once: files, or ``--from-prometheus`` with its range options (and no ``--input-format``)."""
+    from kquotactl.core.errors import UsageError
+
+    if prometheus is None:
+        if not traffic:
+            raise UsageError("give TRAFFIC (files or directories) or --from-prometheus URL")
+        for name, given in (("--since", since), ("--until", until), ("--step", step)):
+            if given is not None:
+                raise UsageError(f"{name} is a Prometheus range: it goes with --from-prometheus URL")
+    elif traffic:
+        raise UsageError("give TRAFFIC or --from-prometheus URL, not both")
+    elif input_format != "table":
+        raise UsageError("--from-prometheus reads the brokers' sensors: drop --input-format")
+
+
+def prometheus_range(since: str | None, until: str | None, step: str | None) -> tuple[float, float, float]:
+    """``(start, end, step)`` in epoch seconds of --from-prometheus' range."""
+    import time
+
+    from kquotactl.core.errors import UsageError
+    from kquotactl.core.timespec import parse_duration, parse_time
+
+    end = parse_time(until or "now", "--until", time.time())
+    lookback = parse_duration(since or "24h", "--since")
+    resolution = parse_duration(step or "1s", "--step")
+    if resolution > lookback:
+        raise UsageError(f"--step {step} is longer than --since {since or '24h'}: no point in the range")
+    return end - lookback, end, resolution
 
 
 def quota_window_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kquotactl.core.errors import UsageError
+from kquotactl.core.keys import TrafficColumn
 from kquotactl.impact.replay import ID_COLUMNS, USAGE, Window
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LogStats, Row, is_blank, is_request_log_file, parse_row
@@ -71,12 +72,21 @@ def engine_columns(table: Any, window: Window) -> dict[str, list[Any]]:
         out["t_us"] = micros_column(table.column("ts")).to_pylist()
     for usage in {u.column: u for u in USAGE.values()}.values():
         if usage.column in table.column_names:
-            x = pc.cast(table.column(usage.column), pa.float64())
-            units = pc.floor(pc.add(pc.multiply(x, float(usage.scale)), 0.5))
-            out["u_" + usage.column] = pc.fill_null(pc.cast(units, pa.int64()), 0).to_pylist()
+            out["u_" + usage.column] = usage_units(table, usage).to_pylist()
         else:
             out["u_" + usage.column] = [0] * n
     return out
+
+
+def usage_units(table: Any, usage: TrafficColumn) -> Any:
+    """A usage column in the model's integer units, ``floor(value × scale + 0.5)`` (nulls 0): sums exact in every
+    engine. A pyarrow array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    x = pc.cast(table.column(usage.column), pa.float64())
+    units = pc.floor(pc.add(pc.multiply(x, float(usage.scale)), 0.5))
+    return pc.fill_null(pc.cast(units, pa.int64()), 0)
 
 
 def ms_column(ts: Any) -> Any:

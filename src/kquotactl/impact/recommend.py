@@ -60,3 +60,76 @@ def distributions(rates: SampleRates, percentile: float) -> dict[tuple[GroupId, 
         gk: {b: Distribution.of(v, extra=[percentile]) for b, v in per_broker.items()}
         for gk, per_broker in rates.items()
     }
+
+
+def windowed_sample_rates(
+    table: Any, level: Level, window: Window, keys: Sequence[str] = MODEL_KEYS
+) -> tuple[SampleRates, dict[str, int]]:
+    """:func:`sample_rates` of traffic that is already the broker's rate over its quota window (the sensors read
+    from Prometheus, :func:`kquotactl.observe.throttled.sensor_traffic`): not replayed through ``Rate`` again, a
+    sample's rate is its units over ``divisor × S``, what the windowed replay compares with a limit, summed over
+    the sensors a group holds. Column-wise (numpy), for ranges of weeks.
+
+    A sensor names the quota-id the broker resolved, which may be coarser than the policy's level (a user's
+    sensor when the cluster's quota is per user cannot be split per client-id): such rows are left out, and
+    counted per key in the second value returned."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from kquotactl.impact.readers import ms_column, usage_units
+
+    sample = np.asarray(ms_column(table.column("ts"))) // window.sample_ms
+    names = {}
+    for c in ("user", "client_id", "ip", BROKER_COLUMN):
+        if c in table.column_names:
+            encoded = pc.dictionary_encode(pc.fill_null(pc.cast(table.column(c), pa.string()), "")).combine_chunks()
+            names[c] = (np.asarray(encoded.indices, dtype=np.int64), encoded.dictionary.to_pylist())
+        else:
+            names[c] = (np.zeros(table.num_rows, dtype=np.int64), [""])
+    u_idx, users = names["user"]
+    c_idx, clients = names["client_id"]
+    pairs, pair_of = np.unique(u_idx * len(clients) + c_idx, return_inverse=True)
+    of_pair = [group_of(level, users[p // len(clients)], clients[p % len(clients)]) for p in pairs.tolist()]
+    index: dict[GroupId, int] = {}  # the pairs a level puts in one group: (u, c1), (u, c2) at user
+    group_of_pair = np.array([index.setdefault(g, len(index)) for g in of_pair] or [0], dtype=np.int64)
+    level_groups = list(index)
+    unattributed = np.array([not _attributable(g) for g in of_pair] or [False], dtype=bool)
+    b_idx, brokers = names[BROKER_COLUMN]
+    ip_idx, ips = names["ip"]
+    out: SampleRates = {}
+    skipped: dict[str, int] = {}
+    for key in keys:
+        usage = USAGE[key]
+        if usage.column not in table.column_names:
+            continue
+        units = np.asarray(usage_units(table, usage), dtype=np.int64)
+        by_ip = KEYS[key].kind is KeyScope.IP
+        used = units > 0
+        if not by_ip:
+            missing = used & unattributed[pair_of]
+            if n := int(np.count_nonzero(missing)):
+                skipped[key] = n
+            used &= ~missing
+        groups = [GroupId(ip=ip) for ip in ips] if by_ip else level_groups
+        gid = (ip_idx if by_ip else group_of_pair[pair_of])[used]
+        b, s, u = b_idx[used], sample[used], units[used]
+        order = np.lexsort((s, b, gid))
+        gid, b, s, u = gid[order], b[order], s[order], u[order]
+        cut = np.flatnonzero((np.diff(gid) != 0) | (np.diff(b) != 0) | (np.diff(s) != 0)) + 1
+        starts = np.concatenate(([0], cut)) if len(u) else np.zeros(0, dtype=np.int64)
+        sums = np.add.reduceat(u, starts) if len(u) else u
+        rates = sums / window.denominator(key)  # the windowed replay's rate, the same float
+        g_of, b_of = gid[starts], b[starts]
+        edges = np.flatnonzero((np.diff(g_of) != 0) | (np.diff(b_of) != 0)) + 1
+        for part in np.split(np.arange(len(starts)), edges) if len(starts) else []:
+            group = groups[int(g_of[part[0]])]
+            out.setdefault((group, key), {})[str(brokers[int(b_of[part[0]])])] = rates[part].tolist()
+    ordered = sorted(out.items(), key=lambda kv: (kv[0][0].sort_key(), kv[0][1]))
+    return {gk: dict(sorted(per_broker.items())) for gk, per_broker in ordered}, skipped
+
+
+def _attributable(group: GroupId) -> bool:
+    """Whether a sensor's quota-id names what the level groups by (an empty tag: the broker's quota-id left it
+    out)."""
+    return all(v != "" for v in (group.user, group.client_id) if v is not None)

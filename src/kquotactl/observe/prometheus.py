@@ -260,7 +260,8 @@ def traffic_table(base: str, start: float, end: float, step: float, sample_s: in
         raise QuotaError(
             f"{base}: no quota sensor readings (kafka_quota_{{{','.join(TRAFFIC_METRICS)}}}, or another "
             f"exporter configuration's names for them) between {_utc(start)} and {_utc(end)}: is Prometheus "
-            "scraping the brokers' JMX exporters with jmx-exporter-kafka-quotas.yaml?"
+            "scraping the brokers' JMX exporters with jmx-exporter-kafka-quotas.yaml? (A broker records its "
+            "quota sensors only while some quota is set.)"
         )
     types = {"ts": pa.float64(), BROKER_COLUMN: pa.string(), "user": pa.string(), "client_id": pa.string()}
     types["ip"] = pa.string()

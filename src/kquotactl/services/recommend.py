@@ -47,12 +47,15 @@ def recommend_from_traffic(
     warn: Callable[[str], None] = lambda _message: None,
 ) -> Recommended:
     """Read the traffic ``source`` names (the ``impact run`` spec: table files, or request logs, ``per_broker``:
-    each input one broker's; the ``local``, ``spark`` or ``auto`` engine, which give identical results), measure
-    each quota-id's rate per quota window sample and propose limits under ``policy``, then replay them on the same
-    traffic. ``current``: the quotas kept where the traffic says nothing; ``warn`` hears what a request log reader
-    skipped. Prometheus sources are not read yet."""
+        each input one broker's; the ``local``, ``spark`` or ``auto`` engine, which give identical results), measure
+        each quota-id's rate per quota window sample and propose limits under ``policy``, then replay them on the same
+        traffic. ``current``: the quotas kept where the traffic says nothing; ``warn`` hears what a request log reader
+        skipped. ``source.prometheus``: the brokers' sensors over ``source.span``, already the broker's rates (read on
+    the local engine: the range is streamed, not replayed through ``Rate`` again)."""
     from kquotactl.impact.engine import choose_engine
 
+    if source.prometheus is not None:
+        return _from_prometheus(source, policy, current, warn)
     paths = list(source.traffic)
     if source.input_format == "table" and len(paths) != 1:
         raise UsageError("a traffic table is one file or directory: give one TRAFFIC (several are request logs)")
@@ -81,6 +84,47 @@ def recommend_from_traffic(
     return Recommended(rec, dists, list(current), len(samples), replay_recommendation(columns, rec, current, window))
 
 
+def _from_prometheus(
+    source: Replay, policy: Policy, current: Sequence[QuotaRecord], warn: Callable[[str], None]
+) -> Recommended:
+    """The recommendation from the brokers' sensors in Prometheus: each sample's rate is the sensors' reading
+    (:func:`kquotactl.impact.recommend.windowed_sample_rates`); the replay is the windowed one ``impact run
+    --from-prometheus`` runs."""
+    import pyarrow.compute as pc
+
+    from kquotactl.core.keys import KEYS, KeyScope
+    from kquotactl.impact.recommend import distributions, windowed_sample_rates
+    from kquotactl.observe.prometheus import traffic_table
+
+    if source.engine == "spark":
+        raise UsageError("the brokers' sensors from Prometheus are read on the local engine, streamed: not on Spark")
+    if source.span is None or source.prometheus is None:
+        raise UsageError("a Prometheus source needs its range: start, end and step")
+    window = dataclasses.replace(source.window, windowed=True)
+    table = traffic_table(source.prometheus, *source.span, window.size_s)
+    keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
+    rates, skipped = windowed_sample_rates(table, policy.level, window, keys)
+    for key, n in skipped.items():
+        if KEYS[key].kind is not KeyScope.IP:
+            warn(
+                f"{key}: {n:,} samples of sensors whose quota-id has no {_level_tags(policy)} (the cluster's "
+                f"quotas there are coarser than the level {policy.level.value}): left out"
+            )
+    first, last = pc.min(table.column("ts")).as_py(), pc.max(table.column("ts")).as_py()
+    span_s = float(last - first + window.size_s)  # the table has a row at least (traffic_table refuses none)
+    defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
+    dists = distributions(rates, policy.percentile)
+    rec = recommend(dists, policy, span_s, defaults)
+    replayed = replay_recommendation(_columns([("", table)], window), rec, current, window)
+    return Recommended(rec, dists, list(current), table.num_rows, replayed)
+
+
+def _level_tags(policy: Policy) -> str:
+    from kquotactl.core.recommend import Level
+
+    return {Level.USER: "user", Level.CLIENT: "client-id"}.get(policy.level, "user and client-id")
+
+
 def traffic_source(
     traffic: Sequence[str],
     input_format: str,
@@ -91,15 +135,18 @@ def traffic_source(
     window_num: int,
     window_size_seconds: int,
     kafka_version: tuple[int, ...] | None,
+    prometheus: str | None = None,
+    span: tuple[float, float, float] | None = None,
 ) -> Replay:
     """The traffic spec :func:`recommend_from_traffic` reads, from ``impact run``'s options (``master``
-    ``submit``: left to spark-submit; ``confs``: ``K=V`` Spark settings)."""
+    ``submit``: left to spark-submit; ``confs``: ``K=V`` Spark settings; ``prometheus`` and its ``span``: the
+    brokers' sensors instead of ``traffic``)."""
     from kquotactl.impact.spark import parse_conf
     from kquotactl.services.impact import Replay
 
-    window = Window(window_num, window_size_seconds, kafka_version=kafka_version)
+    window = Window(window_num, window_size_seconds, kafka_version=kafka_version, windowed=prometheus is not None)
     spark_master = None if master == "submit" else master
-    return Replay(window, traffic, None, None, input_format, per_broker, engine, spark_master, parse_conf(confs))
+    return Replay(window, traffic, prometheus, span, input_format, per_broker, engine, spark_master, parse_conf(confs))
 
 
 def _spark_distributions(
@@ -139,8 +186,7 @@ def traffic_columns(
 ) -> dict[str, list[Any]]:
     """The inputs as the local engine's columns (``readers.engine_columns``), with a ``broker`` column when the
     traffic says which broker measured it (a table's own column, or one broker per request-log input)."""
-    from kquotactl.impact.readers import engine_columns, read_request_log, read_table
-    from kquotactl.impact.replay import BROKER_COLUMN
+    from kquotactl.impact.readers import read_request_log, read_table
 
     if input_format == "table":
         tables = [("", read_table(p)) for p in paths]
@@ -152,6 +198,15 @@ def traffic_columns(
             if skipped := stats.warning():
                 warn(skipped)
             tables.append((group[0] if per_broker else "", table))
+    return _columns(tables, window)
+
+
+def _columns(tables: Sequence[tuple[str, Any]], window: Window) -> dict[str, list[Any]]:
+    """Tables as one set of the local engine's columns, each with its broker (the table's own ``broker`` column,
+    else the name paired with it; "" for none)."""
+    from kquotactl.impact.readers import engine_columns
+    from kquotactl.impact.replay import BROKER_COLUMN
+
     out: dict[str, list[Any]] = {}
     for broker, table in tables:
         cols = engine_columns(table, window)

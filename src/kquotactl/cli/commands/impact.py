@@ -12,7 +12,14 @@ from typing import Any
 import click
 
 from kquotactl.cli.groups import OnceGroup
-from kquotactl.cli.options import engine_options, parse_kafka_version, quota_window_options
+from kquotactl.cli.options import (
+    check_traffic_given,
+    engine_options,
+    parse_kafka_version,
+    prometheus_range,
+    prometheus_range_options,
+    quota_window_options,
+)
 
 
 @click.group(cls=OnceGroup)
@@ -43,29 +50,7 @@ def _status(console: Any) -> Any:
 
 @impact.command("run")
 @click.argument("traffic", metavar="[TRAFFIC...]", nargs=-1)
-@click.option(
-    "--from-prometheus",
-    "prometheus",
-    metavar="URL",
-    help="Instead of TRAFFIC: the brokers' quota sensors from this Prometheus server (scraping their JMX exporters "
-    "with jmx-exporter-kafka-quotas.yaml), replayed per broker.",
-)
-@click.option(
-    "--since",
-    metavar="DURATION",
-    help="--from-prometheus: how far back the range starts before --until (90s, 30m, 24h, 7d)  [default: 24h]",
-)
-@click.option(
-    "--until",
-    metavar="TIME",
-    help="--from-prometheus: the range's end: now, epoch seconds, 2026-11-25T10:00:00Z or a duration ago  "
-    "[default: now]",
-)
-@click.option(
-    "--step",
-    metavar="DURATION",
-    help="--from-prometheus: the range query's resolution; each reading counts for one step  [default: 1s]",
-)
+@prometheus_range_options
 @click.option(
     "--input-format",
     type=click.Choice(["table", "kafka-request-log"]),
@@ -204,7 +189,7 @@ def run(
     rate_given = ctx.get_parameter_source("topic_rate") is click.core.ParameterSource.COMMANDLINE
     topic_cfg = _refuse_models(files, compare_with, model, total_threshold, topic_thresholds, topic_rate, rate_given)
     _refuse_brokers(input_format, per_broker, brokers, prometheus, topic_cfg is not None)
-    span = _prometheus_range(since, until, step) if prometheus else None
+    span = prometheus_range(since, until, step) if prometheus else None
     replay = impact_service.Replay(window, traffic, prometheus, span, input_format, per_broker, engine, master, conf)
     with _status(Console(stderr=True)) as status:
         result = impact_service.impact(
@@ -248,16 +233,7 @@ def _refuse_inputs(
     from kquotactl.core.errors import UsageError
     from kquotactl.impact.engine import input_exists
 
-    if prometheus is None:
-        if not traffic:
-            raise UsageError("give TRAFFIC (files or directories) or --from-prometheus URL")
-        for name, given in (("--since", since), ("--until", until), ("--step", step)):
-            if given is not None:
-                raise UsageError(f"{name} is a Prometheus range: it goes with --from-prometheus URL")
-    elif traffic:
-        raise UsageError("give TRAFFIC or --from-prometheus URL, not both")
-    elif input_format != "table":
-        raise UsageError("--from-prometheus reads the brokers' sensors: drop --input-format")
+    check_traffic_given(traffic, prometheus, since, until, step, input_format)
     if len(traffic) > 1 and input_format == "table":
         raise UsageError("several TRAFFIC inputs need --input-format kafka-request-log; give one table input")
     for path in traffic:
@@ -306,21 +282,6 @@ def _refuse_brokers(
     if topic_model and (per_broker or prometheus):
         where = "--per-broker" if per_broker else "--from-prometheus"
         raise UsageError(f"--model topic-threshold replays the traffic as one broker's: drop {where}")
-
-
-def _prometheus_range(since: str | None, until: str | None, step: str | None) -> tuple[float, float, float]:
-    """``(start, end, step)`` in epoch seconds of --from-prometheus' range."""
-    import time
-
-    from kquotactl.core.errors import UsageError
-    from kquotactl.core.timespec import parse_duration, parse_time
-
-    end = parse_time(until or "now", "--until", time.time())
-    lookback = parse_duration(since or "24h", "--since")
-    resolution = parse_duration(step or "1s", "--step")
-    if resolution > lookback:
-        raise UsageError(f"--step {step} is longer than --since {since or '24h'}: no point in the range")
-    return end - lookback, end, resolution
 
 
 def _topic_config(model: str, total: str | None, pairs: tuple[str, ...], rate: str) -> Any:

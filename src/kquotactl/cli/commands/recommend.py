@@ -13,7 +13,14 @@ import click
 
 from kquotactl.cli.groups import OnceCommand
 from kquotactl.cli.manifestargs import live_records
-from kquotactl.cli.options import engine_options, parse_kafka_version, quota_window_options
+from kquotactl.cli.options import (
+    check_traffic_given,
+    engine_options,
+    parse_kafka_version,
+    prometheus_range,
+    prometheus_range_options,
+    quota_window_options,
+)
 from kquotactl.cli.state import AppState, pass_state
 from kquotactl.core.errors import UsageError
 
@@ -21,7 +28,8 @@ LEVELS = ("user-client", "user", "client-id")
 
 
 @click.command(cls=OnceCommand)
-@click.argument("traffic", metavar="TRAFFIC...", nargs=-1, required=True, type=click.Path())
+@click.argument("traffic", metavar="[TRAFFIC...]", nargs=-1, type=click.Path())
+@prometheus_range_options
 @click.option(
     "--input-format",
     type=click.Choice(("table", "kafka-request-log")),
@@ -69,6 +77,10 @@ def recommend(
     ctx: click.Context,
     state: AppState,
     traffic: Sequence[str],
+    prometheus: str | None,
+    since: str | None,
+    until: str | None,
+    step: str | None,
     input_format: str,
     per_broker: bool,
     engine: str,
@@ -92,10 +104,10 @@ def recommend(
     """Recommend quotas from observed traffic: a manifest whose every value carries its evidence.
 
     Each quota-id's rate per quota window sample is measured as the broker's Rate would (the replay impact
-    runs), ranked, and the policy applied: the percentile on the busiest broker, plus headroom, rounded up
-    to two significant digits, never below a floor. The current quotas (the cluster's, or --current files)
-    are kept where the traffic says nothing. Nothing is written to a cluster: review the manifest, then
-    plan and apply it.
+    runs; from Prometheus, the brokers' own sensors), ranked, and the policy applied: the percentile on the
+    busiest broker, plus headroom, rounded up to two significant digits, never below a floor. The current
+    quotas (the cluster's, or --current files) are kept where the traffic says nothing. Nothing is written
+    to a cluster: review the manifest, then plan and apply it.
 
     \b
     Examples:
@@ -103,6 +115,7 @@ def recommend(
       kquotactl --bootstrap-server b:9092 recommend traffic/ --percentile 95 --headroom 50%
       kquotactl recommend traffic.csv --level user --tail-share 1% --exempt admin --floor producer_byte_rate=1MiB
       kquotactl recommend --input-format kafka-request-log --per-broker b1/ b2/ b3/ --current quotas.yaml
+      kquotactl recommend --from-prometheus http://prometheus:9090 --since 14d --current quotas.yaml
     """
     from kquotactl.services.recommend import policy_of, protected_users, recommend_from_traffic, traffic_source
 
@@ -110,12 +123,17 @@ def recommend(
     if fmt not in ("yaml", "json", "markdown"):
         raise UsageError(f"recommend writes yaml, json or markdown, not {fmt}")
     policy = policy_of(policy_file, percentile, headroom, floors, level, tail_share, keys, keep, exempt)
+    check_traffic_given(traffic, prometheus, since, until, step, input_format)
+    if prometheus and engine == "spark":
+        raise UsageError("--from-prometheus is read on the local engine, streamed: drop --engine spark")
     if per_broker and input_format != "kafka-request-log":
         raise UsageError("--per-broker reads request logs: add --input-format kafka-request-log")
     version = parse_kafka_version(kafka_version) if kafka_version else None
+    span = prometheus_range(since, until, step) if prometheus else None
     source = traffic_source(
-        traffic, input_format, per_broker, engine, master, confs, window_num, window_size_seconds, version
-    )
+        traffic, input_format, per_broker, engine, master, confs, window_num, window_size_seconds, version,
+        prometheus, span,
+    )  # fmt: skip
     live = bool(current) or state.conn.with_env().has_cluster  # the policy is checked before any cluster is read
     backend, records = live_records(state, ctx, current) if live else (None, [])
     protected, notes = protected_users(backend if not current else None, super_users)

@@ -81,7 +81,7 @@ def _usage(
         pair = (users[i], clients[i])
         resolved = pair_cache.get(pair)
         if resolved is None:
-            resolved = pair_cache[pair] = [_resolve(index, limits, k, *pair) for k, _ in client_cols]
+            resolved = pair_cache[pair] = [sid_of_pair(index, limits, k, *pair) for k, _ in client_cols]
         for (key, col), sid in zip(client_cols, resolved, strict=True):
             u = col[i]
             if u:
@@ -97,7 +97,7 @@ def _usage(
         if u:
             ip = ips[i]
             if ip not in ip_cache:
-                ip_cache[ip] = _resolve_ip(index, limits, conn_key, ip)
+                ip_cache[ip] = sid_of_ip(index, limits, conn_key, ip)
             sid = ip_cache[ip]
             t = totals[conn_key]
             t.rows += 1
@@ -110,7 +110,7 @@ def _usage(
     return series, limits, totals, rows, first, last
 
 
-def _resolve(index: QuotaIndex, limits: dict[Sid, float], key: str, user: str, client_id: str) -> Sid | None:
+def sid_of_pair(index: QuotaIndex, limits: dict[Sid, float], key: str, user: str, client_id: str) -> Sid | None:
     r = index.resolve(key, user, client_id)
     if r.level is None or r.limit is None:  # a level always comes with its limit
         return None
@@ -120,7 +120,7 @@ def _resolve(index: QuotaIndex, limits: dict[Sid, float], key: str, user: str, c
     return sid
 
 
-def _resolve_ip(index: QuotaIndex, limits: dict[Sid, float], key: str, ip: str) -> Sid | None:
+def sid_of_ip(index: QuotaIndex, limits: dict[Sid, float], key: str, ip: str) -> Sid | None:
     r = index.resolve_ip(ip, key)
     if r.level is None or r.limit is None:  # a level always comes with its limit
         return None
@@ -232,7 +232,7 @@ def topic_usage(
         by[(s, topic)] += u
         pair = (columns["user"][i], columns["client_id"][i])
         if pair not in cache:
-            cache[pair] = _resolve(index, limits, key, *pair)
+            cache[pair] = sid_of_pair(index, limits, key, *pair)
         sid = cache[pair]
         if sid is not None and s in throttled.get(sid, ()):
             client[topic] += u

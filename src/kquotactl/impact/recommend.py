@@ -62,9 +62,13 @@ def distributions(rates: SampleRates, percentile: float) -> dict[tuple[GroupId, 
     }
 
 
+#: (group, key) -> broker -> that broker's per-sample rates, a numpy array in sample order
+SampleRateArrays = dict[tuple[GroupId, str], dict[str, Any]]
+
+
 def windowed_sample_rates(
     table: Any, level: Level, window: Window, keys: Sequence[str] = MODEL_KEYS
-) -> tuple[SampleRates, dict[str, int]]:
+) -> tuple[SampleRateArrays, dict[str, int]]:
     """:func:`sample_rates` of traffic that is already the broker's rate over its quota window (the sensors read
     from Prometheus, :func:`kquotactl.observe.throttled.sensor_traffic`): not replayed through ``Rate`` again, a
     sample's rate is its units over ``divisor × S``, what the windowed replay compares with a limit, summed over
@@ -97,7 +101,7 @@ def windowed_sample_rates(
     unattributed = np.array([not _attributable(g) for g in of_pair] or [False], dtype=bool)
     b_idx, brokers = names[BROKER_COLUMN]
     ip_idx, ips = names["ip"]
-    out: SampleRates = {}
+    out: SampleRateArrays = {}
     skipped: dict[str, int] = {}
     for key in keys:
         usage = USAGE[key]
@@ -124,7 +128,7 @@ def windowed_sample_rates(
         edges = np.flatnonzero((np.diff(g_of) != 0) | (np.diff(b_of) != 0)) + 1
         for part in np.split(np.arange(len(starts)), edges) if len(starts) else []:
             group = groups[int(g_of[part[0]])]
-            out.setdefault((group, key), {})[str(brokers[int(b_of[part[0]])])] = rates[part].tolist()
+            out.setdefault((group, key), {})[str(brokers[int(b_of[part[0]])])] = rates[part]
     ordered = sorted(out.items(), key=lambda kv: (kv[0][0].sort_key(), kv[0][1]))
     return {gk: dict(sorted(per_broker.items())) for gk, per_broker in ordered}, skipped
 

@@ -245,6 +245,45 @@ class EngineResult:
     totals: dict[str, KeyTotals] = field(default_factory=dict)
 
 
+def merge_slices(parts: Iterable[EngineResult]) -> EngineResult:
+    """One result from replays of consecutive time slices of windowed input, where each sample stands alone (its
+    own rate against the limit): counts and sums added, peaks kept, the first and last sample of them all. Exact:
+    the same result as one replay of the whole range."""
+    stats: dict[tuple[str, int, str | None, str | None, str | None], QidStats] = {}
+    totals: dict[str, KeyTotals] = {}
+    rows = 0
+    first: int | None = None
+    last: int | None = None
+    for part in parts:
+        rows += part.rows
+        if part.first_sample is not None:
+            first = part.first_sample if first is None else min(first, part.first_sample)
+        if part.last_sample is not None:
+            last = part.last_sample if last is None else max(last, part.last_sample)
+        for key, t in part.totals.items():
+            into = totals.setdefault(key, KeyTotals())
+            into.rows += t.rows
+            into.rows_unlimited += t.rows_unlimited
+            into.units += t.units
+            into.units_unlimited += t.units_unlimited
+            into.units_throttled += t.units_throttled
+        for st in part.stats:
+            ident = (st.key, st.level, st.qid_user, st.qid_client, st.qid_ip)
+            seen = stats.get(ident)
+            stats[ident] = (
+                st
+                if seen is None
+                else QidStats(
+                    *ident,
+                    seen.seconds_throttled + st.seconds_throttled,
+                    max(seen.max_rate, st.max_rate),
+                    seen.total_throttle_ms + st.total_throttle_ms,
+                    max(seen.max_throttle_ms, st.max_throttle_ms),
+                )
+            )
+    return EngineResult(rows, first, last, list(stats.values()), totals)
+
+
 def quota_id(key: str, qid_user: str | None, qid_client: str | None, qid_ip: str | None) -> dict[str, str]:
     """The report's quota-id (the broker's metric tags) of an engine's quota-id parts: ``{ip}`` or
     ``{user (sanitized), client-id}``."""

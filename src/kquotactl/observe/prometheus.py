@@ -207,27 +207,39 @@ def from_prometheus(
 
 #: Prometheus answers at most 11,000 points a series per range query: longer ranges are asked in chunks
 MAX_POINTS = 10_000
+#: and a chunk holds about this many points of all its series (an answer's JSON, decoded, is ~250 B a point)
+POINTS_PER_QUERY = 200_000
+FIRST_POINTS = 60
 TRAFFIC_SELECTOR = selector(TRAFFIC_METRICS)
+
+
+def range_chunks(
+    base: str, start: float, end: float, step: float, query: str = TRAFFIC_SELECTOR, timeout: float = TIMEOUT
+) -> Iterator[tuple[float, list[tuple[Sample, Any, Any]]]]:
+    """Every series of ``query`` on ``[start, end]`` every ``step`` s, one range query after the other: per query,
+    the time of its last point and each series' sensor names (a :class:`Sample`, whichever scheme named it; its
+    value unused) with the times and values of its points as numpy arrays. A query holds at most
+    :data:`MAX_POINTS` points a series and about :data:`POINTS_PER_QUERY` in all, its answer converted column-wise
+    (no Python step per point): a range of weeks at 1 s is streamed."""
+    size = FIRST_POINTS  # points a series: the first chunk counts the series, the next hold ~POINTS_PER_QUERY
+    t = start
+    while t <= end:
+        last = min(end, t + (size - 1) * step)
+        result = range_query(base, query, t, last, step, timeout)
+        size = max(FIRST_POINTS, min(MAX_POINTS, POINTS_PER_QUERY // max(1, len(result))))
+        points = [_point_arrays(base, series) for series in result]
+        readings = [_as_reading(labels, float(i)) for i, (labels, _, _) in enumerate(points)]
+        # one per sensor: where two schemes name it, the first scheme's
+        yield last, [(sample, *points[int(sample.value)][1:]) for sample in to_samples(readings)]
+        t = last + step
 
 
 def range_series(
     base: str, start: float, end: float, step: float, query: str = TRAFFIC_SELECTOR, timeout: float = TIMEOUT
 ) -> Iterator[tuple[Sample, Any, Any]]:
-    """Every series of ``query`` on ``[start, end]`` every ``step`` s: its sensor's names (a :class:`Sample`,
-    whichever scheme named it; its value unused), and the times and values of its points as numpy arrays. Read in
-    range queries of at most :data:`MAX_POINTS` points a series, one after the other, each answer's points
-    converted column-wise (no Python step per point): a range of weeks at 1 s is streamed, chunk by chunk."""
-    chunk = step * MAX_POINTS
-    t = start
-    while t <= end:
-        last = min(end, t + chunk - step)
-        result = range_query(base, query, t, last, step, timeout)
-        points = [_point_arrays(base, series) for series in result]
-        readings = [_as_reading(labels, float(i)) for i, (labels, _, _) in enumerate(points)]
-        for sample in to_samples(readings):  # one per sensor: where two schemes name it, the first scheme's
-            _, times, values = points[int(sample.value)]
-            yield sample, times, values
-        t = last + step
+    """Every series of every chunk of :func:`range_chunks`, in the order read."""
+    for _, series in range_chunks(base, start, end, step, query, timeout):
+        yield from series
 
 
 def _point_arrays(base: str, series: Any) -> tuple[dict[str, str], Any, Any]:
@@ -253,16 +265,56 @@ def traffic_table(base: str, start: float, end: float, step: float, sample_s: in
     """The brokers' quota sensors on ``[start, end]`` as an impact traffic table in samples of ``sample_s`` seconds
     (pyarrow; columns of :func:`kquotactl.observe.throttled.sensor_traffic`, with a ``broker`` column); a range
     without any quota sensor reading is an error."""
-    import pyarrow as pa
-
     columns = sensor_traffic(range_series(base, start, end, step), step, sample_s)
     if not len(columns["ts"]):
-        raise QuotaError(
-            f"{base}: no quota sensor readings (kafka_quota_{{{','.join(TRAFFIC_METRICS)}}}, or another "
-            f"exporter configuration's names for them) between {_utc(start)} and {_utc(end)}: is Prometheus "
-            "scraping the brokers' JMX exporters with jmx-exporter-kafka-quotas.yaml? (A broker records its "
-            "quota sensors only while some quota is set.)"
-        )
+        raise no_readings(base, start, end)
+    return _table(columns)
+
+
+def traffic_slices(base: str, start: float, end: float, step: float, sample_s: int = 1) -> Iterator[Any]:
+    """:func:`traffic_table` in time slices, one a range query, each holding only samples no later reading adds
+    to (a sample the next query's first reading still overlaps is carried over): for ranges too long for one
+    table. The rows of a sample two queries share are added once more, so its usage may differ from
+    :func:`traffic_table`'s in the last bit; with a step that divides the sample (1 s readings of 1 s samples),
+    no sample is shared."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    carried = None
+    for last, series in range_chunks(base, start, end, step):
+        table = _table(sensor_traffic(series, step, sample_s))
+        if carried is not None and carried.num_rows:
+            table = _regrouped(pa.concat_tables([carried, table]))
+        done = pc.less(table.column("ts"), math.floor(last / sample_s) * sample_s)
+        carried = table.filter(pc.invert(done))
+        if (complete := table.filter(done)).num_rows:
+            yield complete
+    if carried is not None and carried.num_rows:
+        yield carried
+
+
+def _regrouped(table: Any) -> Any:
+    """Rows of the same sample and sensor names added into one, sorted as :func:`sensor_traffic` sorts them."""
+    names = ["ts", BROKER_COLUMN, "user", "client_id", "ip"]
+    usage = [c for c in table.column_names if c not in names]
+    summed = table.group_by(names, use_threads=False).aggregate([(c, "sum") for c in usage])
+    out = summed.select([*names, *(f"{c}_sum" for c in usage)]).rename_columns([*names, *usage])
+    return out.sort_by([(n, "ascending") for n in names])
+
+
+def no_readings(base: str, start: float, end: float) -> QuotaError:
+    """The error of a range without any quota sensor reading."""
+    return QuotaError(
+        f"{base}: no quota sensor readings (kafka_quota_{{{','.join(TRAFFIC_METRICS)}}}, or another "
+        f"exporter configuration's names for them) between {_utc(start)} and {_utc(end)}: is Prometheus "
+        "scraping the brokers' JMX exporters with jmx-exporter-kafka-quotas.yaml? (A broker records its "
+        "quota sensors only while some quota is set.)"
+    )
+
+
+def _table(columns: dict[str, Any]) -> Any:
+    import pyarrow as pa
+
     types = {"ts": pa.float64(), BROKER_COLUMN: pa.string(), "user": pa.string(), "client_id": pa.string()}
     types["ip"] = pa.string()
     return pa.table({c: pa.array(v, type=types.get(c, pa.float64())) for c, v in columns.items()})

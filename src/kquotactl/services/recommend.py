@@ -9,6 +9,7 @@ recommendation says nothing: a recommendation never removes a quota.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from kquotactl.impact.replay import MODEL_KEYS, Window
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
     from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.impact.replay import EngineResult
     from kquotactl.services.impact import Replay
 
 
@@ -87,36 +89,65 @@ def recommend_from_traffic(
 def _from_prometheus(
     source: Replay, policy: Policy, current: Sequence[QuotaRecord], warn: Callable[[str], None]
 ) -> Recommended:
-    """The recommendation from the brokers' sensors in Prometheus: each sample's rate is the sensors' reading
-    (:func:`kquotactl.impact.recommend.windowed_sample_rates`); the replay is the windowed one ``impact run
-    --from-prometheus`` runs."""
+    """The recommendation from the brokers' sensors in Prometheus, streamed: each slice of the range read in turn
+    (:func:`kquotactl.observe.prometheus.traffic_slices`), each sample's rate the sensors' reading
+    (:func:`kquotactl.impact.recommend.windowed_sample_rates`), only the rates kept (8 bytes a sample with traffic);
+    then the range read once more to replay the recommendation slice by slice, with the windowed model ``impact
+    run --from-prometheus`` runs, each sample on its own, column-wise (:mod:`kquotactl.impact.columnar`)."""
+    import numpy as np
     import pyarrow.compute as pc
 
     from kquotactl.core.keys import KEYS, KeyScope
-    from kquotactl.impact.recommend import distributions, windowed_sample_rates
-    from kquotactl.observe.prometheus import traffic_table
+    from kquotactl.impact.columnar import run_windowed
+    from kquotactl.impact.recommend import windowed_sample_rates
+    from kquotactl.impact.replay import BROKER_COLUMN, merge_slices
+    from kquotactl.observe.prometheus import no_readings, traffic_slices
 
     if source.engine == "spark":
         raise UsageError("the brokers' sensors from Prometheus are read on the local engine, streamed: not on Spark")
     if source.span is None or source.prometheus is None:
         raise UsageError("a Prometheus source needs its range: start, end and step")
+    base, span = source.prometheus, source.span
     window = dataclasses.replace(source.window, windowed=True)
-    table = traffic_table(source.prometheus, *source.span, window.size_s)
     keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
-    rates, skipped = windowed_sample_rates(table, policy.level, window, keys)
+    parts: dict[tuple[GroupId, str], dict[str, list[Any]]] = {}
+    skipped: dict[str, int] = {}
+    rows, first, last = 0, math.inf, -math.inf  # the first and last sample's time
+    for table in traffic_slices(base, *span, window.size_s):
+        rates, skips = windowed_sample_rates(table, policy.level, window, keys)
+        for gk, per_broker in rates.items():
+            for broker, values in per_broker.items():
+                parts.setdefault(gk, {}).setdefault(broker, []).append(values)
+        for key, n in skips.items():
+            skipped[key] = skipped.get(key, 0) + n
+        rows += table.num_rows
+        ts = table.column("ts").to_numpy()
+        first, last = min(first, float(ts.min())), max(last, float(ts.max()))
+    if not rows:
+        raise no_readings(base, span[0], span[1])
     for key, n in skipped.items():
         if KEYS[key].kind is not KeyScope.IP:
             warn(
                 f"{key}: {n:,} samples of sensors whose quota-id has no {_level_tags(policy)} (the cluster's "
                 f"quotas there are coarser than the level {policy.level.value}): left out"
             )
-    first, last = pc.min(table.column("ts")).as_py(), pc.max(table.column("ts")).as_py()
-    span_s = float(last - first + window.size_s)  # the table has a row at least (traffic_table refuses none)
+    dists = {
+        gk: {
+            broker: Distribution.of(np.sort(np.concatenate(arrays)).tolist(), extra=[policy.percentile])
+            for broker, arrays in sorted(parts[gk].items())
+        }
+        for gk in sorted(parts, key=lambda gk: (gk[0].sort_key(), gk[1]))
+    }
+    span_s = last - first + window.size_s
     defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
-    dists = distributions(rates, policy.percentile)
     rec = recommend(dists, policy, span_s, defaults)
-    replayed = replay_recommendation(_columns([("", table)], window), rec, current, window)
-    return Recommended(rec, dists, list(current), table.num_rows, replayed)
+    index = proposed_index(rec, current)
+    merged: dict[str, EngineResult] = {}
+    for table in traffic_slices(base, *span, window.size_s):
+        for broker in sorted(pc.unique(table.column(BROKER_COLUMN)).to_pylist()):
+            result = run_windowed(table.filter(pc.equal(table.column(BROKER_COLUMN), broker)), index, window)
+            merged[broker] = merge_slices([merged[broker], result]) if broker in merged else result
+    return Recommended(rec, dists, list(current), rows, _merged_report(merged, index, window))
 
 
 def _level_tags(policy: Policy) -> str:
@@ -226,21 +257,37 @@ def replay_recommendation(
     """The ``impact`` report of the quotas as they would be (current ones, recommended ones merged in) on the
     traffic the recommendation came from, on the local engine: each broker's traffic replayed on its own (quotas are
     per broker) and the reports merged, as ``impact run`` does for per-broker inputs."""
-    from kquotactl.impact import local
-    from kquotactl.impact.replay import BROKER_COLUMN, merge_broker_reports, report
-
     index = proposed_index(rec, current)
+    return _merged_report(_results_per_broker(columns, index, window), index, window)
+
+
+def _results_per_broker(
+    columns: Mapping[str, Sequence[Any]], index: QuotaIndex, window: Window
+) -> dict[str, EngineResult]:
+    """The local engine's result of each broker's rows ("" for traffic that names no broker)."""
+    from kquotactl.impact import local
+    from kquotactl.impact.replay import BROKER_COLUMN
+
     brokers = columns.get(BROKER_COLUMN)
     if not brokers:
-        return report(local.run(columns, index, window), index, window)
+        return {"": local.run(columns, index, window)}
     rows: dict[str, list[int]] = {}
     for i, b in enumerate(brokers):
         rows.setdefault(b, []).append(i)
-    reports = {}
-    for b, picked in rows.items():
-        part = {name: [values[i] for i in picked] for name, values in columns.items()}
-        reports[b] = report(local.run(part, index, window), index, window)
-    return merge_broker_reports(reports)
+    return {
+        b: local.run({name: [values[i] for i in picked] for name, values in columns.items()}, index, window)
+        for b, picked in rows.items()
+    }
+
+
+def _merged_report(results: Mapping[str, EngineResult], index: QuotaIndex, window: Window) -> dict[str, Any]:
+    """One report of per-broker results (:func:`~kquotactl.impact.replay.merge_broker_reports`), or of the one
+    result of traffic that names no broker."""
+    from kquotactl.impact.replay import merge_broker_reports, report
+
+    if list(results) == [""]:
+        return report(results[""], index, window)
+    return merge_broker_reports({b: report(r, index, window) for b, r in results.items()})
 
 
 def policy_of(

@@ -70,6 +70,9 @@ class PrometheusServer:
     _proc: subprocess.Popen[bytes] | None = None
     job: str = "kafka"
     rule_files: list[Path] = field(default_factory=list)
+    #: a TSDB already written (``promtool tsdb create-blocks-from``): served as it is, never expired, queries of
+    #: any size allowed (benches of weeks of synthetic series)
+    tsdb: Path | None = None
 
     @property
     def url(self) -> str:
@@ -89,10 +92,12 @@ class PrometheusServer:
         cmd = [
             PROMETHEUS,
             f"--config.file={self.workdir / 'prometheus.yml'}",
-            f"--storage.tsdb.path={self.workdir / 'data'}",
+            f"--storage.tsdb.path={self.tsdb or self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--log.level=warn",
         ]
+        if self.tsdb is not None:
+            cmd += ["--storage.tsdb.retention.time=100y", "--query.max-samples=1000000000"]
         out = open(self.workdir / "prometheus.log", "ab")  # noqa: SIM115 - handed to the child process
         self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout

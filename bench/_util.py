@@ -44,3 +44,33 @@ def time_call(fn: Callable[[], object], runs: int = 5, warmup: int = 1) -> float
 def row(label: str, seconds: float, base: float | None = None) -> str:
     ratio = f"  ({seconds / base:.2f}x)" if base else ""
     return f"  {label:<58} {seconds * 1000:9.1f} ms{ratio}"
+
+
+def tsdb_from_openmetrics(text: Path, data: Path) -> Path:
+    """TSDB blocks of an OpenMetrics file (``promtool tsdb create-blocks-from openmetrics``), for a real
+    Prometheus to serve (``PrometheusServer(tsdb=...)``); the text file is removed."""
+    subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(text), str(data)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    text.unlink()
+    return data
+
+
+def measured(cmd: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Wall seconds, peak resident MiB and standard output of ``cmd`` in a fresh process (reaped with ``wait4``,
+    which gives that one child's peak)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        began = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env or dict(os.environ))
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - began
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode:
+            raise SystemExit(f"{' '.join(cmd[:4])} failed: {err.read().decode()[-2000:]}")
+        return seconds, usage.ru_maxrss / 1024, out.read().decode()

@@ -23,20 +23,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "src"))
 
+from bench._util import measured, tsdb_from_openmetrics  # noqa: E402
 from kquotactl.testing.observe import PrometheusServer  # noqa: E402
 
 IDS = int(os.environ.get("BENCH_RP_IDS", "1000"))
 HOURS = float(os.environ.get("BENCH_RP_HOURS", "1"))
 ISSUE_POINTS = 30 * 86_400 * 1_000
+ENV = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
 
 FLOOR = """
 import sys, requests
@@ -68,31 +70,7 @@ def synthetic_tsdb(directory: Path, start: int, end: int) -> Path:
                 f"{name}{base * (burst if s % 600 < 30 else 1) + (s * 7919 % 1000)}.0 {s}\n" for s in range(start, end)
             )
         f.write("# EOF\n")
-    data = directory / "data"
-    subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(text), str(data)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    text.unlink()
-    return data
-
-
-def measured(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak resident MiB and standard output of ``cmd`` in a fresh process (reaped with ``wait4``,
-    which gives that one child's peak)."""
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        began = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - began
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if proc.returncode:
-            raise SystemExit(f"{' '.join(cmd[:4])} failed: {err.read().decode()[-2000:]}")
-        return seconds, usage.ru_maxrss / 1024, out.read().decode()
+    return tsdb_from_openmetrics(text, directory / "data")
 
 
 def run(hours: float) -> tuple[int, tuple[float, float, str], tuple[float, float, str]]:
@@ -109,7 +87,7 @@ def run(hours: float) -> tuple[int, tuple[float, float, str], tuple[float, float
             f"{time.perf_counter() - began:.1f} s"
         )
         with PrometheusServer(tsdb=data) as prom:
-            floor = measured([sys.executable, "-c", FLOOR, prom.url, str(start + 1), str(end)])
+            floor = measured([sys.executable, "-c", FLOOR, prom.url, str(start + 1), str(end)], ENV)
             ours = measured(
                 [
                     sys.executable,
@@ -128,7 +106,8 @@ def run(hours: float) -> tuple[int, tuple[float, float, str], tuple[float, float
                     "client-id",
                     "-o",
                     "json",
-                ]
+                ],
+                ENV,
             )
         assert int(floor[2]) >= points * 0.99, (floor[2], points)
         return points, floor, ours

@@ -18,11 +18,14 @@ from typing import Any
 
 import pytest
 
+#: a JVM that starts fast on a small, shared machine: one GC thread, the quick JIT only
+QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.driver.memory": "1g",
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+    "spark.driver.extraJavaOptions": QUICK_JVM,
     "spark.sql.adaptive.enabled": "true",
 }
 
@@ -57,6 +60,8 @@ class StandaloneCluster:
             "spark.scheduler.minRegisteredResourcesRatio": "1.0",  # both executors up before the first task
             "spark.scheduler.maxRegisteredResourcesWaitingTime": "60s",
             "spark.sql.shuffle.partitions": "2",
+            "spark.driver.extraJavaOptions": QUICK_JVM,
+            "spark.executor.extraJavaOptions": QUICK_JVM,
         }
         confs = [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
         return subprocess.run(
@@ -107,6 +112,7 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,
     }
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"

@@ -63,7 +63,9 @@ def test_per_broker_request_logs_give_the_local_engines_recommendation(
     standalone_cluster: StandaloneCluster, package: Path, tmp_path: Path
 ) -> None:
     logs = random_request_logs(tmp_path, random.Random(SEED))
-    args = ["--input-format", "kafka-request-log", "--per-broker", *logs, "--percentile", "95"]
+    tight = ["--percentile", "50", "--headroom", "0"]  # so that the replay has throttled quota-ids to compare
+    args = ["--input-format", "kafka-request-log", "--per-broker", *logs, *tight]
     local, submitted = on_both(standalone_cluster, package, tmp_path, args)
     assert {lim["brokers"] for lim in local["limits"]} == {2}, f"seed {SEED}"
+    assert local["replayed"]["summary"]["throttled_quota_ids"] > 0, f"seed {SEED}"
     assert submitted == local, f"seed {SEED}"

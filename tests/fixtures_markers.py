@@ -30,7 +30,7 @@ SERVER_FIXTURES: dict[str, tuple[str, ...]] = {
     "zk_migration": ("zookeeper", "kafka"),
     **dict.fromkeys(["observed_kraft", "observed_request_log"], ("kafka", "prometheus")),
     "rules_prometheus": ("prometheus",),
-    "spark": ("spark",),
+    **dict.fromkeys(["spark", "standalone_cluster"], ("spark",)),
     **dict.fromkeys(["kafka_oracle", "exporter_oracle"], ("jvm",)),
 }
 

@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("kquotactl.admin")
 
 # KRaft controllers refuse a single operation producing more than 10,000 records
-# (QuorumController.MAX_RECORDS_PER_USER_OP); every op is one record. Stay well below.
+# (QuorumController.MAX_RECORDS_PER_USER_OP): the whole request, every entry POLICY_VIOLATION.
+# Every op (a key set or removed, ip keys alike) is one record. Stay well below
+# (tests/test_admin_record_limit.py measures the limit on a real controller).
 MAX_ENTRIES_PER_REQUEST = 2000
 MAX_OPS_PER_REQUEST = 5000
 # Up to this many entities, read their current state with exact describes; beyond, one describe of all.

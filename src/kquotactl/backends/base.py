@@ -117,6 +117,13 @@ class QuotaBackend(abc.ABC):
         return False
 
     @property
+    def apply_chunk(self) -> int:
+        """How many entities ``apply`` hands to one :meth:`alter` call: each call reads their current state first
+        (the stale-plan check) and is logged as its writes land. Per-entity reads (ZooKeeper) make small calls
+        cheap."""
+        return 5000
+
+    @property
     def read_after_write_settle(self) -> float:
         """Seconds a read may lag a write (KRaft brokers apply committed metadata asynchronously): how long a
         read-back of writes in flight keeps reading before it decides."""

@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # types only: the modules load inside the services that use t
     from kquotactl.core.plan import EntityDiff, Plan
 
 #: entities per backend call of :func:`apply`: bounds the backend's working set (reads, ops, results)
-APPLY_CHUNK = 5000
 
 
 @dataclass(frozen=True)
@@ -176,10 +175,11 @@ def apply(
     log: IO[str] | None = None,
     keep_records: bool = False,
     progress: ProgressCallback | None = None,
-    chunk: int = APPLY_CHUNK,
+    chunk: int | None = None,
     log_extra: Mapping[str, Any] | None = None,
 ) -> Applied:
-    """Hand the plan to the backend in order, ``chunk`` entities at a time.
+    """Hand the plan to the backend in order, ``chunk`` entities at a time (default: the backend's
+    :attr:`~kquotactl.backends.base.QuotaBackend.apply_chunk`).
 
     Refused before anything is written as :func:`check_applicable` says. ``log``: one JSON
     line per entity result, written and flushed as each write completes (a committed transaction, an answered
@@ -225,6 +225,7 @@ def apply(
             progress(fresh)
 
     diffs = the_plan.diffs
+    chunk = chunk or backend.apply_chunk
     for start in range(0, len(diffs), chunk):
         part = diffs[start : start + chunk]
         try:

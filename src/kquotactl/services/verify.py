@@ -284,22 +284,108 @@ def verify_applied(
     timeout: float = 30.0,
     sample: int | None = None,
     poll: float = VERIFY_POLL_SECONDS,
+    clock: Callable[[], float] | None = None,
 ) -> list[Converged]:
-    """``apply --verify``: step 1 of ``verify`` for each (entity, config it must have now) — exactly that config,
-    ``{}`` for a removed entity — or for ``sample`` of them (evenly spread, deterministic), all within ``timeout``."""
+    """``apply --verify`` and the staged apply's check: step 1 of ``verify`` for each (entity, config it must have
+    now) — exactly that config, ``{}`` for a removed entity — or for ``sample`` of them (evenly spread,
+    deterministic), all within ``timeout``.
+
+    Each round asks each broker once, whatever the number of entities (one DescribeClientQuotas of everything, or
+    of the one entity when only one is checked), and asks again next round only the brokers still lagging on some
+    entity: 10,000 entities on 3 brokers cost 3 describes a round, not 30,000. A broker that does not answer lags
+    and is named (:class:`BackendUnavailable`), never counted as applied."""
     import time
+
+    from kquotactl.core.verify import lagging, unanswered_message
 
     chosen = list(wanted)
     if sample is not None and 0 < sample < len(chosen):
         step = len(chosen) / sample
         chosen = [chosen[int(i * step)] for i in range(sample)]
-    deadline = time.monotonic() + timeout
-    return [
-        wait_applied(
-            backend, entity, dict(config), exact=True, timeout=max(0.0, deadline - time.monotonic()), poll=poll
-        )
-        for entity, config in chosen
-    ]
+    if len(chosen) <= 1:
+        return [
+            wait_applied(backend, entity, dict(config), exact=True, timeout=timeout, poll=poll, clock=clock)
+            for entity, config in chosen
+        ]
+    if not backend.can_describe:
+        raise VerifyRefused("controller")
+    expected = {e: dict(c) for e, c in chosen}
+    rounds = _Rounds(backend, expected)
+    elapsed = 0.0
+    for attempt in RetryPolicy(delay=poll, deadline=timeout).tries(clock or time.monotonic, time.sleep):
+        elapsed = attempt.elapsed
+        if rounds.ask(elapsed) or attempt.last:
+            break
+    out = []
+    for entity in expected:
+        views = rounds.views_of(entity)
+        late = lagging(expected[entity], views, True)
+        if any(v.unanswered for v in late):  # never a verdict on a broker that did not answer: an error
+            raise BackendUnavailable(unanswered_message(entity.label(), late, elapsed))
+        waited = rounds.converged_at.get(entity, elapsed)
+        out.append(Converged(entity, expected[entity], True, views, late, waited, rounds.source))
+    return out
+
+
+class _Rounds:
+    """The rounds of :func:`verify_applied`: each broker's last view of every entity, and the entities each broker
+    still lags on (asked again, all of them in one describe, next round)."""
+
+    def __init__(self, backend: QuotaBackend, expected: dict[Entity, dict[str, Number]]) -> None:
+        self.backend = backend
+        self.expected = expected
+        self.brokers: list[int | None] = list(backend.broker_ids()) if backend.asks_each_broker else [None]
+        self.source = "DescribeClientQuotas sent to each broker" if backend.asks_each_broker else backend.described_from
+        self.pending: dict[int | None, set[Entity]] = {b: set(expected) for b in self.brokers}
+        self.seen: dict[int | None, dict[Entity, BrokerView]] = {b: {} for b in self.brokers}
+        self.converged_at: dict[Entity, float] = {}
+
+    def label(self, broker: int | None) -> str:
+        return self.backend.name if broker is None else f"broker {broker}"
+
+    def ask(self, elapsed: float) -> bool:
+        """One round: each broker still lagging asked once. True when every broker reports every entity."""
+        from kquotactl.core.verify import BrokerView, matches
+
+        for b in self.brokers:
+            if not self.pending[b]:
+                continue
+            try:
+                live = _LiveIndex(self.backend.describe(broker=b) if b is not None else self.backend.describe())
+            except BackendUnavailable as e:
+                for entity in self.pending[b]:
+                    self.seen[b][entity] = BrokerView(self.label(b), {}, unanswered=str(e))
+                continue
+            for entity in list(self.pending[b]):
+                view = BrokerView(self.label(b), live.config_of(entity))
+                self.seen[b][entity] = view
+                if matches(self.expected[entity], view.config, True):
+                    self.pending[b].discard(entity)
+        for entity in self.expected:
+            if entity not in self.converged_at and not any(entity in p for p in self.pending.values()):
+                self.converged_at[entity] = elapsed
+        return not any(self.pending.values())
+
+    def views_of(self, entity: Entity) -> list[BrokerView]:
+        return [self.seen[b][entity] for b in self.brokers]
+
+
+class _LiveIndex:
+    """One describe of everything, looked up by entity; an ip by address (``::ffff:10.0.0.1`` is ``10.0.0.1``), as
+    an exact describe matches it."""
+
+    def __init__(self, records: Sequence[QuotaRecord]) -> None:
+        self.by_entity = {r.entity: dict(r.config) for r in records}
+        self.ips = [r for r in records if r.entity.ip is not None]
+
+    def config_of(self, entity: Entity) -> dict[str, Number]:
+        found = self.by_entity.get(entity)
+        if found is not None or entity.ip is None:
+            return found or {}
+        from kquotactl.core.filters import EntityFilter
+
+        flt = EntityFilter.exact(entity)
+        return next((dict(r.config) for r in self.ips if flt.matches(r.entity)), {})
 
 
 def verify_plan_applied(

@@ -359,6 +359,8 @@ class KRaftCluster:
     size: int = 3
     log_level: str = "WARN"
     heap: str = "-Xmx256m"
+    #: more JVM arguments of node i (its index), e.g. a JMX exporter agent on a port of its own
+    node_jvm_opts: list[list[str]] = field(default_factory=list)
     nodes: list[KRaftKafkaServer] = field(default_factory=list)
 
     @property
@@ -377,7 +379,7 @@ class KRaftCluster:
                 quorum_voters=voters,
                 cluster_id=cluster_id,
                 log_level=self.log_level,
-                jvm_opts=[self.heap],
+                jvm_opts=[self.heap, *(self.node_jvm_opts[i] if i < len(self.node_jvm_opts) else [])],
                 # the log cleaner's 128 MiB default dedupe buffer does not fit a small heap beside a large
                 # metadata image (a restarted node died of it with 10,000 entities)
                 extra_props={"controlled.shutdown.enable": "true", "log.cleaner.dedupe.buffer.size": str(16 << 20)},

@@ -380,7 +380,12 @@ class QuotaWire:
             ],
             validate_only=validate_only,
         )
-        log.info("AlterClientQuotas %d entries validate_only=%s", len(entries), validate_only)
+        log.info(
+            "AlterClientQuotas %d entries, %d ops validate_only=%s",
+            len(entries),
+            sum(len(ops) for _, ops in entries),
+            validate_only,
+        )
         if not self.controller and not validate_only and not self._broker_ids_known():
             # the other brokers, to reconnect to should this one die with a write in flight
             self._run(self._refresh_metadata, "Metadata")

@@ -79,11 +79,19 @@ def wait_applied(
     if not backend.can_describe:
         raise VerifyRefused("controller")
     if backend.asks_each_broker:
-        brokers = backend.broker_ids()
+        brokers = set(backend.broker_ids())
+        fenced: set[int] = set()
         source = "DescribeClientQuotas sent to each broker"
 
         def views() -> list[BrokerView]:
-            return [_ask(backend, flt, b) for b in brokers]
+            # a broker fenced now (a rolling restart's, one cut off from the controllers) is waited for, never
+            # asked: one that still runs answers from its last metadata image, however old
+            now = _fenced(backend)
+            if now is not None:  # else (the answer lost: the broker asked is restarting) the last round's
+                fenced.clear()
+                fenced.update(now)
+            brokers.update(fenced)
+            return [_fenced_view(b) if b in fenced else _ask(backend, flt, b) for b in sorted(brokers)]
 
     else:
         source = backend.described_from
@@ -125,6 +133,24 @@ def _ask(backend: QuotaBackend, flt: EntityFilter, broker: int) -> BrokerView:
         return BrokerView(f"broker {broker}", _config_of(backend.describe(flt, broker=broker)))
     except BackendUnavailable as e:
         return BrokerView(f"broker {broker}", {}, unanswered=str(e))
+
+
+#: why a fenced broker is not asked (``verify`` names it)
+FENCED = "fenced: shut down, restarting or cut off from the controllers (not asked: its metadata may be old)"
+
+
+def _fenced(backend: QuotaBackend) -> list[int] | None:
+    """The brokers fenced now; None when the answer is lost (the node asked is restarting)."""
+    try:
+        return backend.fenced_broker_ids()
+    except BackendUnavailable:
+        return None
+
+
+def _fenced_view(broker: int) -> BrokerView:
+    from kquotactl.core.verify import BrokerView
+
+    return BrokerView(f"broker {broker}", {}, unanswered=FENCED)
 
 
 def _config_of(records: Sequence[QuotaRecord]) -> dict[str, Number]:

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -500,13 +501,14 @@ ROLLING_N = 300
 
 class RollingRestart:
     """Restart every node one after the other, as an operator does: SIGTERM (a controlled shutdown), wait until the
-    others list it no more, start it, wait until it is listed again, ``pause`` seconds, then the next. Runs in a
-    thread; ``log`` holds (monotonic time, node index, "stopping", "down" or "up"): which broker was away when."""
+    others list it no more, start it, wait until it is listed again, ``pause`` seconds, then the next (``hold``: the
+    first node stays down until it is set). Runs in a thread; ``log`` holds (monotonic time, node index,
+    "stopping", "down" or "up"): which broker was away when."""
 
-    def __init__(self, cluster: KRaftCluster, order: list[int], pause: float = 0.0) -> None:
-        import threading
-
-        self.cluster, self.order, self.pause = cluster, order, pause
+    def __init__(
+        self, cluster: KRaftCluster, order: list[int], pause: float = 0.0, hold: threading.Event | None = None
+    ) -> None:
+        self.cluster, self.order, self.pause, self.hold = cluster, order, pause, hold
         self.log: list[tuple[float, int, str]] = []
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -520,6 +522,8 @@ class RollingRestart:
                 self.cluster.stop_broker(i)
                 self.log.append((time.monotonic(), i, "down"))
                 COUNTS.faults += 1
+                if self.hold is not None and n == 0:  # the first node stays down until the test lets it go
+                    self.hold.wait(120)
                 self.cluster.start_broker(i)
                 self.log.append((time.monotonic(), i, "up"))
         except BaseException as e:  # handed to the test through join()
@@ -619,42 +623,49 @@ def admin(bootstrap: str) -> AdminBackend:
 
 def away(roll: RollingRestart, start: float, end: float) -> set[int]:
     """The node ids away (from the controlled shutdown until listed again) at some point within [start, end]."""
-    out, since = set(), {}
-    for t, i, what in [*roll.log, (float("inf"), -1, "")]:
+    out = set()
+    for t_stop, i, what in roll.log:
         if what == "stopping":
-            since[i] = t
-        elif what == "up" or i == -1:
-            for j, t_stop in list(since.items()):
-                t_up = t if j == i else float("inf")
-                if t_stop <= end and t_up >= start:
-                    out.add(j + 1)
-                if j == i:
-                    del since[j]
+            t_up = next((t for t, j, w in roll.log if j == i and w == "up" and t >= t_stop), float("inf"))
+            if t_stop <= end and t_up >= start:
+                out.add(roll.cluster.nodes[i].node_id)
     return out
 
 
-def test_verify_during_a_rolling_restart_waits_and_names_every_broker_it_could_not_ask(quorum) -> None:
-    """All three nodes restarted one after the other (controlled shutdowns). A ``verify --timeout 90`` started as the
-    first goes down, for a value written while it is away, exits 0 only once every broker (the fenced one
-    included: the metadata no longer lists it) reported the value, never before that node is back. Meanwhile
-    ``verify --timeout 1`` runs in a loop: each exits 0 with all three brokers at the value, or 1 with one line
-    naming only brokers that were away during that run (fenced or not answering) -- each of the three named at
-    least once."""
+def test_verify_during_a_rolling_restart_waits_and_names_every_broker_it_could_not_ask(quorum, tmp_path) -> None:
+    """All three nodes restarted one after the other (controlled shutdowns). The first, shut down, stays registered
+    but fenced: Metadata no longer lists it, DescribeCluster with fenced brokers (KIP-1073) does. While it is held
+    down: ``verify --timeout 3`` exits 1 naming it fenced (it used to converge on the two brokers Metadata lists),
+    and a staged apply whose check runs out of time stops at stage 1 with its report (``--resume`` finishes it
+    later). A ``verify --timeout 90`` started then, for a value written while the node is away, exits 0 only once
+    every broker reported the value, never before that node is back. Meanwhile ``verify --timeout 1`` runs in a
+    loop: each exits 0 with all three brokers at the value, or 1 with one line naming only brokers that were away
+    during that run (fenced or not answering) -- each of the three named at least once."""
     key = SETTABLE[0]
-    every = ",".join(n.bootstrap for n in quorum.nodes)
+    every = ",".join(n.bootstrap for n in quorum.nodes)  # a staged log names the cluster: the same list throughout
     with admin(every) as b:
-        b.alter([quota_change(client_id="rv", value=4096)])
+        b.alter([quota_change(client_id="rv", value=4096), quota_change(client_id="fv", value=6144)])
     order = [(quorum.active_controller() + k) % 3 for k in (1, 2, 0)]
-    roll = RollingRestart(quorum, order).start()
-    t_first_down = wait_until(lambda: any(w == "down" for _t, _i, w in roll.log), 60)
-    others = ",".join(n.bootstrap for i, n in enumerate(quorum.nodes) if i != order[0])
-    with admin(others) as b:
-        b.alter([quota_change(client_id="rv", value=8192)])
-    base = [sys.executable, "-m", "kquotactl", "--bootstrap-server", every, "--connect-timeout", "1"]
-    expect = ["verify", "--client-id", "rv", "--expect", f"{key}=8192"]
-    long = subprocess.Popen(
-        [*base, "--timeout", "90", *expect], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    first = quorum.nodes[order[0]].node_id
+    hold = threading.Event()
+    roll = RollingRestart(quorum, order, hold=hold).start()
+    try:
+        t_first_down = wait_until(lambda: any(w == "down" for _t, _i, w in roll.log), 60)
+        others = ",".join(n.bootstrap for i, n in enumerate(quorum.nodes) if i != order[0])
+        with admin(others) as b:
+            assert first not in b.broker_ids() and b.fenced_broker_ids() == [first]
+            b.alter([quota_change(client_id="rv", value=8192)])
+        fenced = timed(every, ["verify", "--client-id", "fv", "--expect", f"{key}=6144"])
+        m, log = tmp_path / "fv.yaml", tmp_path / "fv.log"
+        m.write_text(f"quotas:\n- {{entity: {{client-id: fv}}, config: {{{key}: 1000}}}}\n")
+        staged = timed(every, ["apply", "-f", str(m), "--stages", "2", "--interval", "0s", "--log", str(log), "--yes"])
+        base = [sys.executable, "-m", "kquotactl", "--bootstrap-server", every, "--connect-timeout", "1"]
+        expect = ["verify", "--client-id", "rv", "--expect", f"{key}=8192"]
+        long = subprocess.Popen(
+            [*base, "--timeout", "90", *expect], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        hold.set()
     short: list[tuple[float, float, int, str, str]] = []
     try:
         while not roll.done:
@@ -667,6 +678,18 @@ def test_verify_during_a_rolling_restart_waits_and_names_every_broker_it_could_n
         if long.poll() is None:
             long.kill()
     roll.join()
+    print(f"\nverify with node {order[0] + 1} shut down: exit {fenced[0]} in {fenced[2]:.1f} s: {fenced[1]}")
+    print(f"staged apply with node {order[0] + 1} shut down: exit {staged[0]} in {staged[2]:.1f} s: {staged[1]}")
+    code, lines, _ = fenced
+    assert code == 1 and len(lines) == 1, lines
+    assert f"could not ask every broker within {T}" in lines[0], lines
+    assert f"(broker {first}: fenced: shut down, restarting or cut off from the controllers" in lines[0], lines
+    assert not any(f"broker {n.node_id}:" in lines[0] for n in quorum.nodes if n.node_id != first), lines
+    code, lines, _ = staged
+    assert code == 1, lines
+    assert "kquotactl: stopped at stage 1 of 2: the check after stage 1 could not ask every broker" in lines, lines
+    assert any(f"broker {first}: fenced" in x for x in lines), lines
+    assert lines[-1].startswith("kquotactl: error: staged apply stopped at stage 1 of 2"), lines
     t_first_up = next(t for t, i, w in roll.log if w == "up" and i == order[0])
     print(f"\nverify --timeout 90 across a rolling restart: exit {long.returncode} {t_long - t_first_down:.1f} s "
           f"after node {order[0] + 1} went down ({t_first_up - t_first_down:.1f} s until it was back); "
@@ -686,6 +709,10 @@ def test_verify_during_a_rolling_restart_waits_and_names_every_broker_it_could_n
         assert ids and ids <= away(roll, start, end), (err, away(roll, start, end))
         named |= ids
     assert named == {n.node_id for n in quorum.nodes}, named
+    r = run_cli("--bootstrap-server", every, "apply", "--resume", str(log), "--yes")
+    assert r.exit_code == 0, r.stderr
+    code, lines, _ = timed(every, ["verify", "--client-id", "fv", "--expect", f"{key}=1000"])
+    assert code == 0, lines
 
 
 def quota_change(client_id: str, value: int):
@@ -702,44 +729,3 @@ def wait_until(cond, timeout: float) -> float:
             return time.monotonic()
         time.sleep(0.05)
     raise AssertionError(f"not within {timeout} s")
-
-
-def test_verify_names_a_fenced_broker_and_never_asks_it(quorum, tmp_path) -> None:
-    """A node shut down (controlled) stays registered but fenced: Metadata no longer lists it, DescribeCluster with
-    fenced brokers (KIP-1073) does. ``verify`` used to ask only the brokers Metadata lists, so it converged on two
-    of three; it now names the fenced one and exits 1 when ``--timeout`` runs out (a fenced broker that still runs
-    answers from its last metadata image: never asked), and exits 0 once it is back with the value. A staged
-    apply whose check runs out of time so stops at that stage with its report (exit 1); ``--resume`` finishes."""
-    key = SETTABLE[0]
-    with admin(quorum.bootstrap) as b:
-        b.alter([quota_change(client_id="fv", value=6144)])
-    down = (quorum.active_controller() + 1) % 3
-    node_id = quorum.nodes[down].node_id
-    every = ",".join(n.bootstrap for n in quorum.nodes)  # the log names the cluster: the same address list
-    quorum.stop_broker(down)
-    COUNTS.faults += 1
-    try:
-        with admin(quorum.bootstrap) as b:
-            assert node_id not in b.broker_ids() and b.fenced_broker_ids() == [node_id]
-        code, lines, elapsed = timed(quorum.bootstrap, ["verify", "--client-id", "fv", "--expect", f"{key}=6144"])
-        m, log = tmp_path / "fv.yaml", tmp_path / "fv.log"
-        m.write_text(f"quotas:\n- {{entity: {{client-id: fv}}, config: {{{key}: 1000}}}}\n")
-        staged = timed(every, ["apply", "-f", str(m), "--stages", "2", "--interval", "0s", "--log",
-                                          str(log), "--yes"])  # fmt: skip
-    finally:
-        quorum.start_broker(down)
-    print(f"\nstaged apply with node {down + 1} shut down: exit {staged[0]} in {staged[2]:.1f} s: {staged[1]}")
-    assert staged[0] == 1, staged
-    assert "kquotactl: stopped at stage 1 of 2: the check after stage 1 could not ask every broker" in staged[1]
-    assert any(f"broker {node_id}: fenced" in x for x in staged[1]), staged[1]
-    assert staged[1][-1].startswith("kquotactl: error: staged apply stopped at stage 1 of 2"), staged[1]
-    r = run_cli("--bootstrap-server", every, "apply", "--resume", str(log), "--yes")
-    assert r.exit_code == 0, r.stderr
-    assert settled_live(quorum, "fv") == {"fv": {key: 1000.0}}
-    print(f"\nverify with node {down + 1} shut down: exit {code} in {elapsed:.1f} s: {lines}")
-    assert code == 1 and len(lines) == 1, lines
-    assert f"could not ask every broker within {T}" in lines[0], lines
-    assert f"(broker {node_id}: fenced: shut down, restarting or cut off from the controllers" in lines[0], lines
-    assert not any(f"broker {n.node_id}:" in lines[0] for n in quorum.nodes if n.node_id != node_id), lines
-    code, lines, _ = timed(every, ["verify", "--client-id", "fv", "--expect", f"{key}=1000"])  # every broker back
-    assert code == 0, lines

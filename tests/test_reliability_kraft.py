@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +23,7 @@ import pytest
 
 from conftest import run_cli
 from fixtures_reliability import COUNTS
-from kquotactl.backends.kafka.quotas import MAX_ENTRIES_PER_REQUEST, MAX_OPS_PER_REQUEST
+from kquotactl.backends.kafka.quotas import MAX_ENTRIES_PER_REQUEST, MAX_OPS_PER_REQUEST, AdminBackend
 from kquotactl.core.keys import CLIENT_KEYS, KEYS
 from kquotactl.testing.kafka import KRaftCluster
 
@@ -489,3 +491,241 @@ def test_a_staged_apply_rides_out_a_node_restart_between_its_stages(quorum, tmp_
         with AdminBackend.connect(node.bootstrap, connect_timeout=5, timeout=30) as b:
             got = {r.entity.label(): dict(r.config) for r in b.describe()}
         assert got[Entity(client_id="st").label()] == {key: 10000}, (node.node_id, got)
+
+
+# -- a rolling restart of all three nodes ---------------------------------------------------------------------------
+
+#: entities of the staged apply under a rolling restart
+ROLLING_N = 300
+
+
+class RollingRestart:
+    """Restart every node one after the other, as an operator does: SIGTERM (a controlled shutdown), wait until the
+    others list it no more, start it, wait until it is listed again, ``pause`` seconds, then the next (``hold``: the
+    first node stays down until it is set). Runs in a thread; ``log`` holds (monotonic time, node index,
+    "stopping", "down" or "up"): which broker was away when."""
+
+    def __init__(
+        self, cluster: KRaftCluster, order: list[int], pause: float = 0.0, hold: threading.Event | None = None
+    ) -> None:
+        self.cluster, self.order, self.pause, self.hold = cluster, order, pause, hold
+        self.log: list[tuple[float, int, str]] = []
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            for n, i in enumerate(self.order):
+                if n:
+                    time.sleep(self.pause)  # the operator looks at the cluster before the next node
+                self.log.append((time.monotonic(), i, "stopping"))
+                self.cluster.stop_broker(i)
+                self.log.append((time.monotonic(), i, "down"))
+                COUNTS.faults += 1
+                if self.hold is not None and n == 0:  # the first node stays down until the test lets it go
+                    self.hold.wait(120)
+                self.cluster.start_broker(i)
+                self.log.append((time.monotonic(), i, "up"))
+        except BaseException as e:  # handed to the test through join()
+            self.error = e
+
+    def start(self) -> RollingRestart:
+        self.thread.start()
+        return self
+
+    def join(self, timeout: float = 240) -> None:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the rolling restart did not finish"
+        if self.error is not None:
+            raise self.error
+
+    @property
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+
+def rolling_values(i: int, stage_target: bool) -> Config:
+    return {SETTABLE[0]: float(1_000_000 + i if not stage_target else 1000 + i), SETTABLE[1]: float(2_000_000 + i)}
+
+
+def rolling_manifest(path: Path, prefix: str, target: bool) -> str:
+    path.write_text(
+        "quotas:\n"
+        + "".join(
+            f"- {{entity: {{client-id: {prefix}{i:04d}}}, config: {{"
+            + ", ".join(f"{k}: {int(v)}" for k, v in rolling_values(i, target).items())
+            + "}}\n"
+            for i in range(ROLLING_N)
+        )
+    )
+    return str(path)
+
+
+def test_a_staged_apply_rides_out_a_rolling_restart_of_every_node(quorum, tmp_path) -> None:
+    """300 entities lowered in 6 stages 4 s apart through every broker while all three nodes are restarted one after
+    the other (a controlled shutdown each, the next 6 s after the last is back: each node is away ~10 s, longer
+    than a stage's cycle, so every restart overlaps a check). Every stage's check waits for the
+    broker that is away (fenced: the metadata no longer lists it; within ``--timeout``) instead of skipping it, so
+    the checks overlapping a restart take seconds; the apply exits 0, its ``--log`` holds every stage of every
+    entity and equals what each broker describes; a re-run ``plan`` is in sync."""
+    prefix, stages = "rs-", 6
+    old = rolling_manifest(tmp_path / "old.yaml", prefix, False)
+    new = rolling_manifest(tmp_path / "new.yaml", prefix, True)
+    log = tmp_path / "rs.log"
+    bs = ["--bootstrap-server", quorum.bootstrap, "--connect-timeout", "3", "--timeout", "60"]
+    assert run_cli(*bs, "apply", "-f", old, "--yes").exit_code == 0
+    cmd = [sys.executable, "-m", "kquotactl", *bs, "apply", "-f", new, "--stages", str(stages),
+           "--interval", "4s", "--log", str(log), "--yes"]  # fmt: skip
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    roll = RollingRestart(quorum, [(quorum.active_controller() + k) % 3 for k in (1, 2, 0)], pause=6)
+    try:
+        wait_for_applied(log, ROLLING_N, p)  # stage 1 written
+        roll.start()
+        out, err = p.communicate(timeout=240)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    elapsed = time.monotonic() - t0
+    roll.join()
+    print(f"\nstaged apply ({stages} stages) across a rolling restart: exit {p.returncode} in {elapsed:.1f} s; "
+          f"restart {[(round(t - t0, 1), i + 1, w) for t, i, w in roll.log]}\n{out}\n{err}")  # fmt: skip
+    assert p.returncode == 0, err + out
+    checks = [float(x.split(" in ")[1].split()[0]) for x in err.splitlines() if ": checked in " in x]
+    assert len(checks) == stages, err
+    assert sum(c > 2 for c in checks) >= 2, f"no check waited for a restarting broker: {checks}"
+    downs = [t - t0 for t, _i, w in roll.log if w == "down"]
+    assert len(downs) == 3 and max(downs) < elapsed, "every node's restart must fall within the apply"
+    lines = [json.loads(x) for x in log.read_text().splitlines()[1:] if x.strip()]
+    assert {x["outcome"] for x in lines} == {"applied"}, {x["outcome"] for x in lines}
+    by_stage: dict[int, set[str]] = {}
+    final: dict[str, Config] = {}
+    for x in lines:
+        by_stage.setdefault(x["stage"], set()).add(x["entity"]["client-id"])
+        final[x["entity"]["client-id"]] = {k: float(v) for k, v in x["after"].items()}
+    every = {f"{prefix}{i:04d}" for i in range(ROLLING_N)}
+    assert by_stage == {k: every for k in range(1, stages + 1)}, {k: len(v) for k, v in by_stage.items()}
+    want = {f"{prefix}{i:04d}": rolling_values(i, True) for i in range(ROLLING_N)}
+    assert final == want, "the --log does not end at the target"
+    quorum.wait_brokers(3)
+    for node in quorum.nodes:  # each broker's own view equals the log
+        with admin(node.bootstrap) as b:
+            got = {str(r.entity.client_id): {k: float(v) for k, v in r.config.items()} for r in b.describe()
+                   if str(r.entity.client_id).startswith(prefix)}  # fmt: skip
+        assert got == final, node.node_id
+    r = run_cli("--bootstrap-server", quorum.bootstrap, "plan", "-f", new)
+    assert r.exit_code == 0 and r.stdout.startswith(f"in sync: {ROLLING_N} entities as declared"), r.stdout
+
+
+def admin(bootstrap: str) -> AdminBackend:
+    return AdminBackend.connect(bootstrap, connect_timeout=5, timeout=30)
+
+
+def away(roll: RollingRestart, start: float, end: float) -> set[int]:
+    """The node ids away (from the controlled shutdown until listed again) at some point within [start, end]."""
+    out = set()
+    for t_stop, i, what in roll.log:
+        if what == "stopping":
+            t_up = next((t for t, j, w in roll.log if j == i and w == "up" and t >= t_stop), float("inf"))
+            if t_stop <= end and t_up >= start:
+                out.add(roll.cluster.nodes[i].node_id)
+    return out
+
+
+def test_verify_during_a_rolling_restart_waits_and_names_every_broker_it_could_not_ask(quorum, tmp_path) -> None:
+    """All three nodes restarted one after the other (controlled shutdowns). The first, shut down, stays registered
+    but fenced: Metadata no longer lists it, DescribeCluster with fenced brokers (KIP-1073) does. While it is held
+    down: ``verify --timeout 3`` exits 1 naming it fenced (it used to converge on the two brokers Metadata lists),
+    and a staged apply whose check runs out of time stops at stage 1 with its report (``--resume`` finishes it
+    later). A ``verify --timeout 90`` started then, for a value written while the node is away, exits 0 only once
+    every broker reported the value, never before that node is back. Meanwhile ``verify --timeout 1`` runs in a
+    loop: each exits 0 with all three brokers at the value, or 1 with one line naming only brokers that were away
+    during that run (fenced or not answering) -- each of the three named at least once."""
+    key = SETTABLE[0]
+    every = ",".join(n.bootstrap for n in quorum.nodes)  # a staged log names the cluster: the same list throughout
+    with admin(every) as b:
+        b.alter([quota_change(client_id="rv", value=4096), quota_change(client_id="fv", value=6144)])
+    order = [(quorum.active_controller() + k) % 3 for k in (1, 2, 0)]
+    first = quorum.nodes[order[0]].node_id
+    hold = threading.Event()
+    roll = RollingRestart(quorum, order, hold=hold).start()
+    try:
+        t_first_down = wait_until(lambda: any(w == "down" for _t, _i, w in roll.log), 60)
+        others = ",".join(n.bootstrap for i, n in enumerate(quorum.nodes) if i != order[0])
+        with admin(others) as b:
+            assert first not in b.broker_ids() and b.fenced_broker_ids() == [first]
+            b.alter([quota_change(client_id="rv", value=8192)])
+        fenced = timed(every, ["verify", "--client-id", "fv", "--expect", f"{key}=6144"])
+        m, log = tmp_path / "fv.yaml", tmp_path / "fv.log"
+        m.write_text(f"quotas:\n- {{entity: {{client-id: fv}}, config: {{{key}: 1000}}}}\n")
+        staged = timed(every, ["apply", "-f", str(m), "--stages", "2", "--interval", "0s", "--log", str(log), "--yes"])
+        base = [sys.executable, "-m", "kquotactl", "--bootstrap-server", every, "--connect-timeout", "1"]
+        expect = ["verify", "--client-id", "rv", "--expect", f"{key}=8192"]
+        long = subprocess.Popen(
+            [*base, "--timeout", "90", *expect], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        hold.set()
+    short: list[tuple[float, float, int, str, str]] = []
+    try:
+        while not roll.done:
+            t = time.monotonic()
+            r = subprocess.run([*base, "--timeout", "1", *expect], capture_output=True, text=True, timeout=60)
+            short.append((t, time.monotonic(), r.returncode, r.stdout, r.stderr.strip()))
+        out, err = long.communicate(timeout=120)
+        t_long = time.monotonic()
+    finally:
+        if long.poll() is None:
+            long.kill()
+    roll.join()
+    print(f"\nverify with node {order[0] + 1} shut down: exit {fenced[0]} in {fenced[2]:.1f} s: {fenced[1]}")
+    print(f"staged apply with node {order[0] + 1} shut down: exit {staged[0]} in {staged[2]:.1f} s: {staged[1]}")
+    code, lines, _ = fenced
+    assert code == 1 and len(lines) == 1, lines
+    assert f"could not ask every broker within {T}" in lines[0], lines
+    assert f"(broker {first}: fenced: shut down, restarting or cut off from the controllers" in lines[0], lines
+    assert not any(f"broker {n.node_id}:" in lines[0] for n in quorum.nodes if n.node_id != first), lines
+    code, lines, _ = staged
+    assert code == 1, lines
+    assert "kquotactl: stopped at stage 1 of 2: the check after stage 1 could not ask every broker" in lines, lines
+    assert any(f"broker {first}: fenced" in x for x in lines), lines
+    assert lines[-1].startswith("kquotactl: error: staged apply stopped at stage 1 of 2"), lines
+    t_first_up = next(t for t, i, w in roll.log if w == "up" and i == order[0])
+    print(f"\nverify --timeout 90 across a rolling restart: exit {long.returncode} {t_long - t_first_down:.1f} s "
+          f"after node {order[0] + 1} went down ({t_first_up - t_first_down:.1f} s until it was back); "
+          f"{len(short)} verify --timeout 1: exits {[x[2] for x in short]}")  # fmt: skip
+    assert long.returncode == 0, err
+    report = json.loads(out)
+    assert report["brokers"] == [{"broker": f"broker {n.node_id}", "config": {key: 8192}} for n in quorum.nodes]
+    assert t_long > t_first_up - 1, "verify succeeded while a broker was away"
+    named: set[int] = set()
+    for start, end, code, out, err in short:
+        if code == 0:
+            got = json.loads(out)["brokers"]
+            assert got == [{"broker": f"broker {n.node_id}", "config": {key: 8192}} for n in quorum.nodes], got
+            continue
+        assert code == 1 and len(err.splitlines()) == 1 and "could not ask every broker" in err, err
+        ids = {int(x) for x in re.findall(r"broker (\d+): ", err)}
+        assert ids and ids <= away(roll, start, end), (err, away(roll, start, end))
+        named |= ids
+    assert named == {n.node_id for n in quorum.nodes}, named
+    r = run_cli("--bootstrap-server", every, "apply", "--resume", str(log), "--yes")
+    assert r.exit_code == 0, r.stderr
+    code, lines, _ = timed(every, ["verify", "--client-id", "fv", "--expect", f"{key}=1000"])
+    assert code == 0, lines
+
+
+def quota_change(client_id: str, value: int):
+    from kquotactl.core.changes import EntityChange
+    from kquotactl.core.entities import Entity
+
+    return EntityChange(Entity(client_id=client_id), {SETTABLE[0]: value})
+
+
+def wait_until(cond, timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return time.monotonic()
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s")

@@ -89,6 +89,11 @@ class QuotaBackend(abc.ABC):
         (:mod:`kquotactl.core.budget`). ZooKeeper: the ephemeral ``/brokers/ids`` children; admin API: the
         brokers of the cluster metadata (KRaft lists unfenced brokers only)."""
 
+    def fenced_broker_ids(self) -> list[int]:
+        """The ids of brokers registered but fenced (KRaft: shut down, restarting, or cut off from the
+        controllers), which :meth:`broker_ids` leaves out; none where that cannot be told."""
+        return []
+
     @abc.abstractmethod
     def close(self) -> None: ...
 

@@ -11,7 +11,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kquotactl.backends.base import QuotaBackend
 from kquotactl.core.entities import Entity
-from kquotactl.core.errors import EXIT_INTERRUPTED, LogMismatch, NothingLogged, QuotaError, UsageError
+from kquotactl.core.errors import (
+    EXIT_INTERRUPTED,
+    BackendUnavailable,
+    LogMismatch,
+    NothingLogged,
+    QuotaError,
+    UsageError,
+)
 from kquotactl.core.keys import Number
 from kquotactl.services.plans import Applied, apply, open_writable
 from kquotactl.services.quotas import load_quota_set
@@ -30,6 +37,7 @@ class StepCheck:
 
     mismatches: list[str] = field(default_factory=list)
     regressions: list[str] = field(default_factory=list)
+    waited: float = 0.0  # seconds the check took (waiting for a restarting broker, one behind)
 
     @property
     def ok(self) -> bool:
@@ -64,16 +72,20 @@ def live_mismatches(backend: QuotaBackend, expected: Mapping[Entity, Mapping[str
 
 def applied_mismatches(
     backend: QuotaBackend, expected: Mapping[Entity, Mapping[str, Number]], timeout: float
-) -> list[str]:
+) -> tuple[list[str], float]:
     """One line per entity not applied as ``expected``: through the admin API, a broker that does not report it
     within ``timeout`` (:func:`verify_applied`); else the live config as describe reads it
-    (:func:`live_mismatches`)."""
+    (:func:`live_mismatches`). And the seconds it took (waiting for a restarting broker, one behind)."""
+    import time
+
+    t0 = time.monotonic()
     if not backend.asks_each_broker:
-        return live_mismatches(backend, expected)
+        return live_mismatches(backend, expected), time.monotonic() - t0
     from kquotactl.core.verify import lag_message
 
     checked = verify_applied(backend, [(e, c) for e, c in expected.items()], timeout=timeout)
-    return [lag_message(c.entity.label(), c.expected, c.lagging, c.waited) for c in checked if not c.converged]
+    late = [lag_message(c.entity.label(), c.expected, c.lagging, c.waited) for c in checked if not c.converged]
+    return late, time.monotonic() - t0
 
 
 class StageObserver:
@@ -117,10 +129,10 @@ def check_step(
     ``verify`` waits for it, at most ``timeout`` seconds: KRaft brokers apply metadata asynchronously; else the
     values read back through the backend), and (``observer``) no throttled quota-id got worse than the stage
     predicts. The one place the staged apply checks; :class:`StepChecker` is its type."""
-    mismatches = applied_mismatches(backend, expected, timeout)
+    mismatches, waited = applied_mismatches(backend, expected, timeout)
     if mismatches or observer is None:
-        return StepCheck(mismatches)
-    return StepCheck(regressions=observer.regressions(backend))
+        return StepCheck(mismatches, waited=waited)
+    return StepCheck(regressions=observer.regressions(backend), waited=waited)
 
 
 @dataclass
@@ -221,10 +233,12 @@ def apply_stages(
             found = check(backend, staged.expected(k))
         except KeyboardInterrupt:
             return stop(k, "interrupted", interrupted=True)
+        except BackendUnavailable as e:  # a broker silent for the whole bound: written, not confirmed
+            return stop(k, f"the check after stage {k} could not ask every broker", [str(e)])
         if not found.ok:
             why = "the check after the stage failed"
             return stop(k, why, [*found.mismatches, *found.regressions])
-        event("checked", k)
+        event("checked", k, seconds=found.waited)
     return out
 
 

@@ -79,11 +79,19 @@ def wait_applied(
     if not backend.can_describe:
         raise VerifyRefused("controller")
     if backend.asks_each_broker:
-        brokers = backend.broker_ids()
+        brokers = set(backend.broker_ids())
+        fenced: set[int] = set()
         source = "DescribeClientQuotas sent to each broker"
 
         def views() -> list[BrokerView]:
-            return [_ask(backend, flt, b) for b in brokers]
+            # a broker fenced now (a rolling restart's, one cut off from the controllers) is waited for, never
+            # asked: one that still runs answers from its last metadata image, however old
+            now = _fenced(backend)
+            if now is not None:  # else (the answer lost: the broker asked is restarting) the last round's
+                fenced.clear()
+                fenced.update(now)
+            brokers.update(fenced)
+            return [_fenced_view(b) if b in fenced else _ask(backend, flt, b) for b in sorted(brokers)]
 
     else:
         source = backend.described_from
@@ -125,6 +133,24 @@ def _ask(backend: QuotaBackend, flt: EntityFilter, broker: int) -> BrokerView:
         return BrokerView(f"broker {broker}", _config_of(backend.describe(flt, broker=broker)))
     except BackendUnavailable as e:
         return BrokerView(f"broker {broker}", {}, unanswered=str(e))
+
+
+#: why a fenced broker is not asked (``verify`` names it)
+FENCED = "fenced: shut down, restarting or cut off from the controllers (not asked: its metadata may be old)"
+
+
+def _fenced(backend: QuotaBackend) -> list[int] | None:
+    """The brokers fenced now; None when the answer is lost (the node asked is restarting)."""
+    try:
+        return backend.fenced_broker_ids()
+    except BackendUnavailable:
+        return None
+
+
+def _fenced_view(broker: int) -> BrokerView:
+    from kquotactl.core.verify import BrokerView
+
+    return BrokerView(f"broker {broker}", {}, unanswered=FENCED)
 
 
 def _config_of(records: Sequence[QuotaRecord]) -> dict[str, Number]:
@@ -293,7 +319,8 @@ def verify_applied(
     Each round asks each broker once, whatever the number of entities (one DescribeClientQuotas of everything, or
     of the one entity when only one is checked), and asks again next round only the brokers still lagging on some
     entity: 10,000 entities on 3 brokers cost 3 describes a round, not 30,000. A broker that does not answer lags
-    and is named (:class:`BackendUnavailable`), never counted as applied."""
+    and is named (:class:`BackendUnavailable`), never counted as applied; so is a fenced one (each round asks which
+    are: one DescribeCluster), never asked."""
     import time
 
     from kquotactl.core.verify import lagging, unanswered_message
@@ -339,6 +366,7 @@ class _Rounds:
         self.pending: dict[int | None, set[Entity]] = {b: set(expected) for b in self.brokers}
         self.seen: dict[int | None, dict[Entity, BrokerView]] = {b: {} for b in self.brokers}
         self.converged_at: dict[Entity, float] = {}
+        self.fenced: list[int] = []
 
     def label(self, broker: int | None) -> str:
         return self.backend.name if broker is None else f"broker {broker}"
@@ -347,8 +375,13 @@ class _Rounds:
         """One round: each broker still lagging asked once. True when every broker reports every entity."""
         from kquotactl.core.verify import BrokerView, matches
 
+        self._fence()
         for b in self.brokers:
             if not self.pending[b]:
+                continue
+            if b in self.fenced:  # waited for, never asked: it may answer from an old metadata image
+                for entity in self.pending[b]:
+                    self.seen[b][entity] = _fenced_view(b)
                 continue
             try:
                 live = _LiveIndex(self.backend.describe(broker=b) if b is not None else self.backend.describe())
@@ -365,6 +398,19 @@ class _Rounds:
             if entity not in self.converged_at and not any(entity in p for p in self.pending.values()):
                 self.converged_at[entity] = elapsed
         return not any(self.pending.values())
+
+    def _fence(self) -> None:
+        """The brokers fenced now (a lost answer keeps the last round's), each added to those waited for: Metadata,
+        which :attr:`brokers` came from, leaves them out."""
+        if not self.backend.asks_each_broker:
+            return
+        now = _fenced(self.backend)
+        self.fenced = self.fenced if now is None else now
+        for b in self.fenced:
+            if b not in self.pending:
+                ids = sorted([*(x for x in self.brokers if x is not None), b])
+                self.brokers = list[int | None](ids)
+                self.pending[b], self.seen[b] = set(self.expected), {}
 
     def views_of(self, entity: Entity) -> list[BrokerView]:
         return [self.seen[b][entity] for b in self.brokers]

@@ -49,6 +49,7 @@ WireOp = tuple[str, float, bool]
 #: how often a connection a broker paused (its throttle, KIP-219) is looked at again, within the request timeout
 THROTTLE_POLL = RetryPolicy(delay=0.05)
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+BROKER_ENDPOINTS = 1  # DescribeCluster's EndpointType for brokers
 CONTROLLER_ENDPOINTS = 2  # DescribeCluster's EndpointType for controllers (KIP-919)
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log: DescribeQuorum's one partition
 NOT_CONTROLLER = Errors.NotControllerError.errno
@@ -438,6 +439,26 @@ class QuotaWire:
             return sorted(self._broker_ids_known())
 
         return self._run(go, "Metadata")
+
+    def fenced_broker_ids(self) -> list[int]:
+        """The ids of the brokers the cluster has registered but fenced (DescribeCluster v2 with fenced brokers,
+        KIP-1073, Kafka 4.0+), ascending. Metadata leaves them out; a fenced broker that still runs answers
+        from its last metadata image. Older brokers cannot say: none."""
+        req = DescribeClusterRequest(
+            include_cluster_authorized_operations=False,
+            endpoint_type=BROKER_ENDPOINTS,
+            include_fenced_brokers=True,
+        )
+
+        async def go() -> list[int]:
+            try:
+                resp = await self._read(req)
+            except Errors.IncompatibleBrokerVersion:
+                return []
+            _raise_for(resp, "DescribeCluster: ")
+            return sorted(b.broker_id for b in resp.brokers if getattr(b, "is_fenced", False))
+
+        return self._run(go, "DescribeCluster", req)
 
     @staticmethod
     def _target(resource: str) -> int | None:

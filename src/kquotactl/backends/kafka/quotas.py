@@ -287,6 +287,11 @@ class AdminBackend(QuotaBackend):
             )
         return self.wire.broker_ids()
 
+    def fenced_broker_ids(self) -> list[int]:
+        if self.controller:
+            return []
+        return self.wire.fenced_broker_ids()
+
     def broker_settings(self, names: Sequence[str]) -> tuple[dict[str, str | None], str]:
         """The values of broker configs ``names`` as the lowest-id broker reports them (DescribeConfigs: its
         static server.properties, dynamic and default values alike), and where they came from."""

@@ -382,7 +382,7 @@ def _stage_event(event: StageEvent, log_path: str | None) -> None:
     if event.what == "applied":
         echo_err(f"{where}: applied {counted(event.entities, 'entity')}")
     elif event.what == "checked":
-        echo_err(f"{where}: checked")
+        echo_err(f"{where}: checked in {event.seconds:.1f} s")
     elif event.what == "waiting":
         resume = f"; resume with apply --resume {log_path}" if log_path else ""
         echo_err(f"waiting {event.seconds:g} s before {where} (Ctrl-C stops{resume})")

@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from bench._util import measured, tsdb_from_openmetrics  # noqa: E402
+from kquotactl.observe.prometheus import POINTS_PER_QUERY  # noqa: E402
 from kquotactl.testing.observe import PrometheusServer  # noqa: E402
 
 IDS = int(os.environ.get("BENCH_RP_IDS", "1000"))
@@ -128,6 +129,8 @@ def main() -> None:
     per_point_b = (large[2][1] - small[2][1]) * 2**20 / added
     floor_us = (large[1][0] - small[1][0]) / added * 1e6
     print(f"per added point: {per_point_us:.2f} us (the floor {floor_us:.2f} us), {per_point_b:.1f} B of memory")
+    if small[0] < 5 * POINTS_PER_QUERY:  # one query's decoded answer (~250 B a point) is still in the peak
+        print(f"(the smaller run has under {5 * POINTS_PER_QUERY:,} points: the memory a point is overstated)")
     print(
         f"projected to 30 d at 1 s for 1,000 quota-ids ({ISSUE_POINTS:,} points): "
         f"{per_point_us * ISSUE_POINTS / 3.6e9:.1f} h (the floor {floor_us * ISSUE_POINTS / 3.6e9:.1f} h), "

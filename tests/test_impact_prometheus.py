@@ -342,7 +342,8 @@ def test_the_column_wise_windowed_replay_is_the_local_engines() -> None:
         }
         for c in TRAFFIC_COLUMNS:
             cols[c] = [rng.choice([0.0, rng.uniform(0, 5e5), rng.uniform(0, 50)]) for _ in range(n)]
-        table = pa.table(cols)
+        names = {c: pa.string() for c in ("user", "client_id", "ip")}  # typed: a case may draw no value at all
+        table = pa.table({c: pa.array(v, type=names.get(c, pa.float64())) for c, v in cols.items()})
         quotas: dict[Entity, dict[str, Any]] = {}
         for entity in (Entity(user="u1"), Entity(user="u2", client_id="a"), Entity(client_id=DEFAULT),
                        Entity(user=DEFAULT), Entity(ip=DEFAULT), Entity(ip="10.0.0.1")):  # fmt: skip

@@ -40,9 +40,9 @@ def run_windowed(table: Any, index: QuotaIndex, window: Window) -> EngineResult:
         return EngineResult(0, None, None, [], totals)
     sample = np.asarray(pc.fill_null(ms_column(table.column("ts")), 0), dtype=np.int64) // window.sample_ms
     first, last = int(sample[valid].min()), int(sample[valid].max())
-    users, user_of = _codes(table, "user")
-    clients, client_of = _codes(table, "client_id")
-    ips, ip_of = _codes(table, "ip")
+    users, user_of = name_codes(table, "user")
+    clients, client_of = name_codes(table, "client_id")
+    ips, ip_of = name_codes(table, "ip")
     pairs, pair_of = np.unique(user_of * len(clients) + client_of, return_inverse=True)
     names = [(users[p // len(clients)], clients[p % len(clients)]) for p in pairs.tolist()]
     limits: dict[Sid, float] = {}
@@ -70,7 +70,7 @@ def run_windowed(table: Any, index: QuotaIndex, window: Window) -> EngineResult:
     return EngineResult(int(np.count_nonzero(valid)), first, last, stats, totals)
 
 
-def _codes(table: Any, column: str) -> tuple[list[str], Any]:
+def name_codes(table: Any, column: str) -> tuple[list[str], Any]:
     """A name column's distinct values and each row's index into them (a missing column or null: "")."""
     import numpy as np
     import pyarrow as pa

@@ -78,29 +78,21 @@ def windowed_sample_rates(
     sensor when the cluster's quota is per user cannot be split per client-id): such rows are left out, and
     counted per key in the second value returned."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
+    from kquotactl.impact.columnar import name_codes
     from kquotactl.impact.readers import ms_column, usage_units
 
     sample = np.asarray(ms_column(table.column("ts"))) // window.sample_ms
-    names = {}
-    for c in ("user", "client_id", "ip", BROKER_COLUMN):
-        if c in table.column_names:
-            encoded = pc.dictionary_encode(pc.fill_null(pc.cast(table.column(c), pa.string()), "")).combine_chunks()
-            names[c] = (np.asarray(encoded.indices, dtype=np.int64), encoded.dictionary.to_pylist())
-        else:
-            names[c] = (np.zeros(table.num_rows, dtype=np.int64), [""])
-    u_idx, users = names["user"]
-    c_idx, clients = names["client_id"]
+    users, u_idx = name_codes(table, "user")
+    clients, c_idx = name_codes(table, "client_id")
     pairs, pair_of = np.unique(u_idx * len(clients) + c_idx, return_inverse=True)
     of_pair = [group_of(level, users[p // len(clients)], clients[p % len(clients)]) for p in pairs.tolist()]
     index: dict[GroupId, int] = {}  # the pairs a level puts in one group: (u, c1), (u, c2) at user
     group_of_pair = np.array([index.setdefault(g, len(index)) for g in of_pair] or [0], dtype=np.int64)
     level_groups = list(index)
     unattributed = np.array([not _attributable(g) for g in of_pair] or [False], dtype=bool)
-    b_idx, brokers = names[BROKER_COLUMN]
-    ip_idx, ips = names["ip"]
+    brokers, b_idx = name_codes(table, BROKER_COLUMN)
+    ips, ip_idx = name_codes(table, "ip")
     out: SampleRateArrays = {}
     skipped: dict[str, int] = {}
     for key in keys:

@@ -61,8 +61,8 @@ def recommend_from_traffic(
     paths = list(source.traffic)
     if source.input_format == "table" and len(paths) != 1:
         raise UsageError("a traffic table is one file or directory: give one TRAFFIC (several are request logs)")
-    keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
-    defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
+    keys = _keys(policy)
+    defaults = _default_keys(current)
     engine = choose_engine(source.engine, paths[0], source.input_format, paths)
     if engine == "spark":
         from kquotactl.impact import spark
@@ -109,7 +109,7 @@ def _from_prometheus(
         raise UsageError("a Prometheus source needs its range: start, end and step")
     base, span = source.prometheus, source.span
     window = dataclasses.replace(source.window, windowed=True)
-    keys = [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
+    keys = _keys(policy)
     parts: dict[tuple[GroupId, str], dict[str, list[Any]]] = {}
     skipped: dict[str, int] = {}
     rows, first, last = 0, math.inf, -math.inf  # the first and last sample's time
@@ -139,7 +139,7 @@ def _from_prometheus(
         for gk in sorted(parts, key=lambda gk: (gk[0].sort_key(), gk[1]))
     }
     span_s = last - first + window.size_s
-    defaults = {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
+    defaults = _default_keys(current)
     rec = recommend(dists, policy, span_s, defaults)
     index = proposed_index(rec, current)
     merged: dict[str, EngineResult] = {}
@@ -148,6 +148,16 @@ def _from_prometheus(
             result = run_windowed(table.filter(pc.equal(table.column(BROKER_COLUMN), broker)), index, window)
             merged[broker] = merge_slices([merged[broker], result]) if broker in merged else result
     return Recommended(rec, dists, list(current), rows, _merged_report(merged, index, window))
+
+
+def _keys(policy: Policy) -> list[str]:
+    """The keys a recommendation covers: the policy's (every modelled key by default), less those it keeps."""
+    return [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
+
+
+def _default_keys(current: Sequence[QuotaRecord]) -> set[str]:
+    """The keys a current default entity already sets (an exempt user needs its own limit under them)."""
+    return {k for r in current if DEFAULT in r.entity.components().values() for k in r.config}
 
 
 def _level_tags(policy: Policy) -> str:

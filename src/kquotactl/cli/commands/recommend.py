@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +24,9 @@ from kquotactl.cli.options import (
 )
 from kquotactl.cli.state import AppState, pass_state
 from kquotactl.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from kquotactl.services.recommend import Recommended
 
 LEVELS = ("user-client", "user", "client-id")
 
@@ -141,6 +145,11 @@ def recommend(
         state.warn(note)
     policy = dataclasses.replace(policy, exempt=policy.exempt | protected)
     found = recommend_from_traffic(source, policy, current=records, warn=state.warn)
+    _render(found, fmt)
+
+
+def _render(found: Recommended, fmt: str) -> None:
+    """The recommendation as ``fmt`` on standard output (the manifest's replay summary on standard error)."""
     if fmt == "json":
         from kquotactl.render.recommend import recommendation_json
         from kquotactl.render.records import dump_json

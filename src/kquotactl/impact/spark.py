@@ -731,8 +731,9 @@ def replay(usage: Any, window: Window) -> Any:
         F.lit(1).cast("long").alias("len"),
         F.lit(0).cast("long").alias("thr_units"),
     )
-    limited = (
-        per_ms.where(F.col("level") > 0)
+    limited = (  # one shuffle: a quota-id's rows summed per millisecond in the partition
+        usage.where(F.col("level") > 0)
+        .select(*QID, "limit", "ms", "u")
         .repartition(*QID)
         .sortWithinPartitions(*QID, "ms")
         .mapInArrow(_replay_partition(window), SWEPT)
@@ -740,69 +741,107 @@ def replay(usage: Any, window: Window) -> Any:
     return limited.unionByName(unlimited)
 
 
-#: How many output rows :func:`_replay_partition` gathers before it hands a batch back to Spark.
-REPLAY_BATCH_ROWS = 65_536
+#: How many input rows :func:`_whole_groups` gathers before the column-wise replay runs on them.
+REPLAY_BATCH_ROWS = 262_144
+
+
+def _whole_groups(batches: Any, group_cols: Sequence[str]) -> Iterator[tuple[Any, Any]]:
+    """A partition's Arrow batches (sorted by ``group_cols``) as tables of whole groups, each at least
+    :data:`REPLAY_BATCH_ROWS` rows but the last, with each row's group number (dense from 0, per table); a group
+    spanning batches is carried into the next table."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pending: list[Any] = []
+    rows = 0
+
+    def numbered(table: Any) -> Any:
+        n = table.num_rows
+        if not n:
+            return np.zeros(0, dtype=np.int64)
+        change = np.zeros(n - 1, dtype=bool)
+        for name in group_cols:  # compared by Arrow (no Python object per name); null equals null only
+            col = table.column(name)
+            after, before = col.slice(1), col.slice(0, n - 1)
+            differs = pc.fill_null(pc.not_equal(after, before), True)
+            change |= np.asarray(pc.and_(differs, pc.invert(pc.and_(pc.is_null(after), pc.is_null(before)))))
+        return np.r_[0, np.cumsum(change)]
+
+    for b in batches:
+        if not b.num_rows:
+            continue
+        pending.append(b)
+        rows += b.num_rows
+        if rows < REPLAY_BATCH_ROWS:
+            continue
+        table = pa.Table.from_batches(pending).combine_chunks()
+        group = numbered(table)
+        cut = int(np.searchsorted(group, group[-1]))  # the last group may go on in the next batch
+        if cut:
+            yield table.slice(0, cut), group[:cut]
+            rest = table.slice(cut)
+            pending, rows = rest.to_batches(), rest.num_rows
+    if rows:
+        table = pa.Table.from_batches(pending).combine_chunks()
+        yield table, numbered(table)
 
 
 def _replay_partition(window: Window) -> Callable[[Any], Any]:
     """The Arrow function of :func:`replay` (a closure over the window, pickled to the executors): a partition's
-    rows, sorted by quota-id then time, replayed one quota-id at a time (a quota-id may span batches)."""
+    rows, sorted by quota-id then time, replayed column-wise (:func:`kquotactl.impact.columnrate.replay_groups`,
+    :func:`~kquotactl.impact.replay.replay_quota_id`'s outcomes bit for bit), a key at a time."""
 
     def go(batches: Any) -> Any:
+        import numpy as np
         import pyarrow as pa
 
-        from kquotactl.impact.replay import replay_quota_id
+        from kquotactl.impact.columnrate import replay_groups
 
         names = ("k", "level", "qu", "qc", "qip", "limit", "p", "added", "n", "rate", "ms", "len", "thr_units")
         long, double = pa.int64(), pa.float64()
         types = (pa.int8(), pa.int32(), long, long, long, double, long, long, long, double, long, long, long)
-        out: dict[str, list[Any]] = {name: [] for name in names}
-        key: tuple[Any, ...] | None = None
-        limit = 0.0
-        times: list[int] = []
-        units: list[int] = []
-        counts: list[int] = []
-
-        def flush() -> None:
-            assert key is not None
-            rows: dict[int, int] = {}
-            for t, n in zip(times, counts, strict=True):
-                rows[t // window.sample_ms] = rows.get(t // window.sample_ms, 0) + n
-            for o in replay_quota_id(times, units, MODEL_KEYS[key[0]], limit, window):
-                for name, value in zip(QID, key, strict=True):
-                    out[name].append(value)
-                out["limit"].append(limit)
-                out["p"].append(o.sample)
-                out["added"].append(o.units)
-                out["n"].append(rows[o.sample])
-                out["rate"].append(o.max_rate)
-                out["ms"].append(o.throttle_ms)
-                out["len"].append(1)
-                out["thr_units"].append(o.units_throttled)
-
-        def batch() -> Any:
-            b = pa.RecordBatch.from_arrays([pa.array(out[n], type=t) for n, t in zip(names, types, strict=True)], names)
-            for values in out.values():
-                values.clear()
-            return b
-
-        for b in batches:
-            cols = {name: b.column(name).to_pylist() for name in (*QID, "limit", "ms", "u", "n")}
-            for i in range(b.num_rows):
-                here = tuple(cols[name][i] for name in QID)
-                if here != key:
-                    if key is not None:
-                        flush()
-                    key, limit, times, units, counts = here, cols["limit"][i], [], [], []
-                times.append(cols["ms"][i])
-                units.append(cols["u"][i])
-                counts.append(cols["n"][i])
-            if len(out["p"]) >= REPLAY_BATCH_ROWS:
-                yield batch()
-        if key is not None:
-            flush()
-        if out["p"]:
-            yield batch()
+        for rows, row_group in _whole_groups(batches, QID):
+            ms = np.asarray(rows.column("ms"))
+            # one recording per (quota-id, millisecond): the units summed, the input rows counted
+            firsts = np.flatnonzero(np.r_[True, (row_group[1:] != row_group[:-1]) | (ms[1:] != ms[:-1])])
+            table, group = rows.take(pa.array(firsts)), row_group[firsts]
+            cols = {name: np.asarray(table.column(name)) for name in ("k", "ms", "limit")}
+            cols["u"] = np.add.reduceat(np.asarray(rows.column("u")), firsts)
+            cols["n"] = np.diff(np.r_[firsts, rows.num_rows])
+            sample = cols["ms"] // window.sample_ms
+            # input rows per (group, sample), whether or not they recorded usage
+            cut = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (sample[1:] != sample[:-1])])
+            span = int(sample.max()) - int(sample.min()) + 1
+            at = group[cut] * span + (sample[cut] - int(sample.min()))
+            counts = np.add.reduceat(cols["n"], cut)
+            for k in np.unique(cols["k"]).tolist():
+                chosen = np.flatnonzero((cols["k"] == k) & (cols["u"] != 0))
+                if not len(chosen):
+                    continue
+                got = replay_groups(
+                    group[chosen], cols["ms"][chosen], cols["u"][chosen], MODEL_KEYS[k], cols["limit"][chosen], window
+                )
+                first_row = chosen[np.searchsorted(group[chosen], got.group)]  # each outcome's group's first row
+                here = np.searchsorted(at, got.group * span + (got.sample - int(sample.min())))
+                ident = table.take(pa.array(first_row))
+                values = (
+                    *(ident.column(c).combine_chunks() for c in (*QID, "limit")),
+                    got.sample,
+                    got.units,
+                    counts[here],
+                    got.max_rate,
+                    got.throttle_ms,
+                    np.ones(len(got.group), dtype=np.int64),
+                    got.units_throttled,
+                )
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        (v if isinstance(v, pa.Array) else pa.array(v)).cast(t)
+                        for v, t in zip(values, types, strict=True)
+                    ],
+                    names,
+                )
 
     return go
 
@@ -1198,10 +1237,9 @@ def recommend_distributions(
     if not frames:
         return {}
     usage = reduce(lambda a, b: a.unionByName(b), frames)
-    per_ms = usage.groupBy("gu", "gc", "gip", "key", "broker", "ms").agg(F.sum("u").alias("u"))
     group_cols = ("gu", "gc", "gip", "key", "broker")
-    rows = (
-        per_ms.repartition(*group_cols)
+    rows = (  # one shuffle: the rows of a group summed per millisecond in the partition (columnrate.per_ms)
+        usage.repartition(*group_cols)
         .sortWithinPartitions(*group_cols, "ms")
         .mapInArrow(_distribution_partition(window, qs), DISTRIBUTION_SCHEMA)
         .toArrow()
@@ -1239,39 +1277,17 @@ def replay_per_broker(traffic: Any, index: QuotaIndex, window: Window) -> dict[s
 
 def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[Any], Any]:
     """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group then time; each
-    group's rates replayed, its :class:`~kquotactl.core.recommend.Distribution` one output row."""
+    group's rates replayed column-wise (:func:`kquotactl.impact.columnrate.replay_groups`, no limit), its
+    :class:`~kquotactl.core.recommend.Distribution` one output row."""
 
     def go(batches: Any) -> Any:
         import math
 
+        import numpy as np
         import pyarrow as pa
 
         from kquotactl.core.recommend import Distribution
-        from kquotactl.impact.replay import replay_quota_id
-
-        out: list[dict[str, Any]] = []
-        key: tuple[Any, ...] | None = None
-        times: list[int] = []
-        units: list[int] = []
-
-        def flush() -> None:
-            assert key is not None
-            steps = replay_quota_id(times, units, key[3], math.inf, window)
-            d = Distribution.of([s.max_rate for s in steps], extra=qs)
-            out.append(
-                {
-                    "gu": key[0],
-                    "gc": key[1],
-                    "gip": key[2],
-                    "key": key[3],
-                    "broker": key[4],
-                    "samples": d.samples,
-                    "peak": d.peak,
-                    "total": d.total,
-                    "ps": [d.percentiles[q] for q in qs],
-                    "over": [d.over[q] for q in qs],
-                }
-            )
+        from kquotactl.impact.columnrate import per_ms, replay_groups
 
         schema = pa.schema(
             [
@@ -1287,22 +1303,34 @@ def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[An
                 ("over", pa.list_(pa.int64())),
             ]
         )
-        for b in batches:
-            cols = {name: b.column(name).to_pylist() for name in ("gu", "gc", "gip", "key", "broker", "ms", "u")}
-            for i in range(b.num_rows):
-                here = (cols["gu"][i], cols["gc"][i], cols["gip"][i], cols["key"][i], cols["broker"][i])
-                if here != key:
-                    if key is not None:
-                        flush()
-                    key, times, units = here, [], []
-                times.append(cols["ms"][i])
-                units.append(cols["u"][i])
-            if len(out) >= REPLAY_BATCH_ROWS:
+        names = ("gu", "gc", "gip", "key", "broker")
+        for table, group in _whole_groups(batches, names):
+            keys = np.asarray(table.column("key").combine_chunks().dictionary_encode().indices)
+            key_names = table.column("key").combine_chunks().dictionary_encode().dictionary.to_pylist()
+            ms, units = np.asarray(table.column("ms")), np.asarray(table.column("u"))
+            out: list[dict[str, Any]] = []
+            for k, key in enumerate(key_names):
+                chosen = np.flatnonzero((keys == k) & (units != 0))
+                if not len(chosen):
+                    continue
+                got = replay_groups(*per_ms(group[chosen], ms[chosen], units[chosen]), key, math.inf, window)
+                edges = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1], True])
+                first_rows = chosen[np.searchsorted(group[chosen], got.group[edges[:-1]])]
+                ident = table.select(list(names)).take(pa.array(first_rows)).to_pylist()
+                rates = got.max_rate.tolist()
+                for row, a, b in zip(ident, edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+                    d = Distribution.of(rates[a:b], extra=qs)
+                    out.append(
+                        {
+                            **row,
+                            "samples": d.samples,
+                            "peak": d.peak,
+                            "total": d.total,
+                            "ps": [d.percentiles[q] for q in qs],
+                            "over": [d.over[q] for q in qs],
+                        }
+                    )
+            if out:
                 yield pa.RecordBatch.from_pylist(out, schema=schema)
-                out.clear()
-        if key is not None:
-            flush()
-        if out:
-            yield pa.RecordBatch.from_pylist(out, schema=schema)
 
     return go

@@ -201,3 +201,52 @@ def test_a_full_disk_is_one_line_and_nothing_written(synthetic, monkeypatch, tmp
         assert not list(small.iterdir())
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+#: ``kquotactl`` with a tiny spill budget, pausing after 8 slices (``ready`` written, files spilled) until stopped
+PAUSED = """
+import sys, time
+from pathlib import Path
+from kquotactl.impact import spill
+from kquotactl.observe import prometheus
+spill.BUDGET = 2048
+prometheus.POINTS_PER_QUERY = 1
+slices = prometheus.traffic_slices
+def paused(*args, **kwargs):
+    for i, table in enumerate(slices(*args, **kwargs)):
+        if i == 8:
+            Path(sys.argv[1]).write_text("ready")
+            time.sleep(120)
+        yield table
+prometheus.traffic_slices = paused
+from kquotactl.cli.app import main
+main(sys.argv[2:])
+"""
+
+
+def test_sigterm_mid_stream_removes_the_spill(synthetic, tmp_path) -> None:
+    """The real signal to the real CLI: SIGTERM while the rates are spilled ends it (143), the files removed."""
+    import signal
+    import sys
+
+    prom, start, end = synthetic
+    tmp, ready = tmp_path / "tmp", tmp_path / "ready"
+    tmp.mkdir()
+    args = ["recommend", "--from-prometheus", prom.url, "--since", f"{end - start - 1}s", "--until", str(end)]
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-c", PAUSED, str(ready), *args, "--step", "1s"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spilled = [p.name for d in tmp.iterdir() for p in d.iterdir()]
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert ready.exists() and len(spilled) >= 8, (spilled, err)  # it was mid-stream, with files on disk
+    assert proc.returncode == 143 and out == "", (proc.returncode, out, err)
+    assert "terminated (SIGTERM)" in err, err
+    assert not list(tmp.iterdir())

@@ -129,3 +129,74 @@ def _attributable(group: GroupId) -> bool:
     """Whether a sensor's quota-id names what the level groups by (an empty tag: the broker's quota-id left it
     out)."""
     return all(v != "" for v in (group.user, group.client_id) if v is not None)
+
+
+#: values summed exactly per chunk: a mantissa's halves (< 2^27) add up below 2^47 in float64, so exactly
+_SUM_CHUNK = 1 << 20
+
+
+def array_distribution(rates: Any, extra: Sequence[float] = ()) -> Distribution:
+    """:meth:`~kquotactl.core.recommend.Distribution.of` of a numpy array, bit for bit, without a sort into a
+    Python list (months of samples): the wanted ranks by ``np.partition``, ``over`` counted, ``total`` the
+    correctly rounded sum (what ``math.fsum`` returns), the peak the maximum. ``rates`` (finite float64) is
+    reordered in place: the caller's own array."""
+    import numpy as np
+
+    from kquotactl.core.recommend import REPORTED, percentile
+
+    n = len(rates)
+    if not n:
+        return Distribution.of((), extra)
+    wanted = sorted({*REPORTED, *extra})
+    ranks = {r for q in wanted for r in _ranks(n, q)}
+    rates.partition(sorted(ranks))
+    ranked = _Ranked(rates)
+    ps = {q: percentile(ranked, q) for q in wanted}
+    over = {q: int(np.count_nonzero(rates > v)) for q, v in ps.items()}
+    return Distribution(n, ps, float(rates.max()), over, exact_sum(rates))
+
+
+def _ranks(n: int, q: float) -> tuple[int, int]:
+    """The two positions :func:`~kquotactl.core.recommend.percentile` reads for ``q`` of ``n`` sorted values."""
+    lo = math.floor(q / 100.0 * (n - 1))
+    return lo, min(lo + 1, n - 1)
+
+
+class _Ranked(Sequence[float]):
+    """A partitioned array read as the sorted sequence at the ranks it was partitioned on (all ``percentile``
+    reads), as Python floats: the core's own :func:`~kquotactl.core.recommend.percentile` computes on it."""
+
+    def __init__(self, values: Any) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, i: Any) -> Any:
+        return float(self._values[i])
+
+
+def exact_sum(values: Any) -> float:
+    """``math.fsum(values)`` of a float64 array, column-wise: each value split into its exponent and integer
+    mantissa, the mantissas summed exactly per exponent, and the exact total rounded once (Python's int division
+    rounds correctly, as ``fsum`` does)."""
+    import numpy as np
+
+    if not np.isfinite(values).all():
+        return math.fsum(values.tolist())
+    per_exponent: dict[int, int] = {}
+    for at in range(0, len(values), _SUM_CHUNK):
+        mantissa, exponent = np.frexp(values[at : at + _SUM_CHUNK])
+        whole = (mantissa * 2.0**53).astype(np.int64)  # exact: a power-of-two scaling of 53 bits
+        low = exponent.min()
+        at_exp = exponent - low
+        high_sums = np.bincount(at_exp, weights=(whole >> 26).astype(np.float64))
+        low_sums = np.bincount(at_exp, weights=(whole & ((1 << 26) - 1)).astype(np.float64))
+        for i in np.flatnonzero((high_sums != 0) | (low_sums != 0)).tolist():
+            e = int(low) + i - 53
+            per_exponent[e] = per_exponent.get(e, 0) + (int(high_sums[i]) << 26) + int(low_sums[i])
+    base = min(per_exponent, default=0)
+    total = sum(m << (e - base) for e, m in per_exponent.items())
+    if total == 0:
+        return 0.0  # as fsum's: no negative zero, even of negative zeros
+    return float(total << base) if base >= 0 else total / (1 << -base)

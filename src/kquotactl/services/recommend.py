@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
     from kquotactl.core.precedence import QuotaIndex
     from kquotactl.impact.replay import EngineResult
+    from kquotactl.impact.spill import RateSpill
     from kquotactl.services.impact import Replay
 
 
@@ -91,16 +92,17 @@ def _from_prometheus(
 ) -> Recommended:
     """The recommendation from the brokers' sensors in Prometheus, streamed: each slice of the range read in turn
     (:func:`kquotactl.observe.prometheus.traffic_slices`), each sample's rate the sensors' reading
-    (:func:`kquotactl.impact.recommend.windowed_sample_rates`), only the rates kept (8 bytes a sample with traffic);
-    then the range read once more to replay the recommendation slice by slice, with the windowed model ``impact
-    run --from-prometheus`` runs, each sample on its own, column-wise (:mod:`kquotactl.impact.columnar`)."""
-    import numpy as np
+    (:func:`kquotactl.impact.recommend.windowed_sample_rates`), the rates kept in a bounded buffer and spilled to a
+    temporary file a group (:class:`kquotactl.impact.spill.RateSpill`, 8 bytes a sample with traffic), each
+    group's distribution computed from its file alone; then the range read once more to replay the recommendation
+    slice by slice, with the windowed model ``impact run --from-prometheus`` runs, each sample on its own,
+    column-wise (:mod:`kquotactl.impact.columnar`)."""
     import pyarrow.compute as pc
 
     from kquotactl.core.keys import KEYS, KeyScope
     from kquotactl.impact.columnar import run_windowed
-    from kquotactl.impact.recommend import windowed_sample_rates
     from kquotactl.impact.replay import BROKER_COLUMN, merge_slices
+    from kquotactl.impact.spill import RateSpill
     from kquotactl.observe.prometheus import no_readings, traffic_slices
 
     if source.engine == "spark":
@@ -110,34 +112,20 @@ def _from_prometheus(
     base, span = source.prometheus, source.span
     window = dataclasses.replace(source.window, windowed=True)
     keys = _keys(policy)
-    parts: dict[tuple[GroupId, str], dict[str, list[Any]]] = {}
-    skipped: dict[str, int] = {}
-    rows, first, last = 0, math.inf, -math.inf  # the first and last sample's time
-    for table in traffic_slices(base, *span, window.size_s):
-        rates, skips = windowed_sample_rates(table, policy.level, window, keys)
-        for gk, per_broker in rates.items():
-            for broker, values in per_broker.items():
-                parts.setdefault(gk, {}).setdefault(broker, []).append(values)
-        for key, n in skips.items():
-            skipped[key] = skipped.get(key, 0) + n
-        rows += table.num_rows
-        ts = table.column("ts").to_numpy()
-        first, last = min(first, float(ts.min())), max(last, float(ts.max()))
-    if not rows:
-        raise no_readings(base, span[0], span[1])
-    for key, n in skipped.items():
-        if KEYS[key].kind is not KeyScope.IP:
-            warn(
-                f"{key}: {n:,} samples of sensors whose quota-id has no {_level_tags(policy)} (the cluster's "
-                f"quotas there are coarser than the level {policy.level.value}): left out"
-            )
-    dists = {
-        gk: {
-            broker: Distribution.of(np.sort(np.concatenate(arrays)).tolist(), extra=[policy.percentile])
-            for broker, arrays in sorted(parts[gk].items())
-        }
-        for gk in sorted(parts, key=lambda gk: (gk[0].sort_key(), gk[1]))
-    }
+    with RateSpill() as spill:
+        rows, first, last, skipped = _spill_rates(spill, base, span, policy, window, keys)
+        if not rows:
+            raise no_readings(base, span[0], span[1])
+        for key, n in skipped.items():
+            if KEYS[key].kind is not KeyScope.IP:
+                warn(
+                    f"{key}: {n:,} samples of sensors whose quota-id has no {_level_tags(policy)} (the cluster's "
+                    f"quotas there are coarser than the level {policy.level.value}): left out"
+                )
+        found: dict[tuple[GroupId, str], dict[str, Distribution]] = {}
+        for (gk, broker), dist in spill.distributions([policy.percentile]):
+            found.setdefault(gk, {})[broker] = dist
+    dists = {gk: dict(sorted(found[gk].items())) for gk in sorted(found, key=lambda gk: (gk[0].sort_key(), gk[1]))}
     span_s = last - first + window.size_s
     defaults = _default_keys(current)
     rec = recommend(dists, policy, span_s, defaults)
@@ -148,6 +136,31 @@ def _from_prometheus(
             result = run_windowed(table.filter(pc.equal(table.column(BROKER_COLUMN), broker)), index, window)
             merged[broker] = merge_slices([merged[broker], result]) if broker in merged else result
     return Recommended(rec, dists, list(current), rows, _merged_report(merged, index, window))
+
+
+def _spill_rates(
+    spill: RateSpill, base: str, span: tuple[float, float, float], policy: Policy, window: Window, keys: Sequence[str]
+) -> tuple[int, float, float, dict[str, int]]:
+    """Each slice of the range read in turn, its sample rates handed to ``spill`` per ((group, key), broker): the
+    rows read, the first and last sample's time, and the samples left out per key (a level finer than the
+    sensors)."""
+    from kquotactl.impact.recommend import windowed_sample_rates
+    from kquotactl.observe.prometheus import traffic_slices
+
+    skipped: dict[str, int] = {}
+    rows, first, last = 0, math.inf, -math.inf
+    for table in traffic_slices(base, *span, window.size_s):
+        rates, skips = windowed_sample_rates(table, policy.level, window, keys)
+        for gk, per_broker in rates.items():
+            for broker, values in per_broker.items():
+                spill.add((gk, broker), values)
+        for key, n in skips.items():
+            skipped[key] = skipped.get(key, 0) + n
+        rows += table.num_rows
+        ts = table.column("ts").to_numpy()
+        first, last = min(first, float(ts.min())), max(last, float(ts.max()))
+        spill.done = (last - span[0]) / max(span[1] - span[0], 1e-9)
+    return rows, first, last, skipped
 
 
 def _keys(policy: Policy) -> list[str]:

@@ -363,7 +363,7 @@ def read_request_log(spark: Any, paths: Sequence[str], window: Window) -> tuple[
         blobs = spark.read.format("binaryFile").load(other).select(F.col("path").alias("file"), "content")
         parts.append(blobs.mapInArrow(_decompressed_lines, "file string, value string"))
     lines = reduce(lambda a, b: a.unionByName(b), parts)
-    parsed = lines.select("file", *_request_log_columns(F.col("value"))).persist(
+    parsed = _parsed_lines(lines).persist(
         StorageLevel.MEMORY_AND_DISK  # the text is parsed once: for the counts and for every replay
     )
     agg = parsed.agg(
@@ -403,15 +403,27 @@ def _decompressed_lines(batches: Iterator[Any]) -> Iterator[Any]:
             yield rows(file, values)
 
 
-def _request_log_columns(value: Any) -> list[Any]:
-    """blank, bad (malformed) and the traffic columns of one request-log line, as Spark expressions."""
+def _parsed_lines(lines: Any) -> Any:
+    """``lines`` (file, value) → file, blank, bad (malformed) and the traffic columns, as Spark expressions.
+
+    In stages: the line's regex and its JSON document are each a column of their own before the columns that read
+    them, so each is evaluated once a line (one projection repeated them in every column and condition that read
+    them: Spark keeps an expensive expression referenced more than once in a projection of its own)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    value = F.col("value")
     # One regex pass per line (LINE_GROUPS): the groups at fixed offsets of the rewritten line.
-    groups = F.regexp_replace(value, F.lit(RL_LINE), F.lit(LINE_GROUPS))
-    matched = groups != value
-    json_text = groups.substr(STAMP_CHARS + MILLIS_CHARS + 1, 1 << 30)
+    lines = lines.select("file", "value", F.regexp_replace(value, F.lit(RL_LINE), F.lit(LINE_GROUPS)).alias("_g"))
+    groups = F.col("_g")
+    lines = lines.select(
+        "file",
+        "value",
+        "_g",
+        (groups != value).alias("_matched"),
+        groups.substr(STAMP_CHARS + MILLIS_CHARS + 1, 1 << 30).alias("_json"),
+    )
+    matched, json_text = F.col("_matched"), F.col("_json")
     stamp = F.try_to_timestamp(groups.substr(1, STAMP_CHARS), F.lit(TIME_FORMAT_SPARK))
     millis = groups.substr(STAMP_CHARS + 1, MILLIS_CHARS).cast("int")
     ts = F.unix_seconds(stamp) + F.when(matched, millis) / F.lit(1000.0)
@@ -426,7 +438,18 @@ def _request_log_columns(value: Any) -> list[Any]:
         + top
         + [T.StructField("_corrupt_record", T.StringType())]
     )
-    doc = F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"})
+    lines = lines.select(
+        "file",
+        "value",
+        "_json",
+        "_matched",
+        stamp.alias("_stamp"),
+        ts.alias("_ts"),
+        F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}).alias(
+            "_doc"
+        ),
+    )
+    stamp, ts, doc = F.col("_stamp"), F.col("_ts"), F.col("_doc")
     api = doc["requestHeader"]["requestApiKey"]
     connection, principal = doc["connection"], doc["principal"]
     blank = ~matched & value.rlike(BLANK)  # (And is lazy: only the lines LINE refuses are matched again)
@@ -457,7 +480,8 @@ def _request_log_columns(value: Any) -> list[Any]:
     ip = F.when(remote.contains(":"), F.regexp_extract(remote, "^(.*):[^:]*$", 1)).otherwise(F.lit(""))
     user = F.when(principal.contains(":"), F.regexp_extract(principal, PRINCIPAL_NAME, 1)).otherwise(principal)
     zero = F.lit(0).cast("long")
-    return [
+    return lines.select(
+        "file",
         blank.alias("blank"),
         F.coalesce(bad, F.lit(True)).alias("bad"),
         ts.alias("ts"),
@@ -469,7 +493,7 @@ def _request_log_columns(value: Any) -> list[Any]:
         F.lit(1).cast("long").alias("requests"),
         F.when(exempt, F.lit(0.0)).otherwise(F.coalesce(doc["localTimeMs"], F.lit(0.0))).alias("request_time_ms"),
         F.when(api == API_VERSIONS, F.lit(1)).otherwise(F.lit(0)).cast("long").alias("connections"),
-    ]
+    )
 
 
 def _file_path(file_uri: str) -> str:

@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from kquotactl.core.changes import EntityChange, QuotaRecord
 from kquotactl.core.entities import Entity, EntitySortKey
@@ -247,6 +247,9 @@ def key_diffs(before: Mapping[str, Number], after: Mapping[str, Number]) -> tupl
     )
 
 
+_ABSENT: Final = object()
+
+
 def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = False) -> Plan:
     """Diff desired (manifest) against live; see the module docstring for the rules.
 
@@ -259,16 +262,23 @@ def make_plan(manifest: Manifest, live: Sequence[QuotaRecord], prune: bool = Fal
     Stored values brokers cannot parse are not live quotas: a declared key rewrites them.
     """
     live_by_entity = {r.entity: r.config for r in live}
-    spellings: dict[Entity, list[Entity]] = {}
+    spellings: dict[Entity, list[Entity]] = {}  # ip entities by address (the others are their own key)
     for r in live:
-        spellings.setdefault(r.entity.address_key(), []).append(r.entity)
-    matched: set[Entity] = set()
+        if r.entity.ip is not None:
+            spellings.setdefault(r.entity.address_key(), []).append(r.entity)
+    matched: set[Entity] = set()  # live ip spellings the manifest's ip entries stand for
     diffs: list[EntityDiff] = []
     unchanged = unmanaged = 0
     for entry in manifest.entries:
+        if entry.entity.ip is None and not prune:  # in sync when each declared key has its live value (the rest
+            current = live_by_entity.get(entry.entity)  # as below, without two copies and a diff per entity)
+            if current is not None and all(current.get(k, _ABSENT) == v for k, v in entry.config.items()):
+                unchanged += 1
+                continue
         targets = spellings.get(entry.entity.address_key(), [entry.entity]) if entry.entity.ip is not None else []
         for entity in targets or [entry.entity]:
-            matched.add(entity)
+            if entity is not entry.entity:
+                matched.add(entity)
             before = dict(live_by_entity.get(entity, {}))
             owned = prune and manifest.owns(entry.entity)
             after = dict(entry.config) if owned else {**before, **entry.config}

@@ -184,3 +184,17 @@ def test_describe_outputs_from_a_kraft_broker(kraft) -> None:
     r = run_cli("--bootstrap-server", kraft.bootstrap, "describe", "-o", "yaml")
     assert r.exit_code == 0, r.stderr
     assert r.stdout == yaml.safe_dump(expected, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def test_manifest_config_keys_in_key_order() -> None:
+    """The manifest reader sorts an entry's keys only when they are not in the canonical order already: written in
+    any order, they come out in it (plans, exports and describe list keys alike)."""
+    from kquotactl.manifests.loader import load_texts
+
+    keys = [k for k, s in KEYS.items() if s.kind is KeyScope.CLIENT]
+    rnd = random.Random(5)
+    for _ in range(50):
+        chosen = rnd.sample(keys, rnd.randint(1, len(keys)))
+        text = "quotas:\n- entity: {user: a}\n  config: {" + ", ".join(f"{k}: 5" for k in chosen) + "}\n"
+        [entry] = load_texts([("m.yaml", text)]).entries
+        assert list(entry.config) == [k for k in keys if k in chosen]

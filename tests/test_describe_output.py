@@ -198,3 +198,71 @@ def test_manifest_config_keys_in_key_order() -> None:
         text = "quotas:\n- entity: {user: a}\n  config: {" + ", ".join(f"{k}: 5" for k in chosen) + "}\n"
         [entry] = load_texts([("m.yaml", text)]).entries
         assert list(entry.config) == [k for k in keys if k in chosen]
+
+
+def _plan_before(manifest, live, prune):  # type: ignore[no-untyped-def]
+    """make_plan's entity loop before the in-sync shortcut: every entity copied and diffed."""
+    from kquotactl.core.plan import EntityDiff, diff_entity, key_diffs
+
+    live_by_entity = {r.entity: r.config for r in live}
+    spellings: dict = {}
+    for r in live:
+        spellings.setdefault(r.entity.address_key(), []).append(r.entity)
+    matched, diffs, unchanged, unmanaged = set(), [], 0, 0
+    for entry in manifest.entries:
+        targets = spellings.get(entry.entity.address_key(), [entry.entity]) if entry.entity.ip is not None else []
+        for entity in targets or [entry.entity]:
+            matched.add(entity)
+            before = dict(live_by_entity.get(entity, {}))
+            owned = prune and manifest.owns(entry.entity)
+            after = dict(entry.config) if owned else {**before, **entry.config}
+            keys = key_diffs(before, after)
+            if keys:
+                diffs.append(EntityDiff(entity, keys, before, after, str(entry.source), entry.meta()))
+            else:
+                unchanged += 1
+    for r in live:
+        if r.entity in manifest or r.entity in matched:
+            continue
+        if prune and manifest.owns(r.entity):
+            d = diff_entity(r.entity, r.config, {})
+            if d is not None:
+                diffs.append(d)
+        else:
+            unmanaged += 1
+    return diffs, unchanged, unmanaged
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_plan_is_the_full_diff(seed: int) -> None:
+    """make_plan's shortcut for in-sync entities (and its entities keyed by their components) plans what the full
+    diff of every entity did: the same changes, in the same order, and the same counts; ips stored under other
+    spellings of their address, prune scopes, values equal across int and float, NaN."""
+    from kquotactl.core.manifest import Manifest, ManifestEntry, PruneRule, Source
+    from kquotactl.core.plan import apply_order, make_plan
+
+    rnd = random.Random(seed)
+    keys = {kind: [k for k, s in KEYS.items() if s.kind is kind] for kind in KeyScope}
+    es = entities(rnd, ["svc", "app", "é"], ["10.0.0.1", "2001:db8::1"], 120)
+    live = []
+    for e, c in configs(rnd, es[:80], keys).items():
+        if e.ip is not None and e.ip is not DEFAULT and rnd.random() < 0.3:
+            e = Entity(ip=str(e.ip).replace("2001:db8::", "2001:DB8:0::"))  # another spelling of the address
+        live.append(QuotaRecord(e, {k: float(v) if rnd.random() < 0.3 else v for k, v in c.items()}))
+    manifest = Manifest()
+    wanted = configs(rnd, es[40:], keys)
+    for i, (e, c) in enumerate(wanted.items()):
+        current = next((r.config for r in live if r.entity == e), None)
+        if current is not None and rnd.random() < 0.6:  # in sync, or in sync but for one key
+            c = dict(current)
+            if rnd.random() < 0.3:
+                k = rnd.choice(list(c))
+                c[k] = math.nan if rnd.random() < 0.2 else typed(k, rnd)
+        manifest.add(ManifestEntry(e, c, Source("m.yaml", i + 1)))
+    manifest.prune.append(PruneRule("users/svc*", Source("m.yaml", 1)))
+    live.sort(key=lambda r: r.entity.sort_key())
+    for prune in (False, True):
+        got = make_plan(manifest, live, prune=prune)
+        diffs, unchanged, unmanaged = _plan_before(manifest, live, prune)
+        assert got.diffs == sorted(diffs, key=apply_order)
+        assert (got.unchanged, got.unmanaged) == (unchanged, unmanaged)

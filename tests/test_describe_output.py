@@ -9,6 +9,7 @@ import io
 import json
 import math
 import random
+from typing import Any
 
 import pytest
 import yaml
@@ -200,7 +201,7 @@ def test_manifest_config_keys_in_key_order() -> None:
         assert list(entry.config) == [k for k in keys if k in chosen]
 
 
-def _plan_before(manifest, live, prune):  # type: ignore[no-untyped-def]
+def _plan_before(manifest: Any, live: list[QuotaRecord], prune: bool) -> tuple[list[Any], int, int]:
     """make_plan's entity loop before the in-sync shortcut: every entity copied and diffed."""
     from kquotactl.core.plan import EntityDiff, diff_entity, key_diffs
 

@@ -194,10 +194,10 @@ def describe(ctx: click.Context, state: AppState, **kw: Any) -> tuple[str, Any] 
     from kquotactl.services.quotas import describe as describe_service
 
     backend = state.backend(ctx)
-    with collector_paused():  # every live quota: many objects, none in a cycle
+    with collector_paused():  # every live quota and its rendering: many objects, none in a cycle
         described = describe_service(backend, flt)
-    _warn_all(state, described.warnings)
-    render_records(described.records, state.output_format(), sys.stdout, _dialect(backend), state.color)
+        _warn_all(state, described.warnings)
+        render_records(described.records, state.output_format(), sys.stdout, _dialect(backend), state.color)
     return None
 
 

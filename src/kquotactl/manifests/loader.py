@@ -406,6 +406,7 @@ class _Reader:
         out: dict[str, Number] = {}
         sources: dict[str, Source] = {}
         ok = True
+        ordered, last = True, -1  # the keys as written, in the canonical order already (sorted only if not)
         kind = entity.kind
         for k, (knode, vnode) in fields.items():
             try:
@@ -427,9 +428,11 @@ class _Reader:
                 ok = False
                 continue
             sources[k] = self.src(vnode)
+            rank = KEY_ORDER[k]
+            ordered, last = ordered and rank > last, rank
         if not ok:
             return None, {}
-        if len(out) > 1:
+        if not ordered:
             out = dict(sorted(out.items(), key=lambda kv: KEY_ORDER[kv[0]]))
         return out, sources
 

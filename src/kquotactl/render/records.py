@@ -4,7 +4,6 @@ for scripts that already parse them. No I/O beyond writing to the given stream.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -29,8 +28,11 @@ def records_json(records: Sequence[QuotaRecord]) -> list[dict[str, Any]]:
 
 
 def dump_json(data: Any, out: IO[str]) -> None:
-    json.dump(data, out, indent=2, ensure_ascii=False)
-    out.write("\n")
+    """``json.dump(data, out, indent=2, ensure_ascii=False)`` and a newline: the same text, written at once and
+    mostly by the C encoder (:mod:`kquotactl.render.jsontext`)."""
+    from kquotactl.render.jsontext import indented_json
+
+    out.write(indented_json(data, ensure_ascii=False) + "\n")
 
 
 def dump_yaml(data: Any, out: IO[str]) -> None:
@@ -86,16 +88,69 @@ def kafka_bootstrap_order(records: Sequence[QuotaRecord]) -> list[QuotaRecord]:
     wired = [(r, r.wire) for r in records if r.wire is not None]
     if not records or len(wired) != len(records):
         return list(records)
-    wired.sort(key=lambda rw: rw[1].index)
+    wired.sort(key=lambda rw: rw[1].position)
     entries = wired[0][1].entries
     return java_hashmap_order(((r, client_quota_entity_hash(w.entity)) for r, w in wired), entries)
+
+
+def records_json_text(records: Sequence[QuotaRecord]) -> str:
+    """``describe -o json``: :func:`dump_json` of :func:`records_json`, the same text, written record by record from
+    the records themselves (a large describe's rendering was most of its time over the wire's): a record of names
+    and finite numbers by a template, any other (not-applied values, an odd value) through :func:`dump_json`."""
+    if not records:
+        return "[]\n"
+    from json.encoder import encode_basestring
+
+    parts = []
+    for r in records:
+        text = _record_text(r, encode_basestring) if not r.unparsed else None
+        if text is None:
+            from kquotactl.render.jsontext import indented_json
+
+            text = "  " + indented_json(r.to_json(), ensure_ascii=False).replace("\n", "\n  ")
+        parts.append(text)
+    return "[\n" + ",\n".join(parts) + "\n]\n"
+
+
+_NUMBER_TYPES = (int, float)
+_INFINITE = (float("inf"), float("-inf"))
+
+
+def _record_text(r: QuotaRecord, string: Any) -> str | None:
+    """One record as ``json.dumps(r.to_json(), indent=2)`` writes it, indented one level; None when it holds
+    anything but names and finite numbers."""
+    e = r.entity
+    names = []
+    for field, name in (('"user": ', e.user), ('"client-id": ', e.client_id), ('"ip": ', e.ip)):
+        if name is None:
+            continue
+        if name is DEFAULT:
+            names.append(field + "null")
+        elif type(name) is str:
+            names.append(field + string(name))
+        else:
+            return None
+    values = []
+    for k, v in r.config.items():
+        if type(k) is not str or type(v) not in _NUMBER_TYPES or v != v or v in _INFINITE:
+            return None
+        values.append(f"{string(k)}: {v!r}")
+    if not names or not values:
+        return None
+    return (
+        '  {\n    "entity": {\n      '
+        + ",\n      ".join(names)
+        + '\n    },\n    "config": {\n      '
+        + ",\n      ".join(values)
+        + "\n    }\n  }"
+    )
 
 
 def render_records(
     records: Sequence[QuotaRecord], fmt: str, out: IO[str], dialect: str = "zookeeper", color: bool = False
 ) -> None:
     if fmt == "json":
-        dump_json(records_json(records), out)
+        out.write(records_json_text(records))
     elif fmt == "yaml":
         dump_yaml(records_json(records), out)
     elif fmt == "kafka":

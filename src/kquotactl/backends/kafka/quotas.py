@@ -31,7 +31,7 @@ from kquotactl.core.changes import (
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
 from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, MatchType
-from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, Number, ValueType
+from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, KeyScope, Number, ValueType
 from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.retry import RetryPolicy
 from kquotactl.core.values import route_ip_changes, stored_findings
@@ -69,6 +69,12 @@ REPLICA_ALIVE_MS = 3000
 
 WireEntity = list[tuple[str, str | None]]
 _ORDER = (EntityType.USER, EntityType.CLIENT_ID, EntityType.IP)
+#: a wire entity type (the KIP-546 name, or the plural :meth:`EntityType.from_name` accepts too) -> Entity's field
+_WIRE_FIELDS = {
+    name: field
+    for t, field in ((EntityType.USER, "user"), (EntityType.CLIENT_ID, "client_id"), (EntityType.IP, "ip"))
+    for name in (t.value, t.plural)
+}
 
 
 # -- pure helpers ------------------------------------------------------------------------------------
@@ -104,13 +110,13 @@ def entity_from_wire(pairs: Iterable[tuple[str, str | None]]) -> Entity:
     """The broker's entity as stored (names raw, not re-canonicalised): what to show and to address."""
     comps: dict[str, Any] = {}
     for t, n in pairs:
-        etype = EntityType.from_name(t)
-        if etype.value in comps:
+        field = _WIRE_FIELDS.get(t) or _WIRE_FIELDS[EntityType.from_name(t).value]  # (no enum per component)
+        if field in comps:
             raise QuotaError(f"broker returned entity with duplicate {t} component")
-        comps[etype.value] = DEFAULT if n is None else n
+        comps[field] = DEFAULT if n is None else n
     if not comps:
         raise QuotaError("broker returned an empty entity")
-    return Entity(user=comps.get("user"), client_id=comps.get("client-id"), ip=comps.get("ip"))
+    return Entity(**comps)
 
 
 def coerce_value(key: str, value: float) -> Number | None:
@@ -129,14 +135,41 @@ def coerce_value(key: str, value: float) -> Number | None:
     return min(int(as_int), limit)
 
 
+#: per entity kind, its keys: each one's rank in the canonical order and its integer type's upper bound (None: a
+#: double)
+_KEYS_OF = {
+    kind: {
+        k: (rank, None if spec.type is ValueType.DOUBLE else LONG_MAX if spec.type is ValueType.LONG else INT_MAX)
+        for rank, (k, spec) in enumerate(KEYS.items())
+        if spec.kind is kind
+    }
+    for kind in KeyScope
+}
+_CLIENT_KEYS, _IP_KEYS = _KEYS_OF[KeyScope.CLIENT], _KEYS_OF[KeyScope.IP]
+_INFINITE = (float("inf"), float("-inf"))
+
+
 def typed_values(entity: Entity, values: Mapping[str, float], warnings: list[str] | None = None) -> QuotaConfig:
     """The quota keys of a described entity, typed, in the canonical key order."""
     out: QuotaConfig = {}
-    for k in KEYS:
-        if k in values and KEYS[k].kind is entity.kind:
-            v = coerce_value(k, values[k])
-            if v is not None:
-                out[k] = v
+    keys = _IP_KEYS if entity.ip is not None else _CLIENT_KEYS  # coerce_value, without an enum per value
+    last, ordered = -1, True
+    for k, value in values.items():
+        spec = keys.get(k)
+        if spec is None:
+            continue
+        rank, limit = spec
+        if limit is None:
+            out[k] = float(value)
+        elif value == value and value not in _INFINITE:
+            as_int = round(value)
+            out[k] = float(value) if abs(value - as_int) > 1e-6 else as_int if as_int <= limit else limit
+        ordered = ordered and rank > last
+        last = rank
+    if not ordered:
+        out = {k: out[k] for k in sorted(out, key=lambda k: keys[k][0])}
+    if len(out) == len(values):
+        return out
     unknown = sorted(k for k in values if k not in KEYS)
     if unknown and warnings is not None:
         warnings.append(f"{entity.label()}: ignoring keys kquotactl does not know: {', '.join(unknown)}")
@@ -307,20 +340,23 @@ class AdminBackend(QuotaBackend):
         if flt.strict and not flt.components:
             return []
         found = self.wire.describe(filter_components(flt), flt.strict, broker)
+        every = not flt.components and not flt.strict  # the filter matches every entity: not asked 100,000 times
         records = []
+        n = len(found)
         for index, (pairs, values) in enumerate(found):
             try:
                 entity = entity_from_wire(pairs)
             except QuotaError as e:
                 self.warnings.append(f"{pairs}: {e} (skipped)")
                 continue
-            if not flt.matches(entity):
+            if not every and not flt.matches(entity):
                 continue
             config = typed_values(entity, values, self.warnings)
             if config:
-                wire = WireEntry(index, len(found), tuple(pairs), tuple(values.items()))
-                records.append(QuotaRecord(entity, config, wire=wire))
-        records.sort(key=lambda r: r.entity.sort_key())
+                records.append(
+                    QuotaRecord(entity, config, wire=WireEntry(index, n, tuple(pairs), tuple(values.items())))
+                )
+        records.sort(key=_record_order)
         self.warnings.extend(str(f) for f in stored_findings(records))
         return records
 
@@ -545,6 +581,12 @@ class AdminBackend(QuotaBackend):
                 f"{counted(len(pending), 'applied change')} not yet visible through {self.wire.bootstrap} after "
                 f"{VISIBLE_WAIT:g}s (the broker applies committed metadata asynchronously); describe may lag"
             )
+
+
+def _record_order(r: QuotaRecord) -> tuple[int | str, ...]:
+    """:meth:`Entity.sort_key` flattened: the same order, compared without a tuple per component."""
+    (rank, (u0, u1), (c0, c1), (i0, i1)) = r.entity.sort_key()
+    return (rank, u0, u1, c0, c1, i0, i1)
 
 
 def _looks_like_address(a: str) -> bool:

@@ -6,7 +6,6 @@ Only click is imported at module level; the observe layer, requests and rich loa
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -89,7 +88,9 @@ def top(
         return top_rows(live, prometheus=prometheus, scrape=scrape_urls, lookback=lookback, show_all=show_all)
 
     if fmt == "json":
-        click.echo(json.dumps([r.to_json() for r in rows()], indent=2))
+        from kquotactl.render.jsontext import indented_json
+
+        click.echo(indented_json([r.to_json() for r in rows()]))
     else:
         _show(rows, show_all, watch)
 

@@ -32,6 +32,8 @@ CONNECTIONS = [
     ("latin1.jsonl", b'{"user": "alice"}\n{"user": "caf\xe9"}\n', "line 2: byte 14 (0xE9) is not UTF-8"),
     ("number.jsonl", b'{"user": "alice"}\n{"user": 5}\n', "line 2: user must be text, not 5"),
     ("ip.csv", b"user,ip\nalice,10.0.0.999\n", "line 2: "),
+    # a header cell holding a quoted line break (KQUOTACTL_FUZZ_SEED=1490272078 of test_fuzz_readers): shown escaped
+    ("header.csv", b'",client-id\nx",app\nbob,x\n', "(got ',client-id\\nx', app)"),
 ]
 
 

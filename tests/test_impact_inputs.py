@@ -38,6 +38,7 @@ CASES = [
     ("twice.csv", "ts,ts,produce_bytes\n1,2,3\n", "line 1: column 'ts' appears twice"),
     ("bom.csv", "\ufeff" + HEADER + "1,alice,c,1,0\n", "line 1: starts with a byte-order mark"),
     ("nots.csv", "time,produce_bytes\n1,2\n", "no ts column"),
+    ("nots-vt.csv", "ti\x0bme,produce_bytes\n1,2\n", "it has 'ti\\x0bme', produce_bytes"),  # one line, escaped
     ("nousage.csv", "ts,user\n1,alice\n", "none of the usage columns"),
     ("first.csv", HEADER + "1,alice,c,-1,x\n", "line 2, column produce_bytes: '-1' is negative"),  # column order
     ("abc.jsonl", '{"ts": 1, "produce_bytes": 1}\n{"ts": 2, "produce_bytes": "abc"}\n', "line 2, column produce_bytes"),

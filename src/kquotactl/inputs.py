@@ -16,7 +16,7 @@ from typing import IO, Any
 from kquotactl.core.errors import QuotaError, UsageError
 from kquotactl.core.explain import Connection
 from kquotactl.core.textinput import NUMBER, csv_problem, decode_line, json_problem, shown, utf8_message
-from kquotactl.core.wording import counted
+from kquotactl.core.wording import counted, shown_name
 
 MAX_TIME_MS = 2**53  # a replay's times: whole milliseconds from 0, exact in a double
 
@@ -124,7 +124,7 @@ def _csv_rows(first: str, lines: Iterable[str], name: str) -> Iterator[Connectio
     if ui is None and ci is None and ii is None:
         raise InputFileError(
             f"{name}: line 1: the CSV header must name at least one of the columns user, client-id, ip "
-            f"(got {', '.join(header) or 'nothing'})"
+            f"(got {', '.join(map(shown_name, header)) or 'nothing'})"  # a cell may hold a quoted line break
         )
     width = len(header)
     of = Connection.of

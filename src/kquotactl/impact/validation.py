@@ -30,7 +30,7 @@ from typing import Any
 
 from kquotactl.core.errors import UsageError
 from kquotactl.core.textinput import NUMBER, csv_problem, decode_line, json_problem, shown, utf8_message
-from kquotactl.core.wording import counted
+from kquotactl.core.wording import counted, shown_name
 from kquotactl.impact.replay import BROKER_COLUMN, ID_COLUMNS, USAGE
 
 MAX_UNITS = 2**53
@@ -107,8 +107,8 @@ def read_all(files: list[Path], fmt: str, keep: bool = True) -> list[Any]:
             continue
         if header != first[2]:
             raise TrafficError(
-                f"{f}: its header ({', '.join(header or [])}) differs from {first[0]}'s "
-                f"({', '.join(first[2] or [])}); the CSV files of a directory need one header"
+                f"{f}: its header ({', '.join(map(shown_name, header or []))}) differs from {first[0]}'s "
+                f"({', '.join(map(shown_name, first[2] or []))}); the CSV files of a directory need one header"
             )
         if times is not None and first[1] is None:
             first = (f, times, header)  # the first file with rows sets the form
@@ -129,7 +129,7 @@ def _csv_header(path: Path) -> list[str]:
 
 def _require(path: Path, names: set[str], header: list[str] | None) -> None:
     if "ts" not in names:
-        has = f"; it has {', '.join(header)}" if header else ""
+        has = f"; it has {', '.join(map(shown_name, header))}" if header else ""  # (a cell may hold a line break)
         raise TrafficError(f"{path}: no ts column ({TS_EXPECTED}){has}")
     if not names & set(USAGE_BY_COLUMN):
         raise TrafficError(f"{path}: none of the usage columns {', '.join(USAGE_BY_COLUMN)}")

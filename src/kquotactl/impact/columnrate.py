@@ -46,17 +46,26 @@ class SampleColumns:
     throttle_ms: Any
 
 
-def per_ms(group: Any, times_ms: Any, units: Any) -> tuple[Any, Any, Any]:
-    """The recordings :func:`replay_groups` takes, from rows in any order: units summed per (group, millisecond),
-    sorted, those summing to 0 dropped (no recording, as :func:`~kquotactl.impact.replay.replay_quota_id`)."""
+def runs(group: Any, values: Any) -> Any:
+    """Where each run of one (group, value) starts in rows sorted by group then value (a millisecond, a sample)."""
+    import numpy as np
+
+    return np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (values[1:] != values[:-1])])
+
+
+def per_ms(group: Any, times_ms: Any, units: Any, *, in_order: bool = False) -> tuple[Any, Any, Any]:
+    """The recordings :func:`replay_groups` takes, from rows in any order (``in_order``: already sorted by group
+    then time, as a Spark partition's): units summed per (group, millisecond), sorted, those summing to 0 dropped
+    (no recording, as :func:`~kquotactl.impact.replay.replay_quota_id`)."""
     import numpy as np
 
     group, times_ms, units = (np.asarray(a, dtype=np.int64) for a in (group, times_ms, units))
-    order = np.lexsort((times_ms, group))
-    group, times_ms, units = group[order], times_ms[order], units[order]
+    if not in_order:
+        order = np.lexsort((times_ms, group))
+        group, times_ms, units = group[order], times_ms[order], units[order]
     if not len(units):
         return group, times_ms, units
-    starts = np.flatnonzero(np.r_[True, (np.diff(group) != 0) | (np.diff(times_ms) != 0)])
+    starts = runs(group, times_ms)
     sums = np.add.reduceat(units, starts)
     keep = sums != 0
     return group[starts][keep], times_ms[starts][keep], sums[keep]
@@ -205,7 +214,7 @@ def _outcomes(group: Any, t: Any, units: Any, rate: Any, throttle: Any, window: 
     sample = t // window.sample_ms
     if not len(t):
         return SampleColumns(group, sample, units, units, np.zeros(0), np.zeros(0, dtype=np.int64))
-    cut = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (sample[1:] != sample[:-1])])
+    cut = runs(group, sample)
     hit = throttle > 0
     return SampleColumns(
         group[cut],

@@ -820,7 +820,7 @@ def _replay_partition(window: Window) -> Callable[[Any], Any]:
         import numpy as np
         import pyarrow as pa
 
-        from kquotactl.impact.columnrate import replay_groups
+        from kquotactl.impact.columnrate import replay_groups, runs
 
         names = ("k", "level", "qu", "qc", "qip", "limit", "p", "added", "n", "rate", "ms", "len", "thr_units")
         long, double = pa.int64(), pa.float64()
@@ -828,14 +828,14 @@ def _replay_partition(window: Window) -> Callable[[Any], Any]:
         for rows, row_group in _whole_groups(batches, QID):
             ms = np.asarray(rows.column("ms"))
             # one recording per (quota-id, millisecond): the units summed, the input rows counted
-            firsts = np.flatnonzero(np.r_[True, (row_group[1:] != row_group[:-1]) | (ms[1:] != ms[:-1])])
+            firsts = runs(row_group, ms)
             table, group = rows.take(pa.array(firsts)), row_group[firsts]
             cols = {name: np.asarray(table.column(name)) for name in ("k", "ms", "limit")}
             cols["u"] = np.add.reduceat(np.asarray(rows.column("u")), firsts)
             cols["n"] = np.diff(np.r_[firsts, rows.num_rows])
             sample = cols["ms"] // window.sample_ms
             # input rows per (group, sample), whether or not they recorded usage
-            cut = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (sample[1:] != sample[:-1])])
+            cut = runs(group, sample)
             span = int(sample.max()) - int(sample.min()) + 1
             at = group[cut] * span + (sample[cut] - int(sample.min()))
             counts = np.add.reduceat(cols["n"], cut)
@@ -1337,7 +1337,9 @@ def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[An
                 chosen = np.flatnonzero((keys == k) & (units != 0))
                 if not len(chosen):
                     continue
-                got = replay_groups(*per_ms(group[chosen], ms[chosen], units[chosen]), key, math.inf, window)
+                got = replay_groups(
+                    *per_ms(group[chosen], ms[chosen], units[chosen], in_order=True), key, math.inf, window
+                )
                 edges = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1], True])
                 first_rows = chosen[np.searchsorted(group[chosen], got.group[edges[:-1]])]
                 ident = table.select(list(names)).take(pa.array(first_rows)).to_pylist()

@@ -160,6 +160,18 @@ def old_kafka(zk_server) -> Iterator[ZkKafkaServer]:
     server.close()
 
 
+@pytest.fixture(scope="session", params=SUITES["early-kip546-broker"])
+def early_kafka(request, zk_server) -> Iterator[ZkModeKafka]:
+    """Kafka 2.6 and 2.7 (ZooKeeper mode): the admin API's first releases, before DescribeCluster (2.8), with fewer
+    keys (2.6: no controller_mutation_rate) and no ip quotas. Each under its own chroot, read back by ZooKeeper."""
+    line = request.param
+    connect = f"{zk_server.connect}/kafka{line.replace('.', '')}"
+    server = ZkKafkaServer(zookeeper=connect, jars_name=jars_of(line))
+    server.start()
+    yield ZkModeKafka(server, connect)
+    server.close()
+
+
 # The brokers' own layout ("[%d] %p %m (%c)%n", config/log4j2.yaml) for the request logger, in its own file.
 LOG4J2_REQUEST_LOG = """Configuration:
   Appenders:

@@ -26,7 +26,9 @@ SERVER_MARKERS = {
 #: once per session, so only the first test to use one would reach a start point
 SERVER_FIXTURES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(["zk_server", "own_zk"], ("zookeeper",)),
-    **dict.fromkeys(["kraft_server", "zk_kafka", "old_kafka", "observed_zk_kafka", "kraft3_cluster"], ("kafka",)),
+    **dict.fromkeys(
+        ["kraft_server", "zk_kafka", "old_kafka", "early_kafka", "observed_zk_kafka", "kraft3_cluster"], ("kafka",)
+    ),
     "zk_migration": ("zookeeper", "kafka"),
     **dict.fromkeys(["observed_kraft", "observed_request_log"], ("kafka", "prometheus")),
     "rules_prometheus": ("prometheus",),

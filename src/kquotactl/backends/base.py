@@ -145,6 +145,12 @@ class QuotaBackend(abc.ABC):
         ZooKeeper chroot no broker uses; a ZooKeeper cluster migrating to KRaft, where the write would be lost).
         Reads of such a store add a warning to :attr:`warnings` instead. Default: nothing to refuse."""
 
+    def release_refusal(self, entity: Entity, keys: Sequence[str]) -> str | None:
+        """Why the brokers written through would refuse ``entity`` or one of ``keys`` as too new for their release
+        (:func:`kquotactl.core.changes.release_refusal`), in words that name them; None where they know them all or
+        the release cannot be told (ZooKeeper, offline manifests)."""
+        return None
+
     def broker_settings(self, names: Sequence[str]) -> tuple[dict[str, str | None], str] | None:
         """The brokers' configs ``names`` as far as the backend can read them, and where they came from in words;
         None when it cannot read any (offline manifests)."""

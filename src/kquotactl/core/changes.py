@@ -9,7 +9,16 @@ from typing import Any, NamedTuple
 
 from kquotactl.core.entities import Entity
 from kquotactl.core.errors import InvalidConfigs, InvalidValue, NothingToChange, QuotaError, UsageError
-from kquotactl.core.keys import KEYS, Number, check_live_key, check_number, lookup_key, not_applied_reason, parse_value
+from kquotactl.core.keys import (
+    IP_CONNECTION_KEY,
+    KEYS,
+    Number,
+    check_live_key,
+    check_number,
+    lookup_key,
+    not_applied_reason,
+    parse_value,
+)
 
 QuotaConfig = dict[str, Number]
 
@@ -99,6 +108,24 @@ def check_live_changes(changes: Iterable[EntityChange]) -> None:
                 check_live_key(KEYS[k])
             except InvalidValue as e:
                 raise InvalidValue(f"{ch.entity.label()}: {e}") from None
+
+
+def release_refusal(entity: Entity, keys: Iterable[str], release: tuple[int, int]) -> str | None:
+    """Why brokers of Kafka ``release`` refuse to store quotas on ``entity`` or any of ``keys`` (None: they know
+    them all). Each key came with a release (:attr:`QuotaKey.since`), ip entities with their key: an older broker
+    answers ``Invalid configuration key`` or ``Custom entity type 'ip' not supported``, in its own words."""
+    ip_since = KEYS[IP_CONNECTION_KEY].since
+    if entity.ip is not None and release < ip_since:
+        return f"ip quotas need Kafka {release_text(ip_since)} or later"
+    for k in keys:
+        spec = KEYS.get(k)
+        if spec is not None and release < spec.since:
+            return f"{k} needs Kafka {release_text(spec.since)} or later"
+    return None
+
+
+def release_text(release: tuple[int, int]) -> str:
+    return ".".join(map(str, release))
 
 
 def check_one_change_per_entity(changes: Iterable[EntityChange]) -> None:

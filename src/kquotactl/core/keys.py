@@ -92,6 +92,8 @@ class QuotaKey:
     unrecorded_when_throttled: bool = False  # the broker takes a throttled recording back out (impact replay)
     token_bucket: bool = False  # metered by a token bucket (KIP-599), not the sampled Rate
     static_default: str = ""  # a <= 2.8 broker's static default config for it (the 9th precedence level)
+    #: the first Apache Kafka release whose brokers know it (an older broker's AlterClientQuotas refuses it)
+    since: tuple[int, int] = (0, 9)
 
     @property
     def integral(self) -> bool:
@@ -157,6 +159,7 @@ KEYS: dict[str, QuotaKey] = {
             # request_time_ms / 10 is percent-seconds; kept as integer microseconds (scale 1000)
             traffic=TrafficColumn("request_time_ms", scale=1000, divisor=10_000),
             sensor=Sensor("Request", "request_time"),
+            since=(0, 11),  # KIP-124
         ),
         QuotaKey(
             "controller_mutation_rate",
@@ -168,6 +171,7 @@ KEYS: dict[str, QuotaKey] = {
             traffic=None,  # partition mutations are not in request samples
             sensor=Sensor("ControllerMutation", "mutation_rate"),
             token_bucket=True,
+            since=(2, 7),
         ),
         QuotaKey(
             "connection_creation_rate",
@@ -180,6 +184,7 @@ KEYS: dict[str, QuotaKey] = {
             traffic=TrafficColumn("connections"),
             unrecorded_when_throttled=True,  # ConnectionQuotas unrecords a throttled connection
             sensor=Sensor("Connection", "connection_accept_rate"),
+            since=(2, 8),  # and with it ip entities, in ZooKeeper and the admin API alike
         ),
     )
 }

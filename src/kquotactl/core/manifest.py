@@ -6,7 +6,7 @@ means as quota records. Loading lives in :mod:`kquotactl.manifests.loader`, expo
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kquotactl.core.changes import QuotaRecord
@@ -36,10 +36,10 @@ class Source:
 class ManifestError(QuotaError):
     """One or more problems in manifests, each ``file:line: message``; nothing was written."""
 
-    def __init__(self, problems: Sequence[str]) -> None:
+    def __init__(self, problems: Sequence[str], more: str = "run kquotactl validate") -> None:
         self.problems = list(problems)
-        more = len(self.problems) - 1
-        suffix = f" (and {more} more problem{'s' if more > 1 else ''}: run kquotactl validate)" if more else ""
+        count = len(self.problems) - 1
+        suffix = f" (and {count} more problem{'s' if count > 1 else ''}: {more})" if count else ""
         super().__init__(self.problems[0] + suffix)
 
 
@@ -136,6 +136,27 @@ def live_problems(manifest: Manifest) -> list[str]:
         for k in [*entry.config, *entry.cluster]
         if k in refused
     ]
+
+
+def release_problems(manifest: Manifest, refusal: Callable[[Entity, Sequence[str]], str | None]) -> list[str]:
+    """``file:line: ...`` for each entity and key the brokers would refuse as newer than their release
+    (``refusal``: the backend's :meth:`~kquotactl.backends.base.QuotaBackend.release_refusal`). One question for
+    the whole manifest first: on brokers that know every key it uses, that is all it costs."""
+    if not manifest.entries:
+        return []
+    used = sorted({k for entry in manifest.entries for k in (*entry.config, *entry.cluster)})
+    probe = next((entry.entity for entry in manifest.entries if entry.entity.ip is not None), None)
+    if refusal(probe or manifest.entries[0].entity, used) is None:
+        return []
+    problems = []
+    for entry in manifest.entries:
+        if (why := refusal(entry.entity, ())) is not None:
+            problems.append(f"{entry.source}: {entity_path_text(entry.entity)}: {why}")
+            continue
+        for k in (*entry.config, *entry.cluster):
+            if (why := refusal(entry.entity, (k,))) is not None:
+                problems.append(f"{entry.key_sources.get(k, entry.source)}: {entity_path_text(entry.entity)}: {why}")
+    return problems
 
 
 def check_prune_pattern(pattern: str) -> str | None:

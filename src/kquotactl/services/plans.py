@@ -54,12 +54,14 @@ def plan(
     (:func:`kquotactl.core.budget.resolve_budgets`); the plan's notes give both values and a broker-count change
     read from the live per-broker values. ``Planned.manifest`` is the manifest with the budgets resolved."""
     from kquotactl.core.budget import resolve_budgets
-    from kquotactl.core.manifest import ManifestError, live_problems
+    from kquotactl.core.manifest import ManifestError, live_problems, release_problems
     from kquotactl.core.plan import make_plan
 
     if not offline and (problems := live_problems(manifest)):
         raise ManifestError(problems)
     backend = opened(backend)
+    if not offline and (problems := release_problems(manifest, backend.release_refusal)):
+        raise ManifestError(problems, "entries the brokers' release refuses too")
     live = backend.describe()
     warnings = backend_warnings(backend)
     budget_notes: list[str] = []

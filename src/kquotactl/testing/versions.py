@@ -35,6 +35,8 @@ RELEASES: dict[str, Release] = {
     r.line: r
     for r in (
         Release("2.5", (2, 5, 1), "kafka-2.5", zookeeper=True, kraft=False),
+        Release("2.6", (2, 6, 3), "kafka-2.6", zookeeper=True, kraft=False),
+        Release("2.7", (2, 7, 2), "kafka-2.7", zookeeper=True, kraft=False),
         Release("2.8", (2, 8, 2), "kafka-2.8", zookeeper=True, kraft=False),
         Release("3.9", (3, 9, 1), "kafka-3.9", zookeeper=True, kraft=True),
         Release("4.2", (4, 2, 2), "kafka-4.2", zookeeper=False, kraft=True),
@@ -58,6 +60,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     "kraft-broker": (NEWEST,),
     "zk-broker": ("3.9",),
     "pre-kip546-broker": ("2.5",),
+    # the admin API before DescribeCluster (2.8): 2.6 without controller_mutation_rate, neither with ip quotas
+    "early-kip546-broker": ("2.6", "2.7"),
     # real brokers' request logs replayed by impact (a producer against a quota, consumers, SASL): every line
     # operators run, ZooKeeper mode on 2.8 and 3.9, KRaft on the 4.x releases
     "request-log-broker": ("2.8", "3.9", "4.2", "4.3", NEWEST),

@@ -139,6 +139,14 @@ class QuotaWire:
     def what(self) -> str:
         return f"{'controller' if self.controller else 'broker'} {self.bootstrap}"
 
+    @property
+    def broker_release(self) -> tuple[int, int] | None:
+        """The release of the node connected to, as the client library infers it from the API versions the node
+        answers (a lower bound: a release newer than the library's table reads as the newest it knows); None
+        before a connection."""
+        version = getattr(self._conn, "broker_version", None)
+        return (int(version[0]), int(version[1])) if version else None
+
     async def _connect(self) -> KafkaConn:
         """Try the bootstrap addresses in turn until one completes the handshake (ApiVersions, SASL), then the
         brokers the cluster's metadata listed (a reconnect after the bootstrap broker died, as Kafka's clients

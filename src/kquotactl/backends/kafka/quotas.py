@@ -26,10 +26,12 @@ from kquotactl.core.changes import (
     QuotaRecord,
     WireEntry,
     apply_change,
+    release_refusal,
+    release_text,
     stale_plan_result,
 )
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
-from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
+from kquotactl.core.errors import BackendUnavailable, InvalidValue, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, MatchType
 from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, KeyScope, Number, ValueType
 from kquotactl.core.partial import interrupted, partial_failure
@@ -334,11 +336,22 @@ class AdminBackend(QuotaBackend):
         configs = self.wire.broker_configs(str(ids[0]))
         return {n: configs[n][0] for n in names if n in configs}, f"broker {ids[0]}'s configs"
 
+    def release_refusal(self, entity: Entity, keys: Sequence[str]) -> str | None:
+        release = self.wire.broker_release
+        why = release_refusal(entity, keys, release) if release is not None else None
+        if why is None or release is None:
+            return None
+        return f"{why}, and the {self.wire.what} is Kafka {release_text(release)} (by the API versions it answers)"
+
     def describe(self, flt: EntityFilter | None = None, *, broker: int | None = None) -> list[QuotaRecord]:
         """``broker``: ask that broker (by id) instead of the bootstrap node (``verify``: each broker's own state)."""
         flt = (flt or EntityFilter.all()).validate()
         if flt.strict and not flt.components:
             return []
+        if any(c.entity_type is EntityType.IP for c in flt.components):
+            why = self.release_refusal(Entity(ip=DEFAULT), ())
+            if why is not None:  # the broker's answer: UNSUPPORTED_VERSION: Custom entity type 'ip' not supported
+                raise QuotaError(f"cannot describe ips: {why}")
         found = self.wire.describe(filter_components(flt), flt.strict, broker)
         every = not flt.components and not flt.strict  # the filter matches every entity: not asked 100,000 times
         records = []
@@ -392,6 +405,9 @@ class AdminBackend(QuotaBackend):
         """Read, plan (pure), then send batched entries; see the module docstring."""
         check_writes(changes)
         check_wire_exact(changes)
+        for ch in changes:
+            if (why := self.release_refusal(ch.entity, [*ch.set, *ch.remove])) is not None:
+                raise InvalidValue(f"{ch.entity.label()}: {why}")
         if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
             ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)
             stored = [entity_from_wire(pairs).ip for pairs, _ in ips]

@@ -203,7 +203,14 @@ class QuotaUse:
     @property
     def throttle_ms(self) -> float:
         """The largest average throttle time any broker applied that is not history (:func:`throttle_state`)."""
-        return max((b.throttle_ms for b in self.brokers.values() if self.state(b) in (NOW, RECENT)), default=0.0)
+        return self._throttle_ms(self._states())
+
+    def _states(self) -> dict[str, str | None]:
+        """:meth:`state` of each broker's figure, by broker."""
+        return {b: self.state(f) for b, f in self.brokers.items()}
+
+    def _throttle_ms(self, states: dict[str, str | None]) -> float:
+        return max((self.brokers[b].throttle_ms for b, s in states.items() if s in (NOW, RECENT)), default=0.0)
 
     @property
     def limit(self) -> Number | None:
@@ -218,13 +225,16 @@ class QuotaUse:
     @property
     def throttle(self) -> str | None:
         """NOW if any broker throttles now, else RECENT, else PAST (a throttle time that is history), else None."""
-        return strongest(self.state(b) for b in self.brokers.values())
+        return strongest(self._states().values())
 
     @property
     def note(self) -> str | None:
+        return self._note(self.throttle_ms)
+
+    def _note(self, throttle_ms: float) -> str | None:
         if self.quota_type == LISTENER_THROTTLE:
             return LISTENER_NOTE
-        if self.quota_type == "Request" and self.limit is None and self.throttle_ms > 0:
+        if self.quota_type == "Request" and self.limit is None and throttle_ms > 0:
             return FORWARDED_NOTE
         return None
 
@@ -234,23 +244,25 @@ class QuotaUse:
 
     def to_json(self) -> dict[str, Any]:
         r = self.resolution
-        note = {"note": self.note} if self.note else {}
+        states = self._states()  # each broker's state once, for every field that reads it
+        throttle_ms = self._throttle_ms(states)
+        note = self._note(throttle_ms)
         return {
             "quota_type": self.quota_type,
             "key": self.key,
             "usage": self.usage,
-            "throttle_ms": self.throttle_ms,
-            "throttle": self.throttle,
+            "throttle_ms": throttle_ms,
+            "throttle": strongest(states.values()),
             "limit": r.limit,
             "level": r.level,
             "level_pattern": level_pattern(r.level, ip=r.sharing is Sharing.IP) if r.level is not None else None,
             "entity_path": r.entity_path,
             "applies": self.applies,
             "brokers": {
-                b: {"usage": f.usage, "throttle_ms": f.throttle_ms, "throttle": self.state(f)}
+                b: {"usage": f.usage, "throttle_ms": f.throttle_ms, "throttle": states[b]}
                 for b, f in sorted(self.brokers.items())
             },
-            **note,
+            **({"note": note} if note else {}),
         }
 
 
@@ -273,12 +285,14 @@ class QuotaIdRow:
         return strongest(u.throttle for u in self.uses)
 
     def to_json(self) -> dict[str, Any]:
+        quotas = [u.to_json() for u in self.uses]  # each use's figures once: the row's are read from them
+        throttle_ms = max((q["throttle_ms"] for q in quotas), default=0.0)
         return {
             "quota_id": self.quota_id.to_json(),
-            "throttled": self.throttled,
-            "throttle": self.throttle,
-            "throttle_ms": self.throttle_ms,
-            "quotas": [u.to_json() for u in self.uses],
+            "throttled": throttle_ms > 0,
+            "throttle": strongest(q["throttle"] for q in quotas),
+            "throttle_ms": throttle_ms,
+            "quotas": quotas,
         }
 
 

@@ -17,6 +17,7 @@ from json import encoder as _encoder
 from typing import Any
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_INFINITIES = (float("inf"), float("-inf"))
 _Flat = Callable[[Any], str]
 
 
@@ -82,24 +83,54 @@ class _Writer:
 
     def _dict(self, o: dict[str, Any], level: int, out: list[str]) -> None:
         inner = "\n" + " " * (self.indent * (level + 1))
-        string = self.string
+        string, scalar = self.string, self.scalar
         out.append("{")
-        first = True
+        sep = inner
         for k, v in o.items():
-            out.append(f"{inner}{string(k)}: " if first else f",{inner}{string(k)}: ")
-            first = False
-            self.write(v, level + 1, out)
+            text = scalar(v)
+            if text is None:
+                out.append(f"{sep}{string(k)}: ")
+                self.write(v, level + 1, out)
+            else:
+                out.append(f"{sep}{string(k)}: {text}")
+            sep = "," + inner
         out.append("\n" + " " * (self.indent * level) + "}")
 
     def _list(self, o: Any, level: int, out: list[str]) -> None:
         inner = "\n" + " " * (self.indent * (level + 1))
+        scalar = self.scalar
         out.append("[")
-        first = True
+        sep = inner
         for v in o:
-            out.append(inner if first else "," + inner)
-            first = False
-            self.write(v, level + 1, out)
+            text = scalar(v)
+            if text is None:
+                out.append(sep)
+                self.write(v, level + 1, out)
+            else:
+                out.append(sep + text)
+            sep = "," + inner
         out.append("\n" + " " * (self.indent * level) + "]")
+
+    def scalar(self, v: Any) -> str | None:
+        """A scalar's JSON as both encoders write it (``float.__repr__``, ``NaN``/``Infinity``); None for anything
+        else. A scalar inside a container holding containers is written here, not by a call of the C encoder."""
+        t = type(v)
+        if t is str:
+            text: str = self.string(v)
+            return text
+        if t is int:
+            return int.__repr__(v)
+        if t is float:
+            if v != v:
+                return "NaN"
+            if v in _INFINITIES:
+                return "Infinity" if v > 0 else "-Infinity"
+            return float.__repr__(v)
+        if t is bool:
+            return "true" if v else "false"
+        if v is None:
+            return "null"
+        return None
 
     def _stdlib(self, o: Any, level: int, out: list[str]) -> None:
         text = json.dumps(o, indent=self.indent, ensure_ascii=self.ensure_ascii)

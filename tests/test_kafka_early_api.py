@@ -40,6 +40,12 @@ def release_of(kafka) -> tuple[int, int]:
     return release.version[:2]
 
 
+def broker_words(kafka) -> str:
+    """How kquotactl names the broker and its release in a refusal."""
+    release = ".".join(map(str, release_of(kafka)))
+    return f"the broker {kafka.bootstrap} is Kafka {release} (by the API versions it answers)"
+
+
 def broker_refuses(kafka, entity: Entity, key: str) -> str | None:
     """The broker's own answer to setting ``key`` on ``entity`` (validate only: nothing stored), or None."""
     with AdminBackend.connect(kafka.bootstrap) as b:
@@ -84,8 +90,7 @@ def test_kquotactl_refuses_exactly_what_the_broker_refuses(early):
 @pytest.mark.zookeeper
 def test_too_new_keys_and_ips_are_one_line_naming_the_release_and_nothing_is_written(early):
     release = release_of(early)
-    text = ".".join(map(str, release))
-    broker = f"the broker {early.bootstrap} is Kafka {text} (by the API versions it answers)"
+    broker = broker_words(early)
     refused = [k for k in live_keys() if KEYS[k].kind is KeyScope.CLIENT and release < KEYS[k].since]
     for key in refused:
         r = admin(early, "alter", "--user", "bob", "--add-config", f"{key}=10")
@@ -107,7 +112,7 @@ def test_too_new_keys_and_ips_are_one_line_naming_the_release_and_nothing_is_wri
 @pytest.mark.zookeeper
 def test_plan_and_apply_name_each_entry_too_new_for_the_release_before_writing(early, tmp_path):
     release = release_of(early)
-    broker = f"the broker {early.bootstrap} is Kafka {'.'.join(map(str, release))} (by the API versions it answers)"
+    broker = broker_words(early)
     path = write_manifest(
         tmp_path,
         """\

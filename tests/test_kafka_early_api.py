@@ -17,6 +17,7 @@ from fixtures_kafka import _wipe
 from kquotactl.backends.kafka.quotas import AdminBackend, entity_to_wire
 from kquotactl.core.changes import release_refusal
 from kquotactl.core.entities import Entity
+from kquotactl.core.kafkaversions import since
 from kquotactl.core.keys import KEYS, KeyScope
 from kquotactl.testing.versions import RELEASES
 
@@ -56,6 +57,12 @@ def broker_refuses(kafka, entity: Entity, key: str) -> str | None:
     return f"{outcome.error_name}: {outcome.message}" if outcome.error_code else None
 
 
+def key_since(key: str) -> tuple[int, int]:
+    """The release that brought ``key`` (the release table's), 2.6 for those the admin API always knew."""
+    change = KEYS[key].arrived_with
+    return since(change) if change else (2, 6)
+
+
 def live_keys() -> list[str]:
     return [k for k, spec in KEYS.items() if spec.live]
 
@@ -91,10 +98,10 @@ def test_kquotactl_refuses_exactly_what_the_broker_refuses(early):
 def test_too_new_keys_and_ips_are_one_line_naming_the_release_and_nothing_is_written(early):
     release = release_of(early)
     broker = broker_words(early)
-    refused = [k for k in live_keys() if KEYS[k].kind is KeyScope.CLIENT and release < KEYS[k].since]
+    refused = [k for k in live_keys() if KEYS[k].kind is KeyScope.CLIENT and release < key_since(k)]
     for key in refused:
         r = admin(early, "alter", "--user", "bob", "--add-config", f"{key}=10")
-        since = ".".join(map(str, KEYS[key].since))
+        since = ".".join(map(str, key_since(key)))
         assert (r.exit_code, r.stdout) == (1, "")
         assert r.stderr == f"kquotactl: error: user=bob: {key} needs Kafka {since} or later, and {broker}\n"
     for flags in (["--ip", "10.0.0.1"], ["--ip-defaults"]):
@@ -126,7 +133,7 @@ def test_plan_and_apply_name_each_entry_too_new_for_the_release_before_writing(e
         """,
     )
     expected = []
-    if release < KEYS["controller_mutation_rate"].since:
+    if release < key_since("controller_mutation_rate"):
         expected.append(f"{path}:3: users/carol: controller_mutation_rate needs Kafka 2.7 or later, and {broker}")
     expected.append(f"{path}:4: ips/10.1.1.1: ip quotas need Kafka 2.8 or later, and {broker}")
     more = len(expected) - 1
@@ -142,7 +149,7 @@ def test_plan_and_apply_name_each_entry_too_new_for_the_release_before_writing(e
 def test_apply_verify_and_plan_converge_without_describe_cluster(early, tmp_path):
     """verify asks each broker Metadata lists (no DescribeCluster before 2.8, so no fenced brokers to name)."""
     release = release_of(early)
-    keys = [k for k in live_keys() if KEYS[k].kind is KeyScope.CLIENT and release >= KEYS[k].since]
+    keys = [k for k in live_keys() if KEYS[k].kind is KeyScope.CLIENT and release >= key_since(k)]
     config = ", ".join(f"{k}: {10 + i}" for i, k in enumerate(keys))
     path = write_manifest(
         tmp_path,
@@ -177,7 +184,7 @@ def test_the_newest_release_knows_every_key_and_ips(kraft):
     none of them there (the release it reads from the API versions is a lower bound, never an older line)."""
     with AdminBackend.connect(kraft.bootstrap) as b:
         release = b.wire.broker_release
-    assert release is not None and release >= max(spec.since for spec in KEYS.values())
+    assert release is not None and release >= max(map(key_since, KEYS))
     for k in live_keys():
         entity = Entity.of(ip="10.0.0.1") if KEYS[k].kind is KeyScope.IP else Entity.of(user="oracle")
         assert broker_refuses(kraft, entity, k) is None

@@ -112,15 +112,18 @@ def check_live_changes(changes: Iterable[EntityChange]) -> None:
 
 def release_refusal(entity: Entity, keys: Iterable[str], release: tuple[int, int]) -> str | None:
     """Why brokers of Kafka ``release`` refuse to store quotas on ``entity`` or any of ``keys`` (None: they know
-    them all). Each key came with a release (:attr:`QuotaKey.since`), ip entities with their key: an older broker
-    answers ``Invalid configuration key`` or ``Custom entity type 'ip' not supported``, in its own words."""
-    ip_since = KEYS[IP_CONNECTION_KEY].since
-    if entity.ip is not None and release < ip_since:
-        return f"ip quotas need Kafka {release_text(ip_since)} or later"
+    them all). Keys came with releases (:attr:`QuotaKey.arrived_with`, in the release table), ip entities with
+    their key: an older broker answers ``Invalid configuration key`` or ``Custom entity type 'ip' not supported``."""
+    from kquotactl.core.kafkaversions import behaviour, since
+
+    known = behaviour(release)
+    ip_change = KEYS[IP_CONNECTION_KEY].arrived_with
+    if entity.ip is not None and not known.has(ip_change):
+        return f"ip quotas need Kafka {release_text(since(ip_change))} or later"
     for k in keys:
         spec = KEYS.get(k)
-        if spec is not None and release < spec.since:
-            return f"{k} needs Kafka {release_text(spec.since)} or later"
+        if spec is not None and spec.arrived_with and not known.has(spec.arrived_with):
+            return f"{k} needs Kafka {release_text(since(spec.arrived_with))} or later"
     return None
 
 

@@ -22,6 +22,7 @@ class Change:
 
 CHANGES: tuple[Change, ...] = (
     Change((2, 7), "mutation_quota", "controller_mutation_rate exists (KIP-599)"),
+    Change((2, 8), "ip_quotas", "ip entities and their connection_creation_rate (KIP-612)"),
     Change((3, 0), "no_static_defaults", "the static quota.producer.default / quota.consumer.default are gone"),
     Change((3, 3), "min_window_1ms", "Rate's window is at least 1 ms (KAFKA-13801)"),
     Change((3, 8), "sample_ring", "SampledStat keeps N + 1 samples: a window runs from N·S to (N + 1)·S (KIP-1036)"),
@@ -66,6 +67,14 @@ def behaviour(kafka_version: tuple[int, ...] | None) -> Behaviour:
     """The switches of ``kafka_version`` (None: the newest known release)."""
     v = (kafka_version or NEWEST_KNOWN)[:2]
     return Behaviour(kafka_version, frozenset(c.name for c in CHANGES if v >= c.since))
+
+
+def since(name: str) -> tuple[int, int]:
+    """The first release line that has the change ``name``."""
+    for c in CHANGES:
+        if c.name == name:
+            return c.since
+    raise KeyError(name)
 
 
 def newer_than_known(kafka_version: tuple[int, ...]) -> bool:

@@ -92,8 +92,9 @@ class QuotaKey:
     unrecorded_when_throttled: bool = False  # the broker takes a throttled recording back out (impact replay)
     token_bucket: bool = False  # metered by a token bucket (KIP-599), not the sampled Rate
     static_default: str = ""  # a <= 2.8 broker's static default config for it (the 9th precedence level)
-    #: the first Apache Kafka release whose brokers know it (an older broker's AlterClientQuotas refuses it)
-    since: tuple[int, int] = (0, 9)
+    #: the change (:data:`kquotactl.core.kafkaversions.CHANGES`) that brought it: brokers of older releases refuse it
+    #: (their AlterClientQuotas: ``Invalid configuration key``); "" for a key every release with the admin API knows
+    arrived_with: str = ""
 
     @property
     def integral(self) -> bool:
@@ -159,7 +160,6 @@ KEYS: dict[str, QuotaKey] = {
             # request_time_ms / 10 is percent-seconds; kept as integer microseconds (scale 1000)
             traffic=TrafficColumn("request_time_ms", scale=1000, divisor=10_000),
             sensor=Sensor("Request", "request_time"),
-            since=(0, 11),  # KIP-124
         ),
         QuotaKey(
             "controller_mutation_rate",
@@ -171,7 +171,7 @@ KEYS: dict[str, QuotaKey] = {
             traffic=None,  # partition mutations are not in request samples
             sensor=Sensor("ControllerMutation", "mutation_rate"),
             token_bucket=True,
-            since=(2, 7),
+            arrived_with="mutation_quota",
         ),
         QuotaKey(
             "connection_creation_rate",
@@ -184,7 +184,7 @@ KEYS: dict[str, QuotaKey] = {
             traffic=TrafficColumn("connections"),
             unrecorded_when_throttled=True,  # ConnectionQuotas unrecords a throttled connection
             sensor=Sensor("Connection", "connection_accept_rate"),
-            since=(2, 8),  # and with it ip entities, in ZooKeeper and the admin API alike
+            arrived_with="ip_quotas",  # and with it ip entities, in ZooKeeper and the admin API alike
         ),
     )
 }

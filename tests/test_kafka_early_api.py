@@ -189,3 +189,45 @@ def test_the_newest_release_knows_every_key_and_ips(kraft):
         entity = Entity.of(ip="10.0.0.1") if KEYS[k].kind is KeyScope.IP else Entity.of(user="oracle")
         assert broker_refuses(kraft, entity, k) is None
         assert release_refusal(entity, [k], release) is None
+
+
+@pytest.mark.zookeeper
+def test_zookeeper_writes_refuse_what_brokers_of_2_6_would_never_enforce(early, tmp_path):
+    """Through --zookeeper the release comes from the brokers' registrations: 2.6 registers without features (the
+    registration the real broker wrote is decoded, not a copy), 2.7 and later cannot be told apart there."""
+    from kazoo.client import KazooClient
+
+    from kquotactl.core.kafkaversions import registration_release
+
+    zk = KazooClient(early.zookeeper)
+    zk.start()
+    try:
+        registration = zk.get("/brokers/ids/0")[0]
+    finally:
+        zk.stop()
+    release = release_of(early)
+    assert registration_release(registration) == ((2, 6) if release <= (2, 6) else None)
+    zk_cli = ("--zookeeper", early.zookeeper)
+    r = run_cli(*zk_cli, "alter", "--user", "bob", "--add-config", "controller_mutation_rate=10")
+    if release >= key_since("controller_mutation_rate"):
+        assert r.exit_code == 0, r.stderr
+        return
+    broker = "broker 0 registered in ZooKeeper as Kafka 2.6 or older (no features in its registration); its brokers"
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"kquotactl: error: user=bob: controller_mutation_rate needs Kafka 2.7 or later, and {broker} would never "
+        "enforce it\n"
+    )
+    r = run_cli(*zk_cli, "alter", "--ip", "10.0.0.1", "--add-config", "connection_creation_rate=10")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"kquotactl: error: ip=10.0.0.1: ip quotas need Kafka 2.8 or later, and {broker} would never enforce it\n"
+    )
+    path = write_manifest(tmp_path, "quotas:\n- entity: {ip: 10.1.1.1}\n  config: {connection_creation_rate: 5}\n")
+    r = run_cli(*zk_cli, "plan", "-f", path)
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"kquotactl: error: {path}:2: ips/10.1.1.1: ip quotas need Kafka 2.8 or later, and {broker} would never "
+        "enforce it\n"
+    )
+    assert stored(early) == []

@@ -23,6 +23,7 @@ from kquotactl.core.changes import (
     check_one_change_per_entity,
 )
 from kquotactl.core.entities import Entity, EntityType
+from kquotactl.core.errors import InvalidValue
 from kquotactl.core.filters import EntityFilter
 from kquotactl.core.keys import Number
 
@@ -173,6 +174,18 @@ def check_writes(changes: Sequence[EntityChange]) -> None:
     Kafka release knows (:func:`kquotactl.core.changes.check_live_changes`), an entity twice in one batch."""
     check_live_changes(changes)
     check_one_change_per_entity(changes)
+
+
+def check_release(backend: QuotaBackend, changes: Sequence[EntityChange], removals: bool = True) -> None:
+    """Refuse, before anything is written, a change the brokers' release does not know (a key or an ip entity
+    newer than it: :meth:`QuotaBackend.release_refusal`). ``removals``: whether removing such a key counts (the
+    admin API refuses it like a set; a ZooKeeper node is cleaned up whatever the brokers know)."""
+    for ch in changes:
+        keys = [*ch.set, *ch.remove] if removals else list(ch.set)
+        if not keys and not removals:
+            continue
+        if (why := backend.release_refusal(ch.entity, keys)) is not None:
+            raise InvalidValue(f"{ch.entity.label()}: {why}")
 
 
 def opened(backend: QuotaBackend | Callable[[], QuotaBackend]) -> QuotaBackend:

@@ -77,6 +77,25 @@ def since(name: str) -> tuple[int, int]:
     raise KeyError(name)
 
 
+#: the newest release line whose brokers register in ZooKeeper without ``features`` (registration version 4): 2.7
+#: added feature versioning (KIP-584) to the registration; 2.7 and later cannot be told apart from it
+_LAST_UNFEATURED = (2, 6)
+
+
+def registration_release(registration: bytes) -> tuple[int, int] | None:
+    """The newest release line a broker's ``/brokers/ids/N`` registration (its JSON) can be from, where the
+    registration tells: (2, 6) for one without ``features``; None for a newer or unreadable one."""
+    import json
+
+    try:
+        data = json.loads(registration)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and "features" not in data and isinstance(data.get("version"), int):
+        return _LAST_UNFEATURED if data["version"] <= 4 else None
+    return None
+
+
 def newer_than_known(kafka_version: tuple[int, ...]) -> bool:
     """A release after :data:`NEWEST_KNOWN`'s line, whose quota behaviour kquotactl cannot vouch for."""
     return kafka_version[:2] > NEWEST_KNOWN[:2]

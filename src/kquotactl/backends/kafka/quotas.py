@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback, QuotaBackend, check_writes
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, check_release, check_writes
 from kquotactl.core.changes import (
     EntityChange,
     EntityResult,
@@ -31,7 +31,7 @@ from kquotactl.core.changes import (
     stale_plan_result,
 )
 from kquotactl.core.entities import DEFAULT, Entity, EntityType
-from kquotactl.core.errors import BackendUnavailable, InvalidValue, QuotaError, UsageError
+from kquotactl.core.errors import BackendUnavailable, QuotaError, UsageError
 from kquotactl.core.filters import EntityFilter, MatchType
 from kquotactl.core.keys import INT_MAX, KEYS, LONG_MAX, KeyScope, Number, ValueType
 from kquotactl.core.partial import interrupted, partial_failure
@@ -405,9 +405,7 @@ class AdminBackend(QuotaBackend):
         """Read, plan (pure), then send batched entries; see the module docstring."""
         check_writes(changes)
         check_wire_exact(changes)
-        for ch in changes:
-            if (why := self.release_refusal(ch.entity, [*ch.set, *ch.remove])) is not None:
-                raise InvalidValue(f"{ch.entity.label()}: {why}")
+        check_release(self, changes)
         if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
             ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)
             stored = [entity_from_wire(pairs).ip for pairs, _ in ips]

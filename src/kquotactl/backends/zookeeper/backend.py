@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback, QuotaBackend, WatchCallback, check_writes
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, WatchCallback, check_release, check_writes
 from kquotactl.backends.zookeeper.codec import Node, entity_znode, typed_config, unstorable_reason
 from kquotactl.backends.zookeeper.session import ConnectionTrouble, ZkSession, ZkSettings
 from kquotactl.core.changes import (
@@ -27,10 +27,13 @@ from kquotactl.core.changes import (
     EntityResult,
     Outcome,
     QuotaRecord,
+    release_refusal,
+    release_text,
 )
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
 from kquotactl.core.errors import BackendUnavailable, InvalidValue, UsageError
 from kquotactl.core.filters import EntityFilter
+from kquotactl.core.kafkaversions import registration_release
 from kquotactl.core.keys import Number
 from kquotactl.core.migration import MigrationState, ZooKeeperWriteLost, decode_migration
 from kquotactl.core.partial import interrupted, partial_failure
@@ -58,6 +61,8 @@ class ZooKeeperBackend(QuotaBackend):
         self.settings = settings
         self.warnings: list[str] = []
         self._brokers_checked = False
+        #: the oldest release a broker's registration shows and that registration's path; () when none is old
+        self._oldest_broker: tuple[tuple[int, int], str] | tuple[()] | None = None
         self._assume_absent: frozenset[Entity] = frozenset()  # not read in the current alter's first round
         self._session = ZkSession(settings)
         self._writer: Writer | None = None  # made by the first alter (the write path's module loads with it)
@@ -178,6 +183,25 @@ class ZooKeeperBackend(QuotaBackend):
         if not self.settings.allow_no_brokers and not writing:
             self.warnings.append(f"{where} (forgotten chroot in {self.settings.option}?)")
 
+    def release_refusal(self, entity: Entity, keys: Sequence[str]) -> str | None:
+        """From the brokers' registrations (read once): a broker of 2.6 or older ignores what it does not know,
+        logging an error for an ip's change notification, so those quotas would be written and never enforced."""
+        if self._oldest_broker is None:
+            ids = self._session.children_many(["/brokers/ids"]).get("/brokers/ids", [])
+            got = self._session.get_raw_many([f"/brokers/ids/{i}" for i in sorted(ids) if i.isdigit()])
+            olds = [(release, path) for path, raw in got.items() if raw and (release := registration_release(raw))]
+            self._oldest_broker = min(olds) if olds else ()
+        if not self._oldest_broker:
+            return None
+        release, path = self._oldest_broker
+        why = release_refusal(entity, keys, release)
+        if why is None:
+            return None
+        return (
+            f"{why}, and broker {path.rsplit('/', 1)[1]} registered in ZooKeeper as Kafka {release_text(release)} or "
+            "older (no features in its registration); its brokers would never enforce it"
+        )
+
     def check_writable(self) -> None:
         """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``, a cluster
         migrating to KRaft)."""
@@ -291,6 +315,7 @@ class ZooKeeperBackend(QuotaBackend):
         check_writes(changes)
         if changes:
             self._check_brokers(writing=not validate_only)
+            check_release(self, changes, removals=False)
         self._session.outages = 0
         try:
             changes = self._stored_spellings(changes)

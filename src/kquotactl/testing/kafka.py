@@ -7,6 +7,9 @@
   broker and controller, with a PLAINTEXT
   listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, with a SCRAM user created when the log
   directory is formatted, and PLAIN for the same user/password); optionally a mutual-TLS SSL listener.
+  ``roles="broker"`` or ``"controller"``: one role alone.
+- :class:`KRaftCluster`: three combined nodes in one quorum; :class:`KRaftSplitCluster`: a controller alone and two
+  brokers, the second's controller link through a proxy a test cuts (a fenced broker that still runs).
 
 Both listen on 127.0.0.1 only, on free ports, with data in a temporary directory removed on close.
 Start-up takes 10-20 s on a busy 2-core machine, so fixtures start each broker once per session.

@@ -53,6 +53,8 @@ BROKER_ENDPOINTS = 1  # DescribeCluster's EndpointType for brokers
 CONTROLLER_ENDPOINTS = 2  # DescribeCluster's EndpointType for controllers (KIP-919)
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log: DescribeQuorum's one partition
 NOT_CONTROLLER = Errors.NotControllerError.errno
+#: other brokers asked at most whether the node asked is fenced (each one frozen costs ``connect_timeout``)
+FENCING_OPINIONS = 2
 # kafka-python ships no types: its connections, requests and responses are Any here, named for the reader
 KafkaConn = Any
 KafkaRequest = Any
@@ -465,10 +467,11 @@ class QuotaWire:
     def fencing(self) -> Fencing:
         """Which brokers are fenced, by a view that is not the asked node's alone: a broker cut off from the
         controllers answers DescribeCluster from its old metadata image, where it is still unfenced (measured on
-        Kafka 4.4). So one other unfenced broker is asked too; when it sees the asked node fenced, its view is
-        the cluster's (the asked node's is old). One node, or none other answering: the asked node's view. Once
-        another broker saw the asked node unfenced, that connection's answers are taken alone (a frozen broker
-        asked for a second opinion costs ``connect_timeout``; once per connection, not per ``verify`` round)."""
+        Kafka 4.4). So one other unfenced broker is asked too (the next one if it does not answer, at most
+        :data:`FENCING_OPINIONS`); when it sees the asked node fenced, its view is the cluster's (the asked node's
+        is old). One node, or none other answering: the asked node's view. Once another broker saw the asked node
+        unfenced, that connection's answers are taken alone (a frozen broker asked costs ``connect_timeout``: once
+        per connection, not per ``verify`` round)."""
         req = DescribeClusterRequest(
             include_cluster_authorized_operations=False,
             endpoint_type=BROKER_ENDPOINTS,
@@ -493,10 +496,9 @@ class QuotaWire:
             view = Fencing(fenced_in(resp), asked, address)
             if asked is None or conn is self._unfenced_conn:
                 return view  # this connection's node was seen unfenced by another broker: its view is current
-            others = sorted(resp.brokers, key=lambda b: (b.broker_id not in self._brokers, b.broker_id))
-            for other in others:
-                if other.broker_id == asked or getattr(other, "is_fenced", False):
-                    continue
+            others = [b for b in resp.brokers if b.broker_id != asked and not getattr(b, "is_fenced", False)]
+            others.sort(key=lambda b: (b.broker_id not in self._brokers, b.broker_id))  # open connections first
+            for other in others[:FENCING_OPINIONS]:
                 try:
                     second = await self._read(req, other.broker_id)
                 except (Errors.KafkaError, QuotaError) as e:

@@ -342,7 +342,7 @@ class AdminBackend(QuotaBackend):
         if self._fencing is None:
             try:
                 self._fencing = self.wire.fencing()
-            except BackendUnavailable as e:
+            except QuotaError as e:  # unreachable, or an error code: the read or write goes on without knowing
                 log.debug("cannot tell whether the broker asked is fenced: %s", e)
                 self._fencing = Fencing([], None, "")
         return self._fencing if self._fencing.asked_is_fenced else None

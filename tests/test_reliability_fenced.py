@@ -23,6 +23,7 @@ from collections.abc import Iterator
 import pytest
 
 from fixtures_reliability import COUNTS
+from kquotactl.backends.kafka import client
 from kquotactl.backends.kafka.quotas import AdminBackend
 from kquotactl.core.changes import EntityChange
 from kquotactl.core.entities import Entity
@@ -116,6 +117,9 @@ def test_a_fenced_broker_still_running_is_named_never_counted_and_never_written_
         fenced_after = wait_until("broker 3 fenced", lambda: fenced_seen_by(a) == [3], 60)
         with AdminBackend.connect(b, connect_timeout=5, timeout=10) as through_b:
             b_lists = through_b.broker_ids()  # Metadata from broker 3's own, old image
+            with pytest.MonkeyPatch.context() as mp:  # DescribeCluster through broker 3 alone: its own view
+                mp.setattr(client, "FENCING_OPINIONS", 0)
+                b_own = through_b.wire.fencing()
             b_fencing = through_b.wire.fencing()  # DescribeCluster through broker 3, and broker 2's second opinion
         with AdminBackend.connect(a, connect_timeout=5, timeout=10) as admin:
             admin.alter([EntityChange(Entity(client_id="fb"), {PRODUCE_KEY: 2000})])
@@ -152,8 +156,9 @@ def test_a_fenced_broker_still_running_is_named_never_counted_and_never_written_
           f"apply --verify through 2: {av}\ndescribe through 3: {d_b}\nplan through 3: {p_b}\n"
           f"apply through 3: {ap_b}\nalter through 3: {al_b}\nverify after: {v_after}\nfb-b after: {fb_b}")  # fmt: skip
 
-    # what Kafka does: broker 3's own metadata still lists it alive; asked directly, it answers its old value
-    assert b_lists == [2, 3] and stale == 1000
+    # what Kafka does: broker 3's own Metadata and DescribeCluster list it alive and unfenced; asked directly, it
+    # answers its old value; broker 2, asked too, sees it fenced
+    assert b_lists == [2, 3] and stale == 1000 and (b_own.asked, b_own.fenced) == (3, []), b_own
     assert (b_fencing.asked, b_fencing.fenced, b_fencing.address) == (3, [3], b), b_fencing
     # verify, through broker 2 or through broker 3 alone: broker 3 named fenced, never counted
     for (code, out, lines), name in ((v_a, "fb"), (v_b, "fb"), (v_pre, "fp")):

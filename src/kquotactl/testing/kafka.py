@@ -7,6 +7,9 @@
   broker and controller, with a PLAINTEXT
   listener and a SASL_PLAINTEXT listener (SCRAM-SHA-256/512, with a SCRAM user created when the log
   directory is formatted, and PLAIN for the same user/password); optionally a mutual-TLS SSL listener.
+  ``roles="broker"`` or ``"controller"``: one role alone.
+- :class:`KRaftCluster`: three combined nodes in one quorum; :class:`KRaftSplitCluster`: a controller alone and two
+  brokers, the second's controller link through a proxy a test cuts (a fenced broker that still runs).
 
 Both listen on 127.0.0.1 only, on free ports, with data in a temporary directory removed on close.
 Start-up takes 10-20 s on a busy 2-core machine, so fixtures start each broker once per session.
@@ -27,9 +30,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kquotactl.testing.servers import classpath, fetch_jars, free_port, stop_process_group
 from kquotactl.testing.versions import SUITES, jars_of
+
+if TYPE_CHECKING:
+    from kquotactl.testing.proxy import TcpProxy
 
 JVM_OPTS = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true"]
 
@@ -263,6 +270,15 @@ class KRaftKafkaServer(_KafkaBase):
     node_id: int = 1
     # ``controller.quorum.voters`` when this node is one of several (KRaftCluster); empty: a quorum of itself
     quorum_voters: str = ""
+    # ``process.roles``: "broker" and "controller" alone are the nodes of a KRaftSplitCluster (a broker then has
+    # no CONTROLLER listener and needs ``quorum_voters``; a controller has only that one)
+    roles: str = "broker,controller"
+    # a controller's second listener (CONTROLLER2) and the address it advertises there (a proxy in front of it);
+    # a broker whose ``controller_listener`` is CONTROLLER2 reaches the controller only through that address:
+    # the quorum hands each follower the leader's advertised endpoint of the follower's controller listener
+    second_controller_port: int = 0
+    second_controller_advertised: str = ""
+    controller_listener: str = "CONTROLLER"
 
     @property
     def sasl_bootstrap(self) -> str:
@@ -285,14 +301,16 @@ class KRaftKafkaServer(_KafkaBase):
 
     def _props(self) -> dict[str, str]:
         assert self.workdir is not None
-        for attr in ("port", "controller_port", "sasl_port"):
+        if self.roles == "controller":
+            return self._controller_props()
+        for attr in ("port", "sasl_port") if self.roles == "broker" else ("port", "controller_port", "sasl_port"):
             if not getattr(self, attr):
                 self._choose_port(attr)
         p, c, s = self.port, self.controller_port, self.sasl_port
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         listeners = f"PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},SASL_PLAINTEXT://127.0.0.1:{s}"
         advertised = f"PLAINTEXT://127.0.0.1:{p},SASL_PLAINTEXT://127.0.0.1:{s}"
-        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+        protocols = f"PLAINTEXT:PLAINTEXT,{self.controller_listener}:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
         ssl: dict[str, str] = {}
         if self.ssl_keystore is not None:
             if not self.ssl_port:
@@ -307,14 +325,16 @@ class KRaftKafkaServer(_KafkaBase):
                 "listener.name.ssl.ssl.truststore.location": str(self.ssl_truststore),
                 "listener.name.ssl.ssl.client.auth": "required",
             }
+        if self.roles == "broker":
+            listeners = listeners.replace(f",CONTROLLER://127.0.0.1:{c}", "")
         return {
-            "process.roles": "broker,controller",
+            "process.roles": self.roles,
             "node.id": str(self.node_id),
             "controller.quorum.voters": self.quorum_voters or f"{self.node_id}@127.0.0.1:{c}",
             "listeners": listeners,
             "advertised.listeners": advertised,
             "listener.security.protocol.map": protocols,
-            "controller.listener.names": "CONTROLLER",
+            "controller.listener.names": self.controller_listener,
             "inter.broker.listener.name": "PLAINTEXT",
             "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
             "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
@@ -326,6 +346,34 @@ class KRaftKafkaServer(_KafkaBase):
             "log.dirs": str(self.workdir / "logs"),
             **ssl,
         }
+
+    def _controller_props(self) -> dict[str, str]:
+        """A controller alone (``process.roles=controller``): its CONTROLLER listener is its only port."""
+        assert self.workdir is not None
+        if not self.port:
+            self._choose_port("port")
+        self.controller_port = self.port
+        listeners, advertised, names = f"CONTROLLER://127.0.0.1:{self.port}", "", "CONTROLLER"
+        if self.second_controller_port:
+            listeners += f",CONTROLLER2://127.0.0.1:{self.second_controller_port}"
+            advertised = f"CONTROLLER://127.0.0.1:{self.port},CONTROLLER2://{self.second_controller_advertised}"
+            names += ",CONTROLLER2"
+        return {
+            "process.roles": "controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.quorum_voters or f"{self.node_id}@127.0.0.1:{self.port}",
+            "listeners": listeners,
+            **({"advertised.listeners": advertised} if advertised else {}),
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,CONTROLLER2:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "controller.listener.names": names,
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.workdir / "logs"),
+        }
+
+    def _wait_ready(self, timeout: float) -> None:
+        """A controller answers no describe (its port open is enough); a broker is ready once it describes."""
+        if self.roles != "controller":
+            super()._wait_ready(timeout)
 
     def _prepare(self) -> None:
         assert self.workdir is not None
@@ -454,6 +502,86 @@ class KRaftCluster:
             list(pool.map(lambda n: n.close(), self.nodes))
 
     def __enter__(self) -> KRaftCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class KRaftSplitCluster:
+    """One KRaft controller alone (``process.roles=controller``) and two brokers (``process.roles=broker``), the
+    second broker's every connection to the controller (metadata fetches, heartbeats, forwarded requests) through
+    a :class:`~kquotactl.testing.proxy.TcpProxy` a test can :meth:`cut` and :meth:`restore`. Cut, that broker keeps
+    running and answering clients from its last metadata image while the controller fences it: the
+    fenced-but-running broker of ``tests/test_reliability_fenced.py``."""
+
+    log_level: str = "WARN"
+    heap: str = "-Xmx256m"
+    #: the controller fences a broker whose heartbeats stop for this long (Kafka's default is 9 s)
+    session_ms: int = 6000
+    controller: KRaftKafkaServer | None = None
+    brokers: list[KRaftKafkaServer] = field(default_factory=list)
+    proxy: TcpProxy | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def start(self, timeout: float = 180.0) -> KRaftSplitCluster:
+        from kquotactl.testing.proxy import TcpProxy
+
+        cluster_id = new_cluster_id()
+        port, second = free_port(), free_port()
+        self.proxy = TcpProxy(target=second).start()
+        heartbeat = {"broker.heartbeat.interval.ms": str(max(self.session_ms // 6, 500))}
+
+        def node(node_id: int, roles: str, **kw: Any) -> KRaftKafkaServer:
+            return KRaftKafkaServer(node_id=node_id, roles=roles, cluster_id=cluster_id, log_level=self.log_level,
+                                    jvm_opts=[self.heap], **kw)  # fmt: skip
+
+        self.controller = node(
+            1, "controller", port=port, second_controller_port=second, second_controller_advertised=self.proxy.address,
+            extra_props={"broker.session.timeout.ms": str(self.session_ms)},
+        )  # fmt: skip
+        self.brokers = [
+            node(2, "broker", quorum_voters=f"1@127.0.0.1:{port}", extra_props=heartbeat),
+            node(3, "broker", quorum_voters=f"1@{self.proxy.address}", controller_listener="CONTROLLER2",
+                 extra_props=heartbeat),
+        ]  # fmt: skip
+        try:
+            self.controller.start(timeout)
+            for b in self.brokers:
+                b.launch()
+            for b in self.brokers:
+                b.wait_started(timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def cut(self) -> None:
+        """Cut the second broker off from the controller (its open connections reset, new ones refused)."""
+        assert self.proxy is not None
+        self.proxy.cut()
+
+    def restore(self) -> None:
+        assert self.proxy is not None
+        self.proxy.restore()
+
+    def close(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self.proxy is not None:
+            self.proxy.restore()  # a broker cut off would wait for its controlled shutdown until SIGKILL
+        with ThreadPoolExecutor(max_workers=max(len(self.brokers), 1)) as pool:
+            list(pool.map(lambda n: n.close(), self.brokers))
+        if self.controller is not None:
+            self.controller.close()  # last: the brokers' controlled shutdowns ask it
+        if self.proxy is not None:
+            self.proxy.close()
+
+    def __enter__(self) -> KRaftSplitCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

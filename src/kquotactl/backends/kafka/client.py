@@ -53,6 +53,8 @@ BROKER_ENDPOINTS = 1  # DescribeCluster's EndpointType for brokers
 CONTROLLER_ENDPOINTS = 2  # DescribeCluster's EndpointType for controllers (KIP-919)
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log: DescribeQuorum's one partition
 NOT_CONTROLLER = Errors.NotControllerError.errno
+#: other brokers asked at most whether the node asked is fenced (each one frozen costs ``connect_timeout``)
+FENCING_OPINIONS = 2
 # kafka-python ships no types: its connections, requests and responses are Any here, named for the reader
 KafkaConn = Any
 KafkaRequest = Any
@@ -81,6 +83,21 @@ class Quorum:
     epoch: int
     high_watermark: int
     replicas: dict[int, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Fencing:
+    """Which brokers are fenced (ascending), and the id of the broker the bootstrap connection reached (None: not
+    a broker the cluster lists by that address). ``asked`` is in ``fenced`` when the node read from is cut off
+    from the controllers: it still answers, from an old metadata image."""
+
+    fenced: list[int]
+    asked: int | None
+    address: str
+
+    @property
+    def asked_is_fenced(self) -> bool:
+        return self.asked is not None and self.asked in self.fenced
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,7 @@ class QuotaWire:
         self._conn: KafkaConn = None
         self._brokers: dict[int, KafkaConn] = {}  # broker id -> connection, for per-broker config resources
         self._routed = False  # controller mode: the connection is to the active controller
+        self._unfenced_conn: KafkaConn = None  # the bootstrap connection another broker saw unfenced (fencing())
         try:
             self._conn = self._manager.run(self._connect)
         except BaseException:
@@ -452,19 +470,53 @@ class QuotaWire:
         """The ids of the brokers the cluster has registered but fenced (DescribeCluster v2 with fenced brokers,
         KIP-1073, Kafka 4.0+), ascending. Metadata leaves them out; a fenced broker that still runs answers
         from its last metadata image. Older brokers cannot say: none."""
+        return self.fencing().fenced
+
+    def fencing(self) -> Fencing:
+        """Which brokers are fenced, by a view that is not the asked node's alone: a broker cut off from the
+        controllers answers DescribeCluster from its old metadata image, where it is still unfenced (measured on
+        Kafka 4.4). So one other unfenced broker is asked too (the next one if it does not answer, at most
+        :data:`FENCING_OPINIONS`); when it sees the asked node fenced, its view is the cluster's (the asked node's
+        is old). One node, or none other answering: the asked node's view. Once another broker saw the asked node
+        unfenced, that connection's answers are taken alone (a frozen broker asked costs ``connect_timeout``: once
+        per connection, not per ``verify`` round)."""
         req = DescribeClusterRequest(
             include_cluster_authorized_operations=False,
             endpoint_type=BROKER_ENDPOINTS,
             include_fenced_brokers=True,
         )
 
-        async def go() -> list[int]:
+        def fenced_in(resp: KafkaResponse) -> list[int]:
+            return sorted(b.broker_id for b in resp.brokers if getattr(b, "is_fenced", False))
+
+        async def go() -> Fencing:
             try:
                 resp = await self._read(req)
             except Errors.IncompatibleBrokerVersion:
-                return []
+                return Fencing([], None, self.bootstrap)
             _raise_for(resp, "DescribeCluster: ")
-            return sorted(b.broker_id for b in resp.brokers if getattr(b, "is_fenced", False))
+            conn = await self._bootstrap_conn()
+            node = next((n for n in self._manager.cluster.bootstrap_brokers() if n.node_id == conn.node_id), None)
+            node = node or self._manager.cluster.broker_metadata(conn.node_id)
+            where = (node.host, node.port) if node is not None else None
+            address = f"{where[0]}:{where[1]}" if where else self.bootstrap
+            asked = next((b.broker_id for b in resp.brokers if (b.host, b.port) == where), None)
+            view = Fencing(fenced_in(resp), asked, address)
+            if asked is None or conn is self._unfenced_conn:
+                return view  # this connection's node was seen unfenced by another broker: its view is current
+            others = [b for b in resp.brokers if b.broker_id != asked and not getattr(b, "is_fenced", False)]
+            others.sort(key=lambda b: (b.broker_id not in self._brokers, b.broker_id))  # open connections first
+            for other in others[:FENCING_OPINIONS]:
+                try:
+                    second = await self._read(req, other.broker_id)
+                except (Errors.KafkaError, QuotaError) as e:
+                    log.debug("DescribeCluster to broker %s: %s", other.broker_id, e)
+                    continue
+                if second.error_code == 0 and asked in fenced_in(second):
+                    return Fencing(fenced_in(second), asked, address)
+                self._unfenced_conn = conn
+                return view
+            return view
 
         return self._run(go, "DescribeCluster", req)
 

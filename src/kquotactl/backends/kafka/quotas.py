@@ -40,7 +40,7 @@ from kquotactl.core.values import route_ip_changes, stored_findings
 from kquotactl.core.wording import counted
 
 if TYPE_CHECKING:
-    from kquotactl.backends.kafka.client import QuotaWire
+    from kquotactl.backends.kafka.client import Fencing, QuotaWire
     from kquotactl.connection.clientprops import ClientSettings
     from kquotactl.connection.cluster import ConnectionOptions
 
@@ -240,6 +240,7 @@ class AdminBackend(QuotaBackend):
 
     def __init__(self, wire: QuotaWire, warnings: list[str] | None = None, controller: bool = False) -> None:
         self._wire: QuotaWire | None = wire
+        self._fencing: Fencing | None = None  # asked once per command (check_writable, the first describe)
         self.warnings: list[str] = list(warnings or [])
         self.controller = controller
 
@@ -327,6 +328,33 @@ class AdminBackend(QuotaBackend):
             return []
         return self.wire.fenced_broker_ids()
 
+    def check_writable(self) -> None:
+        """Refuse a plan read from a broker the cluster has fenced (cut off from the controllers, restarting): it
+        answers from an old metadata image, and a write through it cannot reach the controllers."""
+        fencing = None if self.controller else self._fenced_asked()
+        if fencing is not None:
+            raise BackendUnavailable(f"{fenced_words(fencing)}: its quotas may be old and a write through it "
+                                     "cannot reach the controllers; give another broker's address")  # fmt: skip
+
+    def _fenced_asked(self) -> Fencing | None:
+        """The fencing seen once per command, when the broker read from is fenced; None when it is not, or when
+        that cannot be told (no other broker answers, a release without KIP-1073)."""
+        from kquotactl.backends.kafka.client import Fencing
+
+        if self._fencing is None:
+            try:
+                self._fencing = self.wire.fencing()
+            except QuotaError as e:  # unreachable, or an error code: the read or write goes on without knowing
+                log.debug("cannot tell whether the broker asked is fenced: %s", e)
+                self._fencing = Fencing([], None, "")
+        return self._fencing if self._fencing.asked_is_fenced else None
+
+    def _warn_if_fenced(self) -> None:
+        fencing = self._fenced_asked()
+        if fencing is not None:
+            self.warnings.append(f"{fenced_words(fencing)}: it answers from an old metadata image, so these "
+                                 "quotas may be stale (ask another broker)")  # fmt: skip
+
     def broker_settings(self, names: Sequence[str]) -> tuple[dict[str, str | None], str]:
         """The values of broker configs ``names`` as the lowest-id broker reports them (DescribeConfigs: its
         static server.properties, dynamic and default values alike), and where they came from."""
@@ -353,6 +381,8 @@ class AdminBackend(QuotaBackend):
             if why is not None:  # the broker's answer: UNSUPPORTED_VERSION: Custom entity type 'ip' not supported
                 raise QuotaError(f"cannot describe ips: {why}")
         found = self.wire.describe(filter_components(flt), flt.strict, broker)
+        if broker is None and not self.controller and self._fencing is None:
+            self._warn_if_fenced()
         every = not flt.components and not flt.strict  # the filter matches every entity: not asked 100,000 times
         records = []
         n = len(found)
@@ -406,6 +436,7 @@ class AdminBackend(QuotaBackend):
         check_writes(changes)
         check_wire_exact(changes)
         check_release(self, changes)
+        self.check_writable()  # a fenced broker would hold the write and forward it whenever its link is back
         if not self.controller and any(ch.entity.ip is not None and ch.entity.ip is not DEFAULT for ch in changes):
             ips = self.wire.describe([(EntityType.IP.value, int(MatchType.ANY), None)], True)
             stored = [entity_from_wire(pairs).ip for pairs, _ in ips]
@@ -595,6 +626,12 @@ class AdminBackend(QuotaBackend):
                 f"{counted(len(pending), 'applied change')} not yet visible through {self.wire.bootstrap} after "
                 f"{VISIBLE_WAIT:g}s (the broker applies committed metadata asynchronously); describe may lag"
             )
+
+
+def fenced_words(fencing: Fencing) -> str:
+    """The broker asked, named as fenced (``verify`` words a fenced broker the same way)."""
+    return (f"broker {fencing.asked} ({fencing.address}), the broker asked, is fenced: cut off from the "
+            "controllers or restarting")  # fmt: skip
 
 
 def _record_order(r: QuotaRecord) -> tuple[int | str, ...]:

@@ -51,3 +51,41 @@ def test_kafka_version_refuses_a_release_newer_than_it_knows() -> None:
     assert r.exit_code != 0
     assert "knows Kafka's quota behaviour up to 4.4" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_each_key_arrives_with_a_change_of_the_table() -> None:
+    """A key's ``arrived_with`` names a change of the table (or none: every admin-API release knows it), and the
+    refusal of a release follows it: refused below the change's release, known from it on."""
+    from kquotactl.core.changes import release_refusal
+    from kquotactl.core.entities import Entity
+    from kquotactl.core.kafkaversions import since
+    from kquotactl.core.keys import KEYS, KeyScope
+
+    names = {c.name for c in CHANGES}
+    for key, spec in KEYS.items():
+        assert spec.arrived_with in names or spec.arrived_with == "", key
+        entity = Entity.of(ip="10.0.0.1") if spec.kind is KeyScope.IP else Entity.of(user="u")
+        first = since(spec.arrived_with) if spec.arrived_with else (2, 6)
+        for release in [(2, 6), (2, 7), (2, 8), (3, 9), NEWEST_KNOWN[:2]]:
+            refused = release_refusal(entity, [key], release)  # type: ignore[arg-type]
+            assert (refused is not None) == (release < first), (key, release, refused)
+    assert release_refusal(Entity.of(ip="10.0.0.1"), [], (2, 7)) == "ip quotas need Kafka 2.8 or later"
+    with pytest.raises(KeyError):
+        since("no such change")
+
+
+@pytest.mark.parametrize(
+    ("registration", "release"),
+    [
+        (b'{"version":4,"host":"h","port":1,"jmx_port":-1,"endpoints":[]}', (2, 6)),
+        (b'{"version":5,"features":{},"host":"h","port":1}', None),
+        (b'{"version":4,"features":{}}', None),  # features: 2.7 or later, whatever the version says
+        (b"not json", None),
+        (b"[1, 2]", None),
+        (b'{"host":"h"}', None),  # no version: nothing told
+    ],
+)
+def test_a_broker_registration_tells_2_6_or_older_only(registration, release) -> None:
+    from kquotactl.core.kafkaversions import registration_release
+
+    assert registration_release(registration) == release

@@ -176,15 +176,11 @@ def check_writes(changes: Sequence[EntityChange]) -> None:
     check_one_change_per_entity(changes)
 
 
-def check_release(backend: QuotaBackend, changes: Sequence[EntityChange], removals: bool = True) -> None:
+def check_release(backend: QuotaBackend, changes: Sequence[EntityChange]) -> None:
     """Refuse, before anything is written, a change the brokers' release does not know (a key or an ip entity
-    newer than it: :meth:`QuotaBackend.release_refusal`). ``removals``: whether removing such a key counts (the
-    admin API refuses it like a set; a ZooKeeper node is cleaned up whatever the brokers know)."""
+    newer than it, set or removed: :meth:`QuotaBackend.release_refusal`)."""
     for ch in changes:
-        keys = [*ch.set, *ch.remove] if removals else list(ch.set)
-        if not keys and not removals:
-            continue
-        if (why := backend.release_refusal(ch.entity, keys)) is not None:
+        if (why := backend.release_refusal(ch.entity, [*ch.set, *ch.remove])) is not None:
             raise InvalidValue(f"{ch.entity.label()}: {why}")
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kquotactl.backends.base import ProgressCallback, QuotaBackend, WatchCallback, check_release, check_writes
+from kquotactl.backends.base import ProgressCallback, QuotaBackend, WatchCallback, check_writes
 from kquotactl.backends.zookeeper.codec import Node, entity_znode, typed_config, unstorable_reason
 from kquotactl.backends.zookeeper.session import ConnectionTrouble, ZkSession, ZkSettings
 from kquotactl.core.changes import (
@@ -38,6 +38,7 @@ from kquotactl.core.keys import Number
 from kquotactl.core.migration import MigrationState, ZooKeeperWriteLost, decode_migration
 from kquotactl.core.partial import interrupted, partial_failure
 from kquotactl.core.values import route_ip_changes, stored_findings
+from kquotactl.core.wording import counted
 
 if TYPE_CHECKING:  # the write path loads inside alter: a describe never needs it
     from kquotactl.backends.zookeeper.transactions import EntityPlan, Writer
@@ -183,24 +184,31 @@ class ZooKeeperBackend(QuotaBackend):
         if not self.settings.allow_no_brokers and not writing:
             self.warnings.append(f"{where} (forgotten chroot in {self.settings.option}?)")
 
-    def release_refusal(self, entity: Entity, keys: Sequence[str]) -> str | None:
-        """From the brokers' registrations (read once): a broker of 2.6 or older ignores what it does not know,
-        logging an error for an ip's change notification, so those quotas would be written and never enforced."""
+    def _warn_unenforced(self, changes: Sequence[EntityChange]) -> None:
+        """A warning per reason when a broker registers as Kafka 2.6 or older does (no ``features``): such a broker
+        stores a key or an ip quota newer than it and never enforces it (an ip's change notification is logged as an
+        error and skipped). Not refused: a newer broker still at ``inter.broker.protocol.version`` 2.6 or older
+        registers the same way, and it does enforce them."""
         if self._oldest_broker is None:
             ids = self._session.children_many(["/brokers/ids"]).get("/brokers/ids", [])
             got = self._session.get_raw_many([f"/brokers/ids/{i}" for i in sorted(ids) if i.isdigit()])
             olds = [(release, path) for path, raw in got.items() if raw and (release := registration_release(raw))]
             self._oldest_broker = min(olds) if olds else ()
         if not self._oldest_broker:
-            return None
+            return
         release, path = self._oldest_broker
-        why = release_refusal(entity, keys, release)
-        if why is None:
-            return None
-        return (
-            f"{why}, and broker {path.rsplit('/', 1)[1]} registered in ZooKeeper as Kafka {release_text(release)} or "
-            "older (no features in its registration); its brokers would never enforce it"
-        )
+        found: dict[str, list[str]] = {}
+        for ch in changes:
+            if ch.set and (why := release_refusal(ch.entity, ch.set, release)) is not None:
+                found.setdefault(why, []).append(ch.entity.label())
+        broker, text = path.rsplit("/", 1)[1], release_text(release)
+        for why, labels in found.items():
+            more = f" and {counted(len(labels) - 1, 'other entity')}" if len(labels) > 1 else ""
+            self.warnings.append(
+                f"{labels[0]}{more}: {why}, and broker {broker} registers in ZooKeeper as Kafka {text} or older does "
+                f"(or as a newer broker at inter.broker.protocol.version {text} or older): a Kafka {text} broker "
+                "stores it and never enforces it"
+            )
 
     def check_writable(self) -> None:
         """Refuse, before any plan is shown, a write that :meth:`alter` would refuse (no ``/brokers``, a cluster
@@ -315,7 +323,7 @@ class ZooKeeperBackend(QuotaBackend):
         check_writes(changes)
         if changes:
             self._check_brokers(writing=not validate_only)
-            check_release(self, changes, removals=False)
+            self._warn_unenforced(changes)
         self._session.outages = 0
         try:
             changes = self._stored_spellings(changes)

@@ -27,7 +27,8 @@ SERVER_MARKERS = {
 SERVER_FIXTURES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(["zk_server", "own_zk"], ("zookeeper",)),
     **dict.fromkeys(
-        ["kraft_server", "zk_kafka", "old_kafka", "early_kafka", "observed_zk_kafka", "kraft3_cluster"], ("kafka",)
+        ["kraft_server", "zk_kafka", "old_kafka", "early_kafka", "pinned_kafka", "observed_zk_kafka", "kraft3_cluster"],
+        ("kafka",),
     ),
     "zk_migration": ("zookeeper", "kafka"),
     **dict.fromkeys(["observed_kraft", "observed_request_log"], ("kafka", "prometheus")),

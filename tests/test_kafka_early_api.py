@@ -221,3 +221,50 @@ def test_zookeeper_writes_warn_of_what_brokers_of_2_6_would_never_enforce(early)
         warned = release <= (2, 6) < key_since(config.split("=")[0])  # 2.7 registers as 2.8 does: no warning
         assert r.stderr == (f"kquotactl: warning: {why} or later, and {old}\n" if warned else "")
     assert len(stored(early)) == 2  # written: the brokers decide, as kafka-configs --zookeeper leaves them to
+
+
+@pytest.fixture(scope="module")
+def pinned_kafka(zk_server):
+    """The ZooKeeper-mode release the harness runs (3.9), held at inter.broker.protocol.version 2.6: a rolling
+    upgrade's first half, or a cluster kept there."""
+    from fixtures_kafka import ZkModeKafka
+    from kquotactl.testing.kafka import ZkKafkaServer
+
+    connect = f"{zk_server.connect}/kafka39ibp26"
+    server = ZkKafkaServer(zookeeper=connect, extra_props={"inter.broker.protocol.version": "2.6"})
+    server.start()
+    yield ZkModeKafka(server, connect)
+    server.close()
+
+
+@pytest.mark.zookeeper
+def test_a_newer_broker_at_an_old_protocol_registers_as_2_6_does_and_enforces_ips(pinned_kafka):
+    """Why --zookeeper only warns: the registration follows the inter-broker protocol, and this broker (3.9 at
+    IBP 2.6) registers as 2.6 does, yet it knows ip quotas (its admin API stores one, as its release says)."""
+    from kazoo.client import KazooClient
+
+    from kquotactl.core.kafkaversions import registration_release
+
+    zk = KazooClient(pinned_kafka.zookeeper)
+    zk.start()
+    try:
+        assert registration_release(zk.get("/brokers/ids/0")[0]) == (2, 6)
+    finally:
+        zk.stop()
+    r = admin(pinned_kafka, "alter", "--ip", "10.0.0.1", "--add-config", "connection_creation_rate=10", "-o", "json")
+    assert (r.exit_code, r.stderr) == (0, "")
+    r = run_cli(
+        "--zookeeper",
+        pinned_kafka.zookeeper,
+        "alter",
+        "--ip",
+        "10.0.0.2",
+        "--add-config",
+        "connection_creation_rate=10",
+        "-o",
+        "json",
+    )
+    assert r.exit_code == 0 and r.stderr.startswith("kquotactl: warning: ip=10.0.0.2: ip quotas need Kafka 2.8"), (
+        r.stderr
+    )
+    assert [rec["entity"] for rec in stored(pinned_kafka)] == [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]

@@ -55,14 +55,12 @@ from kquotactl.impact.requestlog import (
     BLANK,
     FETCH_APIS,
     JSON_FIELDS,
-    LINE_GROUPS,
     MILLIS_CHARS,
     PRINCIPAL_NAME,
     RECORDS_SIZE,
     REPLICA_ID,
     REQUEST_EXEMPT_APIS,
     STAMP_CHARS,
-    TIME_FORMAT_SPARK,
     LogStats,
 )
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
@@ -404,29 +402,30 @@ def _decompressed_lines(batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def _parsed_lines(lines: Any) -> Any:
-    """``lines`` (file, value) → file, blank, bad (malformed) and the traffic columns, as Spark expressions.
+    """``lines`` (file, value) → file (set on malformed lines only), blank, bad (malformed) and the traffic
+    columns, as Spark expressions.
 
-    In stages: the line's regex and its JSON document are each a column of their own before the columns that read
-    them, so each is evaluated once a line (one projection repeated them in every column and condition that read
-    them: Spark keeps an expensive expression referenced more than once in a projection of its own)."""
+    Every pass over a ~900-byte line costs about as much as ``from_json``, so there are few: ``regexp_extract`` of
+    :data:`LINE`'s JSON group (``""`` when LINE does not match: the group is never empty), the stamp read from the
+    text before the first ``]`` (``substring_index`` stops there; a ``substr`` of the whole line would count its
+    characters first), ``from_json`` once, the record sizes only in Produce and Fetch lines, the ``replicaId``
+    only in Fetch lines. Each is a column of its own before the columns that read it, so it is evaluated once a
+    line."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     value = F.col("value")
-    # One regex pass per line (LINE_GROUPS): the groups at fixed offsets of the rewritten line.
-    lines = lines.select("file", "value", F.regexp_replace(value, F.lit(RL_LINE), F.lit(LINE_GROUPS)).alias("_g"))
-    groups = F.col("_g")
     lines = lines.select(
         "file",
         "value",
-        "_g",
-        (groups != value).alias("_matched"),
-        groups.substr(STAMP_CHARS + MILLIS_CHARS + 1, 1 << 30).alias("_json"),
+        F.regexp_extract(value, RL_LINE, 3).alias("_json"),
+        F.substring_index(value, "]", 1).alias("_head"),  # "[" stamp [,.] millis, when LINE matched
     )
-    matched, json_text = F.col("_matched"), F.col("_json")
-    stamp = F.try_to_timestamp(groups.substr(1, STAMP_CHARS), F.lit(TIME_FORMAT_SPARK))
-    millis = groups.substr(STAMP_CHARS + 1, MILLIS_CHARS).cast("int")
-    ts = F.unix_seconds(stamp) + F.when(matched, millis) / F.lit(1000.0)
+    json_text, head = F.col("_json"), F.col("_head")
+    matched = json_text != F.lit("")
+    # The shape LINE matched (digits at fixed places) read as a timestamp: a date that does not exist is null.
+    stamp = F.when(matched, head.substr(2, STAMP_CHARS).try_cast("timestamp"))
+    millis = F.when(matched, head.substr(STAMP_CHARS + 3, MILLIS_CHARS).cast("int"))  # (ANSI: "x" would fail)
     kinds = {"int": T.IntegerType(), "string": T.StringType(), "double": T.DoubleType()}
     nested: dict[str, list[Any]] = {}  # JSON_FIELDS as the schema from_json reads: top-level and one level down
     for dotted, kind in JSON_FIELDS.items():
@@ -438,38 +437,52 @@ def _parsed_lines(lines: Any) -> Any:
         + top
         + [T.StructField("_corrupt_record", T.StringType())]
     )
+    doc = F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"})
     lines = lines.select(
         "file",
         "value",
         "_json",
-        "_matched",
+        matched.alias("_matched"),
         stamp.alias("_stamp"),
-        ts.alias("_ts"),
-        F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}).alias(
-            "_doc"
-        ),
+        (F.unix_seconds(stamp) + millis / F.lit(1000.0)).alias("_ts"),
+        F.when(matched, doc).alias("_doc"),
     )
-    stamp, ts, doc = F.col("_stamp"), F.col("_ts"), F.col("_doc")
+    matched, stamp, doc = F.col("_matched"), F.col("_stamp"), F.col("_doc")
     api = doc["requestHeader"]["requestApiKey"]
-    connection, principal = doc["connection"], doc["principal"]
-    blank = ~matched & value.rlike(BLANK)  # (And is lazy: only the lines LINE refuses are matched again)
-    bad = ~blank & (
-        ~matched
-        | stamp.isNull()
-        | doc.isNull()
-        | doc["_corrupt_record"].isNotNull()
-        | api.isNull()
-        | connection.isNull()
-        | principal.isNull()
-    )
     sizes = F.aggregate(
         F.regexp_extract_all(json_text, F.lit(RECORDS_SIZE), 1),
         F.lit(0).cast("long"),
         lambda acc, x: acc + x.cast("long"),
     )
-    # The first replicaId (REPLICA_ID, whole match), searched for in Fetch lines only: a follower's has no sign.
-    replica = F.regexp_extract(json_text, REPLICA_ID, 0)
-    follower = (api == API_FETCH) & (replica != F.lit("")) & ~replica.contains("-")
+    lines = lines.select(
+        "file",
+        "value",
+        "_matched",
+        "_stamp",
+        "_ts",
+        "_doc",
+        api.alias("_api"),
+        F.when(api.isin(API_PRODUCE, *FETCH_APIS), sizes).alias("_sizes"),
+        # The first replicaId (REPLICA_ID, whole match), searched for in Fetch lines only.
+        F.when(api == API_FETCH, F.regexp_extract(json_text, REPLICA_ID, 0)).alias("_replica"),
+    )
+    api, sizes, replica = F.col("_api"), F.col("_sizes"), F.col("_replica")
+    connection, principal = doc["connection"], doc["principal"]
+    blank = ~matched & value.rlike(BLANK)  # (And is lazy: only the lines LINE refuses are matched again)
+    bad = F.coalesce(
+        ~blank
+        & (
+            ~matched
+            | stamp.isNull()
+            | doc.isNull()
+            | doc["_corrupt_record"].isNotNull()
+            | api.isNull()
+            | connection.isNull()
+            | principal.isNull()
+        ),
+        F.lit(True),
+    )
+    follower = (api == API_FETCH) & (replica != F.lit("")) & ~replica.contains("-")  # a follower's has no sign
     # Request time the broker records as exempt (requestlog.REQUEST_EXEMPT_APIS, a follower, an acks=0 Produce).
     exempt = (
         api.isin(*REQUEST_EXEMPT_APIS)
@@ -481,10 +494,10 @@ def _parsed_lines(lines: Any) -> Any:
     user = F.when(principal.contains(":"), F.regexp_extract(principal, PRINCIPAL_NAME, 1)).otherwise(principal)
     zero = F.lit(0).cast("long")
     return lines.select(
-        "file",
+        F.when(bad, F.col("file")).alias("file"),  # (only the malformed lines' file is read: not cached per line)
         blank.alias("blank"),
-        F.coalesce(bad, F.lit(True)).alias("bad"),
-        ts.alias("ts"),
+        bad.alias("bad"),
+        F.col("_ts").alias("ts"),
         user.alias("user"),
         F.coalesce(doc["requestHeader"]["clientId"], F.lit("")).alias("client_id"),
         F.coalesce(ip, F.lit("")).alias("ip"),
@@ -1214,12 +1227,11 @@ def sample_bounds(traffic: Any) -> tuple[int, int, int]:
     return (int(row[0]), int(row[1]), int(row[2])) if row[2] else (0, 0, 0)
 
 
-#: the row per (group, key, broker) :func:`recommend_distributions` collects: the group's names, then the figures
-#: of :class:`kquotactl.core.recommend.Distribution` (the percentiles as one array, in ``qs`` order)
-DISTRIBUTION_SCHEMA = (
-    "gu string, gc string, gip string, key string, broker string, samples long, peak double, "
-    "total double, ps array<double>, over array<long>"
-)
+#: the figures of :class:`kquotactl.core.recommend.Distribution` in a row :func:`recommend_distributions` collects
+#: (the percentiles as one array, in ``qs`` order), after the group's identity
+DISTRIBUTION_FIGURES = "samples long, peak double, total double, ps array<double>, over array<long>"
+#: a group's identity: its names, the key's index in the keys asked for, the broker
+GROUP_COLUMNS = ("gu", "gc", "gip", "k", "broker")
 
 
 def recommend_distributions(
@@ -1228,58 +1240,73 @@ def recommend_distributions(
     """What :func:`kquotactl.impact.recommend.distributions` computes, on Spark: per key, the usage summed per
     (group, broker, ms), each group's rows replayed in time order through the same
     :func:`~kquotactl.impact.replay.replay_quota_id` (``mapInArrow`` over partitions sorted by group), and the
-    distribution built by the same :meth:`~kquotactl.core.recommend.Distribution.of`; only one row per group comes
-    back. ``traffic``: :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
-    from pyspark.sql import functions as F
-
-    from kquotactl.core.keys import KEYS, KeyScope
+    distribution built as :meth:`~kquotactl.core.recommend.Distribution.of` builds it
+    (:func:`~kquotactl.impact.recommend.column_distributions`); only one row per group comes back. ``traffic``:
+    :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
     from kquotactl.core.recommend import REPORTED, Distribution, GroupId, Level
 
-    lvl = Level(level)
     qs = sorted({*REPORTED, percentile})
-    broker = F.col(BROKER_COLUMN) if BROKER_COLUMN in traffic.columns else F.lit("")
-    frames = []
-    for key in keys:
-        u = F.col("u_" + USAGE[key].column)
-        if KEYS[key].kind is KeyScope.IP:
-            names = [F.lit(None).cast("string"), F.lit(None).cast("string"), F.col("ip")]
-        else:
-            user = F.lit(None).cast("string") if lvl is Level.CLIENT else F.col("user")
-            client = F.lit(None).cast("string") if lvl is Level.USER else F.col("client_id")
-            names = [user, client, F.lit(None).cast("string")]
-        frames.append(
-            traffic.where(u > 0).select(
-                names[0].alias("gu"),
-                names[1].alias("gc"),
-                names[2].alias("gip"),
-                F.lit(key).alias("key"),
-                broker.alias("broker"),
-                "ms",
-                u.alias("u"),
-            )
-        )
-    if not frames:
+    if not keys:
         return {}
-    usage = reduce(lambda a, b: a.unionByName(b), frames)
-    group_cols = ("gu", "gc", "gip", "key", "broker")
-    rows = (  # one shuffle: the rows of a group summed per millisecond in the partition (columnrate.per_ms)
-        usage.repartition(*group_cols)
-        .sortWithinPartitions(*group_cols, "ms")
-        .mapInArrow(_distribution_partition(window, qs), DISTRIBUTION_SCHEMA)
-        .toArrow()
-        .to_pylist()
-    )
     out: dict[tuple[Any, str], dict[str, Any]] = {}
-    for r in rows:
-        group = GroupId(r["gu"], r["gc"], r["gip"])
-        out.setdefault((group, r["key"]), {})[r["broker"]] = Distribution(
+    for r in _sorted_distributions(_group_rows(traffic, Level(level), keys), window, qs, keys):
+        out.setdefault((GroupId(r["gu"], r["gc"], r["gip"]), keys[r["k"]]), {})[r["broker"]] = Distribution(
             r["samples"],
             dict(zip(qs, r["ps"], strict=True)),
             r["peak"],
             dict(zip(qs, r["over"], strict=True)),
             r["total"],
         )
-    return out
+    # in one order whatever the partitioning (the local engine's: by group, key, broker)
+    return {gk: dict(sorted(out[gk].items())) for gk in sorted(out, key=lambda gk: (gk[0].sort_key(), gk[1]))}
+
+
+def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> Any:
+    """One row per (row of ``traffic``, key in ``keys`` it has usage of): the group's :data:`GROUP_COLUMNS` at
+    ``level`` (an ip for connection keys; ``k`` the key's index in ``keys``: a byte, not its name, through the
+    shuffle and Arrow), ms and the usage u."""
+    from pyspark.sql import functions as F
+
+    from kquotactl.core.keys import KeyScope
+    from kquotactl.core.recommend import Level
+
+    none = F.lit(None).cast("string")
+    broker = F.col(BROKER_COLUMN) if BROKER_COLUMN in traffic.columns else F.lit("")
+    frames = []
+    for index, key in enumerate(keys):
+        u = F.col("u_" + USAGE[key].column)
+        if KEYS[key].kind is KeyScope.IP:
+            names = [none, none, F.col("ip")]
+        else:
+            names = [
+                none if level is Level.CLIENT else F.col("user"),
+                none if level is Level.USER else F.col("client_id"),
+                none,
+            ]
+        frames.append(
+            traffic.where(u > 0).select(
+                *(c.alias(n) for c, n in zip(names, ("gu", "gc", "gip"), strict=True)),
+                F.lit(index).cast("byte").alias("k"),
+                broker.alias("broker"),
+                "ms",
+                u.alias("u"),
+            )
+        )
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _sorted_distributions(usage: Any, window: Window, qs: Sequence[float], keys: Sequence[str]) -> Any:
+    """One shuffle: ``usage`` (:data:`GROUP_COLUMNS`, ms, u) partitioned by group, each partition sorted by group
+    then time, each group's distribution computed in Python (:func:`_distribution_partition`); the rows
+    collected."""
+    ident = ", ".join(f"{c} {usage.schema[c].dataType.simpleString()}" for c in GROUP_COLUMNS)
+    return (
+        usage.repartition(*GROUP_COLUMNS)
+        .sortWithinPartitions(*GROUP_COLUMNS, "ms")
+        .mapInArrow(_distribution_partition(window, qs, GROUP_COLUMNS, keys), f"{ident}, {DISTRIBUTION_FIGURES}")
+        .toArrow()
+        .to_pylist()
+    )
 
 
 def replay_per_broker(traffic: Any, index: QuotaIndex, window: Window) -> dict[str, Any]:
@@ -1299,10 +1326,14 @@ def replay_per_broker(traffic: Any, index: QuotaIndex, window: Window) -> dict[s
     )
 
 
-def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[Any], Any]:
-    """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group then time; each
-    group's rates replayed column-wise (:func:`kquotactl.impact.columnrate.replay_groups`, no limit), its
-    :class:`~kquotactl.core.recommend.Distribution` one output row."""
+def _distribution_partition(
+    window: Window, qs: Sequence[float], group_cols: Sequence[str], keys: Sequence[str]
+) -> Callable[[Any], Any]:
+    """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group (``group_cols``)
+    then time, ``k`` the key's index in ``keys``; each group's rates replayed column-wise
+    (:func:`kquotactl.impact.columnrate.replay_groups`, no limit), its
+    :class:`~kquotactl.core.recommend.Distribution` one output row after the group's columns."""
+    key_of = list(keys)
 
     def go(batches: Any) -> Any:
         import math
@@ -1310,53 +1341,43 @@ def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[An
         import numpy as np
         import pyarrow as pa
 
-        from kquotactl.core.recommend import Distribution
         from kquotactl.impact.columnrate import per_ms, replay_groups
+        from kquotactl.impact.recommend import column_distributions
 
-        schema = pa.schema(
-            [
-                ("gu", pa.string()),
-                ("gc", pa.string()),
-                ("gip", pa.string()),
-                ("key", pa.string()),
-                ("broker", pa.string()),
-                ("samples", pa.int64()),
-                ("peak", pa.float64()),
-                ("total", pa.float64()),
-                ("ps", pa.list_(pa.float64())),
-                ("over", pa.list_(pa.int64())),
-            ]
-        )
-        names = ("gu", "gc", "gip", "key", "broker")
-        for table, group in _whole_groups(batches, names):
-            keys = np.asarray(table.column("key").combine_chunks().dictionary_encode().indices)
-            key_names = table.column("key").combine_chunks().dictionary_encode().dictionary.to_pylist()
+        figures = [
+            ("samples", pa.int64()),
+            ("peak", pa.float64()),
+            ("total", pa.float64()),
+            ("ps", pa.list_(pa.float64())),
+            ("over", pa.list_(pa.int64())),
+        ]
+        width = len(qs)
+        for table, group in _whole_groups(batches, group_cols):
+            schema = pa.schema([table.schema.field(c) for c in group_cols] + figures)
+            keys = np.asarray(table.column("k"))
             ms, units = np.asarray(table.column("ms")), np.asarray(table.column("u"))
-            out: list[dict[str, Any]] = []
-            for k, key in enumerate(key_names):
+            for k in np.unique(keys).tolist():
                 chosen = np.flatnonzero((keys == k) & (units != 0))
                 if not len(chosen):
                     continue
                 got = replay_groups(
-                    *per_ms(group[chosen], ms[chosen], units[chosen], in_order=True), key, math.inf, window
+                    *per_ms(group[chosen], ms[chosen], units[chosen], in_order=True), key_of[k], math.inf, window
                 )
-                edges = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1], True])
-                first_rows = chosen[np.searchsorted(group[chosen], got.group[edges[:-1]])]
-                ident = table.select(list(names)).take(pa.array(first_rows)).to_pylist()
-                rates = got.max_rate.tolist()
-                for row, a, b in zip(ident, edges[:-1].tolist(), edges[1:].tolist(), strict=True):
-                    d = Distribution.of(rates[a:b], extra=qs)
-                    out.append(
-                        {
-                            **row,
-                            "samples": d.samples,
-                            "peak": d.peak,
-                            "total": d.total,
-                            "ps": [d.percentiles[q] for q in qs],
-                            "over": [d.over[q] for q in qs],
-                        }
-                    )
-            if out:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
+                d = column_distributions(got.group, got.max_rate, qs)
+                firsts = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1]])
+                first_rows = chosen[np.searchsorted(group[chosen], got.group[firsts])]
+                ident = table.select(list(group_cols)).take(pa.array(first_rows))
+                offsets = pa.array(np.arange(len(firsts) + 1, dtype=np.int32) * width)
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        *(column.combine_chunks() for column in ident.columns),
+                        pa.array(d["samples"], pa.int64()),
+                        pa.array(d["peak"], pa.float64()),
+                        pa.array(d["total"], pa.float64()),
+                        pa.ListArray.from_arrays(offsets, pa.array(d["ps"].ravel(), pa.float64())),
+                        pa.ListArray.from_arrays(offsets, pa.array(d["over"].ravel(), pa.int64())),
+                    ],
+                    schema=schema,
+                )
 
     return go

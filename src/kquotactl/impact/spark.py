@@ -57,7 +57,6 @@ from kquotactl.impact.requestlog import (
     JSON_FIELDS,
     MILLIS_CHARS,
     PRINCIPAL_NAME,
-    RECORDS_SIZE,
     REPLICA_ID,
     REQUEST_EXEMPT_APIS,
     STAMP_CHARS,
@@ -67,6 +66,13 @@ from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LINE as RL_LINE
 from kquotactl.impact.topic import TICK_US, Cell, implicit_creations
 from kquotactl.impact.validation import check_input
+
+# LINE in its parts, for the Spark parser (_parsed_lines): the head up to the JSON's "{", and the tail after its "}".
+LINE_HEAD, LINE_TAIL = RL_LINE.split(r"(\{.*\})")
+#: RECORDS_SIZE with its literal prefix spelled out: the same matches, but Java's regex then skips through the text
+#: for that prefix (Boyer-Moore) instead of trying the alternatives at every quote (``tests/test_impact_requestlog.py``
+#: holds the two patterns to the same matches)
+RECORDS_SIZE_SPARK = r'"record(?:sSizeInBytes|SetSizeInBytes)":([0-9]{1,10})(?![0-9])'
 
 # Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
 # follows whichever resolver this package has, so both engines always agree.
@@ -405,12 +411,13 @@ def _parsed_lines(lines: Any) -> Any:
     """``lines`` (file, value) → file (set on malformed lines only), blank, bad (malformed) and the traffic
     columns, as Spark expressions.
 
-    Every pass over a ~900-byte line costs about as much as ``from_json``, so there are few: ``regexp_extract`` of
-    :data:`LINE`'s JSON group (``""`` when LINE does not match: the group is never empty), the stamp read from the
-    text before the first ``]`` (``substring_index`` stops there; a ``substr`` of the whole line would count its
-    characters first), ``from_json`` once, the record sizes only in Produce and Fetch lines, the ``replicaId``
-    only in Fetch lines. Each is a column of its own before the columns that read it, so it is evaluated once a
-    line."""
+    Every pass over a ~900-byte line costs about as much as ``from_json``, so there are few. :data:`LINE` is
+    matched in its parts (:data:`LINE_HEAD`, the JSON, :data:`LINE_TAIL`): the head on the text before the line's
+    first ``{`` and the tail on the text after its last ``}`` (``substring_index`` finds both without reading the
+    rest), the JSON being the bytes between. The same lines match: the head holds no ``{`` and no ``}``, the tail
+    no ``}``, so where LINE matches its JSON group runs from the first ``{`` to the last ``}``. Then ``from_json``
+    once, the record sizes only in Produce and Fetch lines (:data:`RECORDS_SIZE_SPARK`), the ``replicaId`` only in
+    Fetch lines. Each is a column of its own before the columns that read it, so it is evaluated once a line."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -418,11 +425,18 @@ def _parsed_lines(lines: Any) -> Any:
     lines = lines.select(
         "file",
         "value",
-        F.regexp_extract(value, RL_LINE, 3).alias("_json"),
-        F.substring_index(value, "]", 1).alias("_head"),  # "[" stamp [,.] millis, when LINE matched
+        F.substring_index(value, "{", 1).alias("_head"),  # "[" stamp [,.] millis "] LEVEL Completed request:"
+        F.substring_index(value, "}", -1).alias("_tail"),  # " (kafka.request.logger)"
     )
-    json_text, head = F.col("_json"), F.col("_head")
-    matched = json_text != F.lit("")
+    head, tail = F.col("_head"), F.col("_tail")
+    # (regexp_extract gives "" for no match: an empty head is no match)
+    matched = (head != F.lit("")) & (F.regexp_extract(head, LINE_HEAD, 0) == head) & tail.rlike("^" + LINE_TAIL)
+    start = F.octet_length(head) + 1
+    length = F.octet_length(value) - F.octet_length(head) - F.octet_length(tail)
+    # bytes, not characters: a substr of the string would count the whole line's characters first
+    body = F.when(matched, value.cast("binary").substr(start, length).cast("string"))
+    lines = lines.select("file", "value", "_head", body.alias("_json"), matched.alias("_matched"))
+    json_text, matched = F.col("_json"), F.col("_matched")
     # The shape LINE matched (digits at fixed places) read as a timestamp: a date that does not exist is null.
     stamp = F.when(matched, head.substr(2, STAMP_CHARS).try_cast("timestamp"))
     millis = F.when(matched, head.substr(STAMP_CHARS + 3, MILLIS_CHARS).cast("int"))  # (ANSI: "x" would fail)
@@ -442,7 +456,7 @@ def _parsed_lines(lines: Any) -> Any:
         "file",
         "value",
         "_json",
-        matched.alias("_matched"),
+        "_matched",
         stamp.alias("_stamp"),
         (F.unix_seconds(stamp) + millis / F.lit(1000.0)).alias("_ts"),
         F.when(matched, doc).alias("_doc"),
@@ -450,7 +464,7 @@ def _parsed_lines(lines: Any) -> Any:
     matched, stamp, doc = F.col("_matched"), F.col("_stamp"), F.col("_doc")
     api = doc["requestHeader"]["requestApiKey"]
     sizes = F.aggregate(
-        F.regexp_extract_all(json_text, F.lit(RECORDS_SIZE), 1),
+        F.regexp_extract_all(json_text, F.lit(RECORDS_SIZE_SPARK), 1),
         F.lit(0).cast("long"),
         lambda acc, x: acc + x.cast("long"),
     )
@@ -1065,7 +1079,8 @@ def run(
 def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
     """(part index in ``QID_PARTS``, hash) -> the name, for every hash the report holds.
 
-    One pass over the traffic's name columns, semi-joined with the (small) set of wanted hashes. A hash that two
+    One pass over the traffic's name columns, their distinct values semi-joined with the (small) set of wanted
+    hashes. A hash that two
     different names share would have merged their quota-ids, so it is refused rather than reported.
     """
     import pyarrow as pa
@@ -1083,13 +1098,18 @@ def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int],
             }
         )
     )
-    candidates = traffic.select(
-        F.inline(
-            F.array(
-                *[
-                    F.struct(F.lit(i).cast("byte").alias("part"), F.xxhash64(c).alias("h"), F.col(c).alias("name"))
-                    for i, c in enumerate(NAME_COLUMNS)
-                ]
+    # the distinct names first (one aggregation of the rows), then only those hashed and looked up
+    candidates = (
+        traffic.select(*NAME_COLUMNS)
+        .distinct()
+        .select(
+            F.inline(
+                F.array(
+                    *[
+                        F.struct(F.lit(i).cast("byte").alias("part"), F.xxhash64(c).alias("h"), F.col(c).alias("name"))
+                        for i, c in enumerate(NAME_COLUMNS)
+                    ]
+                )
             )
         )
     )
@@ -1231,7 +1251,7 @@ def sample_bounds(traffic: Any) -> tuple[int, int, int]:
 #: (the percentiles as one array, in ``qs`` order), after the group's identity
 DISTRIBUTION_FIGURES = "samples long, peak double, total double, ps array<double>, over array<long>"
 #: a group's identity: its names, the key's index in the keys asked for, the broker
-GROUP_COLUMNS = ("gu", "gc", "gip", "k", "broker")
+GROUP_COLUMNS = ("gu", "gc", "gip", "k", BROKER_COLUMN)
 
 
 def recommend_distributions(
@@ -1249,8 +1269,9 @@ def recommend_distributions(
     if not keys:
         return {}
     out: dict[tuple[Any, str], dict[str, Any]] = {}
-    for r in _sorted_distributions(_group_rows(traffic, Level(level), keys), window, qs, keys):
-        out.setdefault((GroupId(r["gu"], r["gc"], r["gip"]), keys[r["k"]]), {})[r["broker"]] = Distribution(
+    usage, group_cols = _group_rows(traffic, Level(level), keys)
+    for r in _sorted_distributions(usage, group_cols, window, qs, keys):
+        out.setdefault((GroupId(r["gu"], r["gc"], r["gip"]), keys[r["k"]]), {})[r.get("broker", "")] = Distribution(
             r["samples"],
             dict(zip(qs, r["ps"], strict=True)),
             r["peak"],
@@ -1261,20 +1282,19 @@ def recommend_distributions(
     return {gk: dict(sorted(out[gk].items())) for gk in sorted(out, key=lambda gk: (gk[0].sort_key(), gk[1]))}
 
 
-def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> Any:
-    """One row per (row of ``traffic``, key in ``keys`` it has usage of): the group's :data:`GROUP_COLUMNS` at
-    ``level`` (an ip for connection keys; ``k`` the key's index in ``keys``: a byte, not its name, through the
-    shuffle and Arrow), ms and the usage u."""
+def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
+    """One row per (row of ``traffic``, key in ``keys`` it has usage of), in one pass over it: the group's
+    :data:`GROUP_COLUMNS` at ``level`` (an ip for connection keys; ``k`` the key's index in ``keys``: a byte, not
+    its name, through the shuffle and Arrow; no broker column when the traffic has none), ms and the usage u; and
+    the group's columns."""
     from pyspark.sql import functions as F
 
     from kquotactl.core.keys import KeyScope
     from kquotactl.core.recommend import Level
 
     none = F.lit(None).cast("string")
-    broker = F.col(BROKER_COLUMN) if BROKER_COLUMN in traffic.columns else F.lit("")
-    frames = []
+    structs = []
     for index, key in enumerate(keys):
-        u = F.col("u_" + USAGE[key].column)
         if KEYS[key].kind is KeyScope.IP:
             names = [none, none, F.col("ip")]
         else:
@@ -1283,27 +1303,28 @@ def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> Any:
                 none if level is Level.USER else F.col("client_id"),
                 none,
             ]
-        frames.append(
-            traffic.where(u > 0).select(
+        structs.append(
+            F.struct(
                 *(c.alias(n) for c, n in zip(names, ("gu", "gc", "gip"), strict=True)),
                 F.lit(index).cast("byte").alias("k"),
-                broker.alias("broker"),
-                "ms",
-                u.alias("u"),
+                F.col("u_" + USAGE[key].column).alias("u"),
             )
         )
-    return reduce(lambda a, b: a.unionByName(b), frames)
+    broker = [BROKER_COLUMN] if BROKER_COLUMN in traffic.columns else []
+    group_cols = tuple(c for c in GROUP_COLUMNS if c != BROKER_COLUMN or broker)
+    return traffic.select(*broker, "ms", F.inline(F.array(*structs))).where(F.col("u") > 0), group_cols
 
 
-def _sorted_distributions(usage: Any, window: Window, qs: Sequence[float], keys: Sequence[str]) -> Any:
-    """One shuffle: ``usage`` (:data:`GROUP_COLUMNS`, ms, u) partitioned by group, each partition sorted by group
-    then time, each group's distribution computed in Python (:func:`_distribution_partition`); the rows
-    collected."""
-    ident = ", ".join(f"{c} {usage.schema[c].dataType.simpleString()}" for c in GROUP_COLUMNS)
+def _sorted_distributions(
+    usage: Any, group_cols: Sequence[str], window: Window, qs: Sequence[float], keys: Sequence[str]
+) -> Any:
+    """One shuffle: ``usage`` (``group_cols``, ms, u) partitioned by group, each partition sorted by group then
+    time, each group's distribution computed in Python (:func:`_distribution_partition`); the rows collected."""
+    ident = ", ".join(f"{c} {usage.schema[c].dataType.simpleString()}" for c in group_cols)
     return (
-        usage.repartition(*GROUP_COLUMNS)
-        .sortWithinPartitions(*GROUP_COLUMNS, "ms")
-        .mapInArrow(_distribution_partition(window, qs, GROUP_COLUMNS, keys), f"{ident}, {DISTRIBUTION_FIGURES}")
+        usage.repartition(*group_cols)
+        .sortWithinPartitions(*group_cols, "ms")
+        .mapInArrow(_distribution_partition(window, qs, group_cols, keys), f"{ident}, {DISTRIBUTION_FIGURES}")
         .toArrow()
         .to_pylist()
     )

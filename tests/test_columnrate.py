@@ -10,6 +10,7 @@ to throttle (and take Fetches and connections back out), infinite limits, severa
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
@@ -115,3 +116,35 @@ def test_the_throttle_formula_matches_the_brokers_element_wise() -> None:
         cap = rnd.choice([None, 1_000, 2_000])
         got = int(throttle_ms(np.array([rate]), np.array([limit]), np.array([window_ms]), cap)[0])
         assert got == quota_throttle_ms(rate, limit, window_ms, cap), (SEED, rate, limit, window_ms, cap)
+
+
+def test_column_distributions_equal_the_core_one_group_at_a_time() -> None:
+    """The Spark engine's executors compute every group's distribution at once (numpy); each must be
+    :meth:`Distribution.of` of that group's rates, bit for bit: percentiles, counts over them, peak, sum."""
+    from kquotactl.core.recommend import REPORTED, Distribution
+    from kquotactl.impact.recommend import column_distributions
+
+    rnd = random.Random(SEED)
+    for case in range(200):
+        qs = sorted({*REPORTED, rnd.choice([0.0, 12.5, 50.0, 90.0, 99.9, 100.0, rnd.uniform(0, 100)])})
+        groups, rates = [], []
+        for g in range(rnd.randrange(1, 12)):
+            pool = [rnd.uniform(0, 1e9), 0.5, 1e-3, float(rnd.randrange(10))]
+            for _ in range(rnd.choice([1, 2, 3, rnd.randrange(1, 300)])):
+                groups.append(g * 7)
+                rates.append(rnd.choice([rnd.choice(pool), rnd.uniform(0, 10.0 ** rnd.uniform(-3, 12))]))
+        if case % 10 == 0:
+            rates[rnd.randrange(len(rates))] = math.nan
+        got = column_distributions(np.array(groups), np.array(rates), qs)
+        edges = [i for i in range(len(groups) + 1) if i in (0, len(groups)) or groups[i] != groups[i - 1]]
+        for j, (a, b) in enumerate(itertools.pairwise(edges)):
+            want = Distribution.of(rates[a:b], extra=qs)
+            mine = Distribution(
+                int(got["samples"][j]),
+                dict(zip(qs, got["ps"][j].tolist(), strict=True)),
+                float(got["peak"][j]),
+                dict(zip(qs, got["over"][j].tolist(), strict=True)),
+                got["total"][j],
+            )
+            where = f"seed {SEED} (KQUOTACTL_FUZZ_SEED={SEED}), case {case}, group {j}"
+            assert repr(mine) == repr(want), where

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -19,8 +20,6 @@ from kquotactl.core.precedence import QuotaIndex
 from kquotactl.impact import generate, local, readers, replay
 from kquotactl.impact.requestlog import (
     LINE,
-    LINE_GROUPS,
-    MILLIS_CHARS,
     PRINCIPAL_NAME,
     REQUEST_EXEMPT_APIS,
     STAMP_CHARS,
@@ -31,6 +30,8 @@ from kquotactl.impact.requestlog import (
 )
 
 DATA = Path(__file__).parent / "data" / "request-log"
+SEED = int(os.environ.get("KQUOTACTL_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+print(f"request-log seed: KQUOTACTL_FUZZ_SEED={SEED}", file=sys.stderr)
 
 # Lines as the brokers write them: "[%d] %p %m (%c)%n" with m = "Completed request:" + requestDescMetrics' JSON.
 # 2.8: connection ids local-remote-index; Fetch v12 carries replicaId (-1 for a consumer).
@@ -126,15 +127,52 @@ def test_names_and_the_line_pattern() -> None:
     assert LINE.startswith("(?s)^")  # . matches every character in both Python and Java regexes
 
 
-def test_the_one_pass_rewrite_puts_the_groups_at_fixed_offsets() -> None:
-    """Spark parses a line with one regexp_replace(line, LINE, LINE_GROUPS), then reads the groups by offset."""
-    java_refs = LINE_GROUPS.replace("$", "\\")  # Java's $n is Python's \n
-    for line in GOOD:
-        stamp, millis, body = re.match(LINE, line).group(1, 2, 3)  # type: ignore[union-attr]
-        assert (len(stamp), len(millis)) == (STAMP_CHARS, MILLIS_CHARS)
-        rewritten = re.sub(LINE, java_refs, line)
-        assert rewritten == stamp + millis + body and rewritten[0] != line[0] == "["
-    assert re.sub(LINE, java_refs, MALFORMED[0]) == MALFORMED[0]  # unmatched: unchanged, still starting with "["
+def test_spark_matches_the_line_in_parts_as_the_whole_pattern_does() -> None:
+    """Spark matches LINE as its head (on the text before the first ``{``) and tail (after the last ``}``), the JSON
+    the text between, the stamp and milliseconds at fixed offsets of the head: the same lines, the same groups,
+    on real lines, malformed ones and random cuts and splices of them (seed printed)."""
+    from kquotactl.impact.spark import LINE_HEAD, LINE_TAIL
+
+    assert LINE_HEAD + r"(\{.*\})" + LINE_TAIL == LINE
+    rnd = random.Random(SEED)
+    lines = [*GOOD, *MALFORMED, "", "{}", "}{", GOOD[0].replace("Completed request:", "Completed request: ")]
+    for _ in range(3000):
+        a, b = rnd.choice(GOOD), rnd.choice([*GOOD, *MALFORMED])
+        i, j = rnd.randrange(len(a) + 1), rnd.randrange(len(b) + 1)
+        lines.append(rnd.choice([a[:i] + b[j:], a[:i], a + rnd.choice(["}", " }", "} (x)", " (x)", "\r", "}x"])]))
+    for line in lines:
+        m = re.match(LINE, line)
+        head, tail = line.split("{", 1)[0], line.rsplit("}", 1)[-1]
+        h = re.match(LINE_HEAD, head)  # as Spark's regexp_extract: "" for no match
+        parts = head != "" and (h.group(0) if h else "") == head and re.match("^" + LINE_TAIL, tail) is not None
+        assert (m is not None) == parts, f"seed {SEED}: {line!r}"
+        if m is not None:
+            assert m.group(3) == line[len(head) : len(line) - len(tail)], f"seed {SEED}: {line!r}"
+            assert (m.group(1), m.group(2)) == (head[1 : 1 + STAMP_CHARS], head[STAMP_CHARS + 2 : STAMP_CHARS + 5])
+
+
+def test_sparks_record_size_pattern_finds_what_the_local_one_does() -> None:
+    from kquotactl.impact.requestlog import RECORDS_SIZE
+    from kquotactl.impact.spark import RECORDS_SIZE_SPARK
+
+    rnd = random.Random(SEED)
+    bits = [
+        '"recordsSizeInBytes":',
+        '"recordSetSizeInBytes":',
+        '"recordSizeInBytes":',
+        '"records":',
+        '"record',
+        "12",
+        "1234567890",
+        "12345678901",
+        "-3",
+        '"',
+        "x",
+        "sSizeInBytes",
+        'SetSizeInBytes":7',
+    ]
+    for text in [*GOOD, *(("".join(rnd.choice(bits) for _ in range(rnd.randrange(30)))) for _ in range(5000))]:
+        assert re.findall(RECORDS_SIZE_SPARK, text) == re.findall(RECORDS_SIZE, text), f"seed {SEED}: {text!r}"
 
 
 def _write_logs(d: Path) -> list[str]:

@@ -60,11 +60,9 @@ LINE = (
     r"(?s)^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})[,.]([0-9]{3})\] [A-Z]+ "
     r"Completed request:(\{.*\})( \([A-Za-z0-9_.$]+\))?[ \t\r]*$"
 )
-TIME_FORMAT_SPARK = "yyyy-MM-dd HH:mm:ss"
-# One pass of LINE per line on Spark: ``regexp_replace(line, LINE, LINE_GROUPS)`` (Java's ``$n`` references) turns
-# a matching line into its three groups end to end, the first two of fixed width; a line LINE does not match comes
-# back unchanged, and it is told apart by its first character (``[`` where a rewritten line starts with a digit).
-LINE_GROUPS = "$1$2$3"
+# On Spark, one pass of LINE a line: ``regexp_extract(line, LINE, 3)``, the JSON (never empty when LINE matches);
+# groups 1 and 2 are then read by offset from the text before the line's first ``]`` (``[``, the stamp, ``,`` or
+# ``.``, the milliseconds).
 STAMP_CHARS = 19  # group 1: yyyy-MM-dd HH:mm:ss
 MILLIS_CHARS = 3  # group 2
 # Every record batch's size in the request (Produce) or response (Fetch); inside a JSON string a quote is

@@ -55,20 +55,24 @@ from kquotactl.impact.requestlog import (
     BLANK,
     FETCH_APIS,
     JSON_FIELDS,
-    LINE_GROUPS,
     MILLIS_CHARS,
     PRINCIPAL_NAME,
-    RECORDS_SIZE,
     REPLICA_ID,
     REQUEST_EXEMPT_APIS,
     STAMP_CHARS,
-    TIME_FORMAT_SPARK,
     LogStats,
 )
 from kquotactl.impact.requestlog import COLUMNS as REQUEST_COLUMNS
 from kquotactl.impact.requestlog import LINE as RL_LINE
 from kquotactl.impact.topic import TICK_US, Cell, implicit_creations
 from kquotactl.impact.validation import check_input
+
+# LINE in its parts, for the Spark parser (_parsed_lines): the head up to the JSON's "{", and the tail after its "}".
+LINE_HEAD, LINE_TAIL = RL_LINE.split(r"(\{.*\})")
+#: RECORDS_SIZE with its literal prefix spelled out: the same matches, but Java's regex then skips through the text
+#: for that prefix (Boyer-Moore) instead of trying the alternatives at every quote (``tests/test_impact_requestlog.py``
+#: holds the two patterns to the same matches)
+RECORDS_SIZE_SPARK = r'"record(?:sSizeInBytes|SetSizeInBytes)":([0-9]{1,10})(?![0-9])'
 
 # Does the resolver model the broker's two-phase lookup for empty user / client-id names? The Spark engine
 # follows whichever resolver this package has, so both engines always agree.
@@ -97,6 +101,9 @@ DEFAULT_CONF = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.memory": "4g",
+    # The parsed request log is cached once, then read four times: compressing its columns took about 4 s of CPU per
+    # million lines (1.5 s uncompressed; the parse itself about 11 s), for less memory. --conf turns it back on.
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 
 
@@ -404,29 +411,38 @@ def _decompressed_lines(batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def _parsed_lines(lines: Any) -> Any:
-    """``lines`` (file, value) → file, blank, bad (malformed) and the traffic columns, as Spark expressions.
+    """``lines`` (file, value) → file (set on malformed lines only), blank, bad (malformed) and the traffic
+    columns, as Spark expressions.
 
-    In stages: the line's regex and its JSON document are each a column of their own before the columns that read
-    them, so each is evaluated once a line (one projection repeated them in every column and condition that read
-    them: Spark keeps an expensive expression referenced more than once in a projection of its own)."""
+    Every pass over a ~900-byte line costs about as much as ``from_json``, so there are few. :data:`LINE` is
+    matched in its parts (:data:`LINE_HEAD`, the JSON, :data:`LINE_TAIL`): the head on the text before the line's
+    first ``{`` and the tail on the text after its last ``}`` (``substring_index`` finds both without reading the
+    rest), the JSON being the bytes between. The same lines match: the head holds no ``{`` and no ``}``, the tail
+    no ``}``, so where LINE matches its JSON group runs from the first ``{`` to the last ``}``. Then ``from_json``
+    once, the record sizes only in Produce and Fetch lines (:data:`RECORDS_SIZE_SPARK`), the ``replicaId`` only in
+    Fetch lines. Each is a column of its own before the columns that read it, so it is evaluated once a line."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     value = F.col("value")
-    # One regex pass per line (LINE_GROUPS): the groups at fixed offsets of the rewritten line.
-    lines = lines.select("file", "value", F.regexp_replace(value, F.lit(RL_LINE), F.lit(LINE_GROUPS)).alias("_g"))
-    groups = F.col("_g")
     lines = lines.select(
         "file",
         "value",
-        "_g",
-        (groups != value).alias("_matched"),
-        groups.substr(STAMP_CHARS + MILLIS_CHARS + 1, 1 << 30).alias("_json"),
+        F.substring_index(value, "{", 1).alias("_head"),  # "[" stamp [,.] millis "] LEVEL Completed request:"
+        F.substring_index(value, "}", -1).alias("_tail"),  # " (kafka.request.logger)"
     )
-    matched, json_text = F.col("_matched"), F.col("_json")
-    stamp = F.try_to_timestamp(groups.substr(1, STAMP_CHARS), F.lit(TIME_FORMAT_SPARK))
-    millis = groups.substr(STAMP_CHARS + 1, MILLIS_CHARS).cast("int")
-    ts = F.unix_seconds(stamp) + F.when(matched, millis) / F.lit(1000.0)
+    head, tail = F.col("_head"), F.col("_tail")
+    # (regexp_extract gives "" for no match: an empty head is no match)
+    matched = (head != F.lit("")) & (F.regexp_extract(head, LINE_HEAD, 0) == head) & tail.rlike("^" + LINE_TAIL)
+    start = F.octet_length(head) + 1
+    length = F.octet_length(value) - F.octet_length(head) - F.octet_length(tail)
+    # bytes, not characters: a substr of the string would count the whole line's characters first
+    body = F.when(matched, value.cast("binary").substr(start, length).cast("string"))
+    lines = lines.select("file", "value", "_head", body.alias("_json"), matched.alias("_matched"))
+    json_text, matched = F.col("_json"), F.col("_matched")
+    # The shape LINE matched (digits at fixed places) read as a timestamp: a date that does not exist is null.
+    stamp = F.when(matched, head.substr(2, STAMP_CHARS).try_cast("timestamp"))
+    millis = F.when(matched, head.substr(STAMP_CHARS + 3, MILLIS_CHARS).cast("int"))  # (ANSI: "x" would fail)
     kinds = {"int": T.IntegerType(), "string": T.StringType(), "double": T.DoubleType()}
     nested: dict[str, list[Any]] = {}  # JSON_FIELDS as the schema from_json reads: top-level and one level down
     for dotted, kind in JSON_FIELDS.items():
@@ -438,38 +454,52 @@ def _parsed_lines(lines: Any) -> Any:
         + top
         + [T.StructField("_corrupt_record", T.StringType())]
     )
+    doc = F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"})
     lines = lines.select(
         "file",
         "value",
         "_json",
         "_matched",
         stamp.alias("_stamp"),
-        ts.alias("_ts"),
-        F.from_json(json_text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}).alias(
-            "_doc"
-        ),
+        (F.unix_seconds(stamp) + millis / F.lit(1000.0)).alias("_ts"),
+        F.when(matched, doc).alias("_doc"),
     )
-    stamp, ts, doc = F.col("_stamp"), F.col("_ts"), F.col("_doc")
+    matched, stamp, doc = F.col("_matched"), F.col("_stamp"), F.col("_doc")
     api = doc["requestHeader"]["requestApiKey"]
-    connection, principal = doc["connection"], doc["principal"]
-    blank = ~matched & value.rlike(BLANK)  # (And is lazy: only the lines LINE refuses are matched again)
-    bad = ~blank & (
-        ~matched
-        | stamp.isNull()
-        | doc.isNull()
-        | doc["_corrupt_record"].isNotNull()
-        | api.isNull()
-        | connection.isNull()
-        | principal.isNull()
-    )
     sizes = F.aggregate(
-        F.regexp_extract_all(json_text, F.lit(RECORDS_SIZE), 1),
+        F.regexp_extract_all(json_text, F.lit(RECORDS_SIZE_SPARK), 1),
         F.lit(0).cast("long"),
         lambda acc, x: acc + x.cast("long"),
     )
-    # The first replicaId (REPLICA_ID, whole match), searched for in Fetch lines only: a follower's has no sign.
-    replica = F.regexp_extract(json_text, REPLICA_ID, 0)
-    follower = (api == API_FETCH) & (replica != F.lit("")) & ~replica.contains("-")
+    lines = lines.select(
+        "file",
+        "value",
+        "_matched",
+        "_stamp",
+        "_ts",
+        "_doc",
+        api.alias("_api"),
+        F.when(api.isin(API_PRODUCE, *FETCH_APIS), sizes).alias("_sizes"),
+        # The first replicaId (REPLICA_ID, whole match), searched for in Fetch lines only.
+        F.when(api == API_FETCH, F.regexp_extract(json_text, REPLICA_ID, 0)).alias("_replica"),
+    )
+    api, sizes, replica = F.col("_api"), F.col("_sizes"), F.col("_replica")
+    connection, principal = doc["connection"], doc["principal"]
+    blank = ~matched & value.rlike(BLANK)  # (And is lazy: only the lines LINE refuses are matched again)
+    bad = F.coalesce(
+        ~blank
+        & (
+            ~matched
+            | stamp.isNull()
+            | doc.isNull()
+            | doc["_corrupt_record"].isNotNull()
+            | api.isNull()
+            | connection.isNull()
+            | principal.isNull()
+        ),
+        F.lit(True),
+    )
+    follower = (api == API_FETCH) & (replica != F.lit("")) & ~replica.contains("-")  # a follower's has no sign
     # Request time the broker records as exempt (requestlog.REQUEST_EXEMPT_APIS, a follower, an acks=0 Produce).
     exempt = (
         api.isin(*REQUEST_EXEMPT_APIS)
@@ -481,10 +511,10 @@ def _parsed_lines(lines: Any) -> Any:
     user = F.when(principal.contains(":"), F.regexp_extract(principal, PRINCIPAL_NAME, 1)).otherwise(principal)
     zero = F.lit(0).cast("long")
     return lines.select(
-        "file",
+        F.when(bad, F.col("file")).alias("file"),  # (only the malformed lines' file is read: not cached per line)
         blank.alias("blank"),
-        F.coalesce(bad, F.lit(True)).alias("bad"),
-        ts.alias("ts"),
+        bad.alias("bad"),
+        F.col("_ts").alias("ts"),
         user.alias("user"),
         F.coalesce(doc["requestHeader"]["clientId"], F.lit("")).alias("client_id"),
         F.coalesce(ip, F.lit("")).alias("ip"),
@@ -1052,7 +1082,8 @@ def run(
 def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
     """(part index in ``QID_PARTS``, hash) -> the name, for every hash the report holds.
 
-    One pass over the traffic's name columns, semi-joined with the (small) set of wanted hashes. A hash that two
+    One pass over the traffic's name columns, their distinct values semi-joined with the (small) set of wanted
+    hashes. A hash that two
     different names share would have merged their quota-ids, so it is refused rather than reported.
     """
     import pyarrow as pa
@@ -1070,13 +1101,18 @@ def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int],
             }
         )
     )
-    candidates = traffic.select(
-        F.inline(
-            F.array(
-                *[
-                    F.struct(F.lit(i).cast("byte").alias("part"), F.xxhash64(c).alias("h"), F.col(c).alias("name"))
-                    for i, c in enumerate(NAME_COLUMNS)
-                ]
+    # the distinct names first (one aggregation of the rows), then only those hashed and looked up
+    candidates = (
+        traffic.select(*NAME_COLUMNS)
+        .distinct()
+        .select(
+            F.inline(
+                F.array(
+                    *[
+                        F.struct(F.lit(i).cast("byte").alias("part"), F.xxhash64(c).alias("h"), F.col(c).alias("name"))
+                        for i, c in enumerate(NAME_COLUMNS)
+                    ]
+                )
             )
         )
     )
@@ -1214,12 +1250,11 @@ def sample_bounds(traffic: Any) -> tuple[int, int, int]:
     return (int(row[0]), int(row[1]), int(row[2])) if row[2] else (0, 0, 0)
 
 
-#: the row per (group, key, broker) :func:`recommend_distributions` collects: the group's names, then the figures
-#: of :class:`kquotactl.core.recommend.Distribution` (the percentiles as one array, in ``qs`` order)
-DISTRIBUTION_SCHEMA = (
-    "gu string, gc string, gip string, key string, broker string, samples long, peak double, "
-    "total double, ps array<double>, over array<long>"
-)
+#: the figures of :class:`kquotactl.core.recommend.Distribution` in a row :func:`recommend_distributions` collects
+#: (the percentiles as one array, in ``qs`` order), after the group's identity
+DISTRIBUTION_FIGURES = "samples long, peak double, total double, ps array<double>, over array<long>"
+#: a group's identity: its names, the key's index in the keys asked for, the broker
+GROUP_COLUMNS = ("gu", "gc", "gip", "k", BROKER_COLUMN)
 
 
 def recommend_distributions(
@@ -1228,58 +1263,74 @@ def recommend_distributions(
     """What :func:`kquotactl.impact.recommend.distributions` computes, on Spark: per key, the usage summed per
     (group, broker, ms), each group's rows replayed in time order through the same
     :func:`~kquotactl.impact.replay.replay_quota_id` (``mapInArrow`` over partitions sorted by group), and the
-    distribution built by the same :meth:`~kquotactl.core.recommend.Distribution.of`; only one row per group comes
-    back. ``traffic``: :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
-    from pyspark.sql import functions as F
-
-    from kquotactl.core.keys import KEYS, KeyScope
+    distribution built as :meth:`~kquotactl.core.recommend.Distribution.of` builds it
+    (:func:`~kquotactl.impact.recommend.column_distributions`); only one row per group comes back. ``traffic``:
+    :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
     from kquotactl.core.recommend import REPORTED, Distribution, GroupId, Level
 
-    lvl = Level(level)
     qs = sorted({*REPORTED, percentile})
-    broker = F.col(BROKER_COLUMN) if BROKER_COLUMN in traffic.columns else F.lit("")
-    frames = []
-    for key in keys:
-        u = F.col("u_" + USAGE[key].column)
-        if KEYS[key].kind is KeyScope.IP:
-            names = [F.lit(None).cast("string"), F.lit(None).cast("string"), F.col("ip")]
-        else:
-            user = F.lit(None).cast("string") if lvl is Level.CLIENT else F.col("user")
-            client = F.lit(None).cast("string") if lvl is Level.USER else F.col("client_id")
-            names = [user, client, F.lit(None).cast("string")]
-        frames.append(
-            traffic.where(u > 0).select(
-                names[0].alias("gu"),
-                names[1].alias("gc"),
-                names[2].alias("gip"),
-                F.lit(key).alias("key"),
-                broker.alias("broker"),
-                "ms",
-                u.alias("u"),
-            )
-        )
-    if not frames:
+    if not keys:
         return {}
-    usage = reduce(lambda a, b: a.unionByName(b), frames)
-    group_cols = ("gu", "gc", "gip", "key", "broker")
-    rows = (  # one shuffle: the rows of a group summed per millisecond in the partition (columnrate.per_ms)
-        usage.repartition(*group_cols)
-        .sortWithinPartitions(*group_cols, "ms")
-        .mapInArrow(_distribution_partition(window, qs), DISTRIBUTION_SCHEMA)
-        .toArrow()
-        .to_pylist()
-    )
     out: dict[tuple[Any, str], dict[str, Any]] = {}
-    for r in rows:
-        group = GroupId(r["gu"], r["gc"], r["gip"])
-        out.setdefault((group, r["key"]), {})[r["broker"]] = Distribution(
+    usage, group_cols = _group_rows(traffic, Level(level), keys)
+    for r in _sorted_distributions(usage, group_cols, window, qs, keys):
+        out.setdefault((GroupId(r["gu"], r["gc"], r["gip"]), keys[r["k"]]), {})[r.get("broker", "")] = Distribution(
             r["samples"],
             dict(zip(qs, r["ps"], strict=True)),
             r["peak"],
             dict(zip(qs, r["over"], strict=True)),
             r["total"],
         )
-    return out
+    # in one order whatever the partitioning (the local engine's: by group, key, broker)
+    return {gk: dict(sorted(out[gk].items())) for gk in sorted(out, key=lambda gk: (gk[0].sort_key(), gk[1]))}
+
+
+def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
+    """One row per (row of ``traffic``, key in ``keys`` it has usage of), in one pass over it: the group's
+    :data:`GROUP_COLUMNS` at ``level`` (an ip for connection keys; ``k`` the key's index in ``keys``: a byte, not
+    its name, through the shuffle and Arrow; no broker column when the traffic has none), ms and the usage u; and
+    the group's columns."""
+    from pyspark.sql import functions as F
+
+    from kquotactl.core.keys import KeyScope
+    from kquotactl.core.recommend import Level
+
+    none = F.lit(None).cast("string")
+    structs = []
+    for index, key in enumerate(keys):
+        if KEYS[key].kind is KeyScope.IP:
+            names = [none, none, F.col("ip")]
+        else:
+            names = [
+                none if level is Level.CLIENT else F.col("user"),
+                none if level is Level.USER else F.col("client_id"),
+                none,
+            ]
+        structs.append(
+            F.struct(
+                *(c.alias(n) for c, n in zip(names, ("gu", "gc", "gip"), strict=True)),
+                F.lit(index).cast("byte").alias("k"),
+                F.col("u_" + USAGE[key].column).alias("u"),
+            )
+        )
+    broker = [BROKER_COLUMN] if BROKER_COLUMN in traffic.columns else []
+    group_cols = tuple(c for c in GROUP_COLUMNS if c != BROKER_COLUMN or broker)
+    return traffic.select(*broker, "ms", F.inline(F.array(*structs))).where(F.col("u") > 0), group_cols
+
+
+def _sorted_distributions(
+    usage: Any, group_cols: Sequence[str], window: Window, qs: Sequence[float], keys: Sequence[str]
+) -> Any:
+    """One shuffle: ``usage`` (``group_cols``, ms, u) partitioned by group, each partition sorted by group then
+    time, each group's distribution computed in Python (:func:`_distribution_partition`); the rows collected."""
+    ident = ", ".join(f"{c} {usage.schema[c].dataType.simpleString()}" for c in group_cols)
+    return (
+        usage.repartition(*group_cols)
+        .sortWithinPartitions(*group_cols, "ms")
+        .mapInArrow(_distribution_partition(window, qs, group_cols, keys), f"{ident}, {DISTRIBUTION_FIGURES}")
+        .toArrow()
+        .to_pylist()
+    )
 
 
 def replay_per_broker(traffic: Any, index: QuotaIndex, window: Window) -> dict[str, Any]:
@@ -1299,10 +1350,14 @@ def replay_per_broker(traffic: Any, index: QuotaIndex, window: Window) -> dict[s
     )
 
 
-def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[Any], Any]:
-    """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group then time; each
-    group's rates replayed column-wise (:func:`kquotactl.impact.columnrate.replay_groups`, no limit), its
-    :class:`~kquotactl.core.recommend.Distribution` one output row."""
+def _distribution_partition(
+    window: Window, qs: Sequence[float], group_cols: Sequence[str], keys: Sequence[str]
+) -> Callable[[Any], Any]:
+    """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group (``group_cols``)
+    then time, ``k`` the key's index in ``keys``; each group's rates replayed column-wise
+    (:func:`kquotactl.impact.columnrate.replay_groups`, no limit), its
+    :class:`~kquotactl.core.recommend.Distribution` one output row after the group's columns."""
+    key_of = list(keys)
 
     def go(batches: Any) -> Any:
         import math
@@ -1310,53 +1365,43 @@ def _distribution_partition(window: Window, qs: Sequence[float]) -> Callable[[An
         import numpy as np
         import pyarrow as pa
 
-        from kquotactl.core.recommend import Distribution
         from kquotactl.impact.columnrate import per_ms, replay_groups
+        from kquotactl.impact.recommend import column_distributions
 
-        schema = pa.schema(
-            [
-                ("gu", pa.string()),
-                ("gc", pa.string()),
-                ("gip", pa.string()),
-                ("key", pa.string()),
-                ("broker", pa.string()),
-                ("samples", pa.int64()),
-                ("peak", pa.float64()),
-                ("total", pa.float64()),
-                ("ps", pa.list_(pa.float64())),
-                ("over", pa.list_(pa.int64())),
-            ]
-        )
-        names = ("gu", "gc", "gip", "key", "broker")
-        for table, group in _whole_groups(batches, names):
-            keys = np.asarray(table.column("key").combine_chunks().dictionary_encode().indices)
-            key_names = table.column("key").combine_chunks().dictionary_encode().dictionary.to_pylist()
+        figures = [
+            ("samples", pa.int64()),
+            ("peak", pa.float64()),
+            ("total", pa.float64()),
+            ("ps", pa.list_(pa.float64())),
+            ("over", pa.list_(pa.int64())),
+        ]
+        width = len(qs)
+        for table, group in _whole_groups(batches, group_cols):
+            schema = pa.schema([table.schema.field(c) for c in group_cols] + figures)
+            keys = np.asarray(table.column("k"))
             ms, units = np.asarray(table.column("ms")), np.asarray(table.column("u"))
-            out: list[dict[str, Any]] = []
-            for k, key in enumerate(key_names):
+            for k in np.unique(keys).tolist():
                 chosen = np.flatnonzero((keys == k) & (units != 0))
                 if not len(chosen):
                     continue
                 got = replay_groups(
-                    *per_ms(group[chosen], ms[chosen], units[chosen], in_order=True), key, math.inf, window
+                    *per_ms(group[chosen], ms[chosen], units[chosen], in_order=True), key_of[k], math.inf, window
                 )
-                edges = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1], True])
-                first_rows = chosen[np.searchsorted(group[chosen], got.group[edges[:-1]])]
-                ident = table.select(list(names)).take(pa.array(first_rows)).to_pylist()
-                rates = got.max_rate.tolist()
-                for row, a, b in zip(ident, edges[:-1].tolist(), edges[1:].tolist(), strict=True):
-                    d = Distribution.of(rates[a:b], extra=qs)
-                    out.append(
-                        {
-                            **row,
-                            "samples": d.samples,
-                            "peak": d.peak,
-                            "total": d.total,
-                            "ps": [d.percentiles[q] for q in qs],
-                            "over": [d.over[q] for q in qs],
-                        }
-                    )
-            if out:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
+                d = column_distributions(got.group, got.max_rate, qs)
+                firsts = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1]])
+                first_rows = chosen[np.searchsorted(group[chosen], got.group[firsts])]
+                ident = table.select(list(group_cols)).take(pa.array(first_rows))
+                offsets = pa.array(np.arange(len(firsts) + 1, dtype=np.int32) * width)
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        *(column.combine_chunks() for column in ident.columns),
+                        pa.array(d["samples"], pa.int64()),
+                        pa.array(d["peak"], pa.float64()),
+                        pa.array(d["total"], pa.float64()),
+                        pa.ListArray.from_arrays(offsets, pa.array(d["ps"].ravel(), pa.float64())),
+                        pa.ListArray.from_arrays(offsets, pa.array(d["over"].ravel(), pa.int64())),
+                    ],
+                    schema=schema,
+                )
 
     return go

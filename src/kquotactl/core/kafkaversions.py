@@ -79,7 +79,7 @@ def since(name: str) -> tuple[int, int]:
 
 #: the newest release line whose brokers register in ZooKeeper without ``features`` (registration version 4): 2.7
 #: added feature versioning (KIP-584) to the registration; 2.7 and later cannot be told apart from it
-_LAST_UNFEATURED = (2, 6)
+LAST_UNFEATURED = (2, 6)
 
 
 def registration_release(registration: bytes) -> tuple[int, int] | None:
@@ -92,7 +92,7 @@ def registration_release(registration: bytes) -> tuple[int, int] | None:
     except ValueError:
         return None
     if isinstance(data, dict) and "features" not in data and isinstance(data.get("version"), int):
-        return _LAST_UNFEATURED if data["version"] <= 4 else None
+        return LAST_UNFEATURED if data["version"] <= 4 else None
     return None
 
 

@@ -141,12 +141,8 @@ def live_problems(manifest: Manifest) -> list[str]:
 def release_problems(manifest: Manifest, refusal: Callable[[Entity, Sequence[str]], str | None]) -> list[str]:
     """``file:line: ...`` for each entity and key the brokers would refuse as newer than their release
     (``refusal``: the backend's :meth:`~kquotactl.backends.base.QuotaBackend.release_refusal`). One question for
-    the whole manifest first: on brokers that know every key it uses, that is all it costs."""
-    if not manifest.entries:
-        return []
-    used = sorted({k for entry in manifest.entries for k in (*entry.config, *entry.cluster)})
-    probe = next((entry.entity for entry in manifest.entries if entry.entity.ip is not None), None)
-    if refusal(probe or manifest.entries[0].entity, used) is None:
+    the brokers first: where they know every key and ip entities (every current release), no entry is looked at."""
+    if not manifest.entries or refusal(Entity(ip=DEFAULT), tuple(KEYS)) is None:
         return []
     problems = []
     for entry in manifest.entries:

@@ -366,8 +366,7 @@ class AdminBackend(QuotaBackend):
 
     def release_refusal(self, entity: Entity, keys: Sequence[str]) -> str | None:
         release = self.wire.broker_release
-        why = release_refusal(entity, keys, release) if release is not None else None
-        if why is None or release is None:
+        if release is None or (why := release_refusal(entity, keys, release)) is None:
             return None
         return f"{why}, and the {self.wire.what} is Kafka {release_text(release)} (by the API versions it answers)"
 

@@ -33,7 +33,7 @@ from kquotactl.core.changes import (
 from kquotactl.core.entities import DEFAULT, DEFAULT_MARKER, Entity, EntityType
 from kquotactl.core.errors import BackendUnavailable, InvalidValue, UsageError
 from kquotactl.core.filters import EntityFilter
-from kquotactl.core.kafkaversions import registration_release
+from kquotactl.core.kafkaversions import LAST_UNFEATURED, registration_release
 from kquotactl.core.keys import Number
 from kquotactl.core.migration import MigrationState, ZooKeeperWriteLost, decode_migration
 from kquotactl.core.partial import interrupted, partial_failure
@@ -189,6 +189,8 @@ class ZooKeeperBackend(QuotaBackend):
         stores a key or an ip quota newer than it and never enforces it (an ip's change notification is logged as an
         error and skipped). Not refused: a newer broker still at ``inter.broker.protocol.version`` 2.6 or older
         registers the same way, and it does enforce them."""
+        if not any(ch.set and release_refusal(ch.entity, ch.set, LAST_UNFEATURED) for ch in changes):
+            return  # nothing a 2.6 broker would not know: the registrations are not read
         if self._oldest_broker is None:
             ids = self._session.children_many(["/brokers/ids"]).get("/brokers/ids", [])
             got = self._session.get_raw_many([f"/brokers/ids/{i}" for i in sorted(ids) if i.isdigit()])

@@ -24,6 +24,7 @@ import pytest
 from conftest import run_cli
 from fixtures_reliability import COUNTS
 from kquotactl.backends.kafka.quotas import MAX_ENTRIES_PER_REQUEST, MAX_OPS_PER_REQUEST, AdminBackend
+from kquotactl.core.errors import QuotaError
 from kquotactl.core.keys import CLIENT_KEYS, KEYS
 from kquotactl.testing.kafka import KRaftCluster
 
@@ -56,6 +57,18 @@ def quorum(quorum_cluster: KRaftCluster) -> Iterator[KRaftCluster]:
             signal_nodes(quorum_cluster, [i], signal.SIGCONT)
         else:
             quorum_cluster.start_broker(i)
+    # and every broker listed and unfenced: a node just restarted stays fenced until it has caught up, and a write
+    # through it is then refused (AdminBackend.check_writable)
+    every = ",".join(n.bootstrap for n in quorum_cluster.nodes)
+    with admin(every) as b:
+
+        def whole() -> bool:
+            try:
+                return len(b.broker_ids()) == len(quorum_cluster.nodes) and not b.fenced_broker_ids()
+            except QuotaError:
+                return False
+
+        wait_until(whole, 120)
     yield quorum_cluster
 
 

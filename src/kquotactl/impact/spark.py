@@ -660,6 +660,83 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow], carry: Sequence[str] 
     columns of the input row."""
     from pyspark.sql import functions as F
 
+    df, quota_ids = _resolution(traffic, rows)
+    structs = [_entry(index, *quota_ids[key], "u_" + USAGE[key].column) for index, key in enumerate(MODEL_KEYS)]
+    return df.select("sample", "ms", *carry, F.inline(F.array(*structs))).where(F.col("u") > 0)
+
+
+#: the levels whose quota-id is the request's own (user, client-id): a (user, client-id) pair's requests are all
+#: its rows, whichever of these levels a key resolves at
+PAIR_LEVELS = (1, 2, 4, 5)
+
+
+def replay_rows(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
+    """The rows :func:`replay` takes (grouped by :data:`REPLAY_GROUP`), in one pass over ``traffic``: a request
+    whose client keys all resolve to its own (user, client-id) pair (:data:`PAIR_LEVELS`), or to no limit, is one
+    row for all of them (``kx`` and ``lvx`` -1, qu and qc the pair); any other request is one row per key it has limited
+    usage of (``kx`` the key's index in ``MODEL_KEYS``, ``lvx`` its level, qu/qc/qip that key's quota-id), as
+    :func:`resolved_usage` gives. Usage with no limit is left out (:func:`run` counts it from the totals)."""
+    from pyspark.sql import functions as F
+
+    df, quota_ids = _resolution(traffic, rows)
+    # the client keys some quota sets at a level that is not the pair's: only they can make a request not a pair's
+    elsewhere = {r.key for r in rows if r.ip is None and r.key in CLIENT_MODEL_KEYS and r.level not in PAIR_LEVELS}
+    # Each as a column of its own, computed once a request: inlined into every struct below, the expressions grow
+    # past what the JVM compiles, and the stage runs six times slower.
+    df = df.withColumns(
+        {
+            **{f"_lim{i}": quota_ids[key][1].cast("double") for i, key in enumerate(MODEL_KEYS)},
+            **{
+                f"_u{i}": F.when(
+                    (quota_ids[key][0] > 0) & (F.col("u_" + USAGE[key].column) > 0), F.col("u_" + USAGE[key].column)
+                ).otherwise(F.lit(0).cast("long"))
+                for i, key in enumerate(MODEL_KEYS)
+            },
+            "_pair": reduce(
+                operator.and_,
+                (quota_ids[key][0].isin(0, *PAIR_LEVELS) for key in CLIENT_MODEL_KEYS if key in elsewhere),
+                F.lit(True),
+            ),
+        }
+    )
+    zero, nothing = F.lit(0).cast("long"), F.lit(None).cast("double")
+    pair = F.col("_pair")
+
+    def row(kx: int, lvx: Any, qu: Any, qc: Any, qip: Any, keys: Sequence[str]) -> Any:
+        per_key = []
+        for i, key in enumerate(MODEL_KEYS):
+            mine = key in keys
+            per_key += [
+                (quota_ids[key][0] if mine else F.lit(0)).cast("int").alias(f"lv{i}"),
+                (F.col(f"_lim{i}") if mine else nothing).alias(f"lim{i}"),
+                (F.col(f"_u{i}") if mine else zero).alias(f"u{i}"),
+            ]
+        return F.struct(
+            F.lit(kx).cast("byte").alias("kx"),
+            lvx.cast("int").alias("lvx"),
+            qu.cast("long").alias("qu"),
+            qc.cast("long").alias("qc"),
+            qip.cast("long").alias("qip"),
+            *per_key,
+        )
+
+    used = {key: F.col(f"_u{i}") > 0 for i, key in enumerate(MODEL_KEYS)}
+    whole = row(-1, F.lit(-1), F.col("h_user"), F.col("h_client_id"), F.lit(None), CLIENT_MODEL_KEYS)
+    structs = [F.when(pair & reduce(operator.or_, (used[k] for k in CLIENT_MODEL_KEYS)), whole)]
+    for index, key in enumerate(MODEL_KEYS):
+        level, _, qu, qc, qip = quota_ids[key]
+        if key in CLIENT_MODEL_KEYS and not elsewhere:
+            continue  # every request is a pair's (or has no limit)
+        alone = used[key] if key not in CLIENT_MODEL_KEYS else ~pair & used[key]
+        structs.append(F.when(alone, row(index, level, qu, qc, qip, (key,))))
+    return df.select("ms", F.inline(F.array(*structs))).where(F.col("kx").isNotNull())
+
+
+def _resolution(traffic: Any, rows: Sequence[QuotaRow]) -> tuple[Any, dict[str, tuple[Any, Any, Any, Any, Any]]]:
+    """``traffic`` joined with the quotas ``rows`` set, and per key in ``MODEL_KEYS`` the columns of the quota-id
+    each row's usage of it resolves to: level (0 = unlimited), limit, qu, qc, qip."""
+    from pyspark.sql import functions as F
+
     spark = traffic.sparkSession
     tables = _tables(spark, rows)
     consts = _constants(rows)
@@ -687,8 +764,8 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow], carry: Sequence[str] 
     df = df.withColumns({f"lv_{k}": _level(cands_by_key[k], k in CLIENT_MODEL_KEYS) for k in MODEL_KEYS})
     df = df.withColumns({f"h_{c}": F.xxhash64(c) for c in NAME_COLUMNS})
     empty = F.xxhash64(F.lit(""))  # the "" of levels 7-8 (and 3, 6) hashes as an empty name would
-    structs = []
-    for index, key in enumerate(MODEL_KEYS):
+    quota_ids: dict[str, tuple[Any, Any, Any, Any, Any]] = {}
+    for key in MODEL_KEYS:
         level = F.col(f"lv_{key}")
         limit = F.lit(None).cast("double")
         for lv, c in reversed(cands_by_key[key]):
@@ -700,8 +777,8 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow], carry: Sequence[str] 
         else:
             qu = qc = F.lit(None)
             qip = F.when(level > 0, F.col("h_ip"))
-        structs.append(_entry(index, level, limit, qu, qc, qip, "u_" + USAGE[key].column))
-    return df.select("sample", "ms", *carry, F.inline(F.array(*structs))).where(F.col("u") > 0)
+        quota_ids[key] = (level, limit, qu, qc, qip)
+    return df, quota_ids
 
 
 def _level(cands: list[tuple[int, Any]], client_key: bool = True) -> Any:
@@ -764,35 +841,37 @@ SWEPT = (
 )
 
 
-def replay(usage: Any, window: Window) -> Any:
-    """Per (quota-id, sample with usage): what :func:`kquotactl.impact.replay.replay_quota_id` gives, run on each
-    quota-id's rows (the one replay both engines share, so executors need kquotactl: the ``--py-files`` zip);
-    unlimited rows are only counted. The rows go to Python a partition at a time, each quota-id's together and in
-    time order (``mapInArrow`` over a partition sorted by quota-id: a per-group call would cost a round trip per
-    quota-id, and there are as many quota-ids as clients)."""
-    from pyspark.sql import functions as F
+#: how :func:`replay` groups its rows: a quota-id (a pair's row stands for each of its keys' quota-ids)
+REPLAY_GROUP = ("qu", "qc", "qip", "kx", "lvx")
 
-    per_ms = usage.groupBy(*QID, "limit", "ms").agg(F.sum("u").alias("u"), F.count(F.lit(1)).alias("n"))
-    step = window.sample_ms
-    unlimited = per_ms.where(F.col("level") == 0).select(
-        *QID,
-        "limit",
-        F.expr(f"(ms - pmod(ms, {step})) div {step}").alias("p"),
-        F.col("u").alias("added"),
-        "n",
-        F.lit(0.0).alias("rate"),
-        F.lit(0).cast("long").alias("ms"),
-        F.lit(1).cast("long").alias("len"),
-        F.lit(0).cast("long").alias("thr_units"),
-    )
-    limited = (  # one shuffle: a quota-id's rows summed per millisecond in the partition
-        usage.where(F.col("level") > 0)
-        .select(*QID, "limit", "ms", "u")
-        .repartition(*QID)
-        .sortWithinPartitions(*QID, "ms")
+
+def replay(replayed: Any, window: Window) -> Any:
+    """Per (quota-id, sample with usage): what :func:`kquotactl.impact.replay.replay_quota_id` gives, run on each
+    quota-id's rows (the one replay both engines share, so executors need kquotactl: the ``--py-files`` zip).
+    ``replayed``: :func:`replay_rows`' rows (limited usage only). The rows go to Python a partition at a time, each
+    quota-id's together and in time order (``mapInArrow`` over a partition sorted by quota-id: a per-group call
+    would cost a round trip per quota-id, and there are as many quota-ids as clients)."""
+    return (  # one shuffle: a quota-id's rows summed per millisecond in the partition
+        replayed.repartition(*REPLAY_GROUP)
+        .sortWithinPartitions(*REPLAY_GROUP, "ms")
         .mapInArrow(_replay_partition(window), SWEPT)
     )
-    return limited.unionByName(unlimited)
+
+
+def _as_replay_rows(usage: Any) -> Any:
+    """:func:`resolved_usage`'s rows with a limit as :func:`replay_rows` spells them: one row per (request, key)."""
+    from pyspark.sql import functions as F
+
+    limited = usage.where(F.col("level") > 0)
+    per_key = []
+    for i in range(len(MODEL_KEYS)):
+        mine = F.col("k") == i
+        per_key += [
+            F.when(mine, F.col("level")).otherwise(F.lit(0)).cast("int").alias(f"lv{i}"),
+            F.when(mine, F.col("limit")).cast("double").alias(f"lim{i}"),
+            F.when(mine, F.col("u")).otherwise(F.lit(0)).cast("long").alias(f"u{i}"),
+        ]
+    return limited.select("ms", F.col("k").alias("kx"), F.col("level").alias("lvx"), "qu", "qc", "qip", *per_key)
 
 
 #: How many input rows :func:`_whole_groups` gathers before the column-wise replay runs on them.
@@ -843,8 +922,10 @@ def _whole_groups(batches: Any, group_cols: Sequence[str]) -> Iterator[tuple[Any
 
 def _replay_partition(window: Window) -> Callable[[Any], Any]:
     """The Arrow function of :func:`replay` (a closure over the window, pickled to the executors): a partition's
-    rows, sorted by quota-id then time, replayed column-wise (:func:`kquotactl.impact.columnrate.replay_groups`,
-    :func:`~kquotactl.impact.replay.replay_quota_id`'s outcomes bit for bit), a key at a time."""
+    rows, sorted by quota-id (:data:`REPLAY_GROUP`) then time, replayed column-wise
+    (:func:`kquotactl.impact.columnrate.replay_groups`, :func:`~kquotactl.impact.replay.replay_quota_id`'s outcomes
+    bit for bit), a key at a time: a key's rows are those with its usage (``u{i}``), its quota-id the group's
+    names with the key and its level (``lv{i}``)."""
 
     def go(batches: Any) -> Any:
         import numpy as np
@@ -855,32 +936,35 @@ def _replay_partition(window: Window) -> Callable[[Any], Any]:
         names = ("k", "level", "qu", "qc", "qip", "limit", "p", "added", "n", "rate", "ms", "len", "thr_units")
         long, double = pa.int64(), pa.float64()
         types = (pa.int8(), pa.int32(), long, long, long, double, long, long, long, double, long, long, long)
-        for rows, row_group in _whole_groups(batches, QID):
+        for rows, row_group in _whole_groups(batches, REPLAY_GROUP):
             ms = np.asarray(rows.column("ms"))
-            # one recording per (quota-id, millisecond): the units summed, the input rows counted
-            firsts = runs(row_group, ms)
-            table, group = rows.take(pa.array(firsts)), row_group[firsts]
-            cols = {name: np.asarray(table.column(name)) for name in ("k", "ms", "limit")}
-            cols["u"] = np.add.reduceat(np.asarray(rows.column("u")), firsts)
-            cols["n"] = np.diff(np.r_[firsts, rows.num_rows])
-            sample = cols["ms"] // window.sample_ms
-            # input rows per (group, sample), whether or not they recorded usage
-            cut = runs(group, sample)
-            span = int(sample.max()) - int(sample.min()) + 1
-            at = group[cut] * span + (sample[cut] - int(sample.min()))
-            counts = np.add.reduceat(cols["n"], cut)
-            for k in np.unique(cols["k"]).tolist():
-                chosen = np.flatnonzero((cols["k"] == k) & (cols["u"] != 0))
+            for k, key in enumerate(MODEL_KEYS):
+                units = np.asarray(rows.column(f"u{k}"))
+                chosen = np.flatnonzero(units > 0)
                 if not len(chosen):
                     continue
-                got = replay_groups(
-                    group[chosen], cols["ms"][chosen], cols["u"][chosen], MODEL_KEYS[k], cols["limit"][chosen], window
-                )
-                first_row = chosen[np.searchsorted(group[chosen], got.group)]  # each outcome's group's first row
-                here = np.searchsorted(at, got.group * span + (got.sample - int(sample.min())))
-                ident = table.take(pa.array(first_row))
+                # one recording per (quota-id, millisecond): the units summed, the input rows counted
+                firsts = chosen[runs(row_group[chosen], ms[chosen])]
+                group, at_ms = row_group[firsts], ms[firsts]
+                summed = np.add.reduceat(units[chosen], np.searchsorted(chosen, firsts))
+                counted = np.diff(np.r_[np.searchsorted(chosen, firsts), len(chosen)])
+                limits = np.asarray(rows.column(f"lim{k}"))[firsts]
+                sample = at_ms // window.sample_ms
+                # input rows per (quota-id, sample)
+                cut = runs(group, sample)
+                low = int(sample.min())
+                span = int(sample.max()) - low + 1
+                at = group[cut] * span + (sample[cut] - low)
+                counts = np.add.reduceat(counted, cut)
+                got = replay_groups(group, at_ms, summed, key, limits, window)
+                first_row = firsts[np.searchsorted(group, got.group)]  # each outcome's quota-id's first row
+                here = np.searchsorted(at, got.group * span + (got.sample - low))
+                ident = rows.take(pa.array(first_row))
                 values = (
-                    *(ident.column(c).combine_chunks() for c in (*QID, "limit")),
+                    np.full(len(got.group), k, dtype=np.int8),
+                    ident.column(f"lv{k}").combine_chunks(),
+                    *(ident.column(c).combine_chunks() for c in ("qu", "qc", "qip")),
+                    ident.column(f"lim{k}").combine_chunks(),
                     got.sample,
                     got.units,
                     counts[here],
@@ -903,7 +987,7 @@ def _replay_partition(window: Window) -> Callable[[Any], Any]:
 def throttle_rows(usage: Any, window: Window, last: int) -> Any:
     """The throttle per quota-id and sample: the brokers' own windowed rates (Prometheus input) swept, else each
     quota-id's recordings replayed through Kafka's ``Rate``."""
-    return sweep(usage, window, last) if window.windowed else replay(usage, window)
+    return sweep(usage, window, last) if window.windowed else replay(_as_replay_rows(usage), window)
 
 
 def sweep(usage: Any, window: Window, last: int, one_shuffle: bool = True) -> Any:
@@ -995,11 +1079,51 @@ def aggregate(swept: Any, window: Window) -> Any:
     )
 
 
-def bounds(traffic: Any) -> tuple[int, int | None, int | None]:
+def bounds(traffic: Any) -> tuple[int, int | None, int | None, dict[str, tuple[int, int]]]:
+    """The rows, the first and last sample, and per key in ``MODEL_KEYS`` the rows with its usage and that usage
+    summed, in one pass."""
     from pyspark.sql import functions as F
 
-    r = traffic.agg(F.count(F.lit(1)).alias("n"), F.min("sample").alias("lo"), F.max("sample").alias("hi")).first()
-    return int(r["n"]), r["lo"], r["hi"]
+    columns = sorted({USAGE[k].column for k in MODEL_KEYS})
+    figures = []
+    for c in columns:
+        u = F.col("u_" + c)
+        figures += [F.count(F.when(u > 0, 1)).alias(f"r_{c}"), F.sum(F.when(u > 0, u)).alias(f"s_{c}")]
+    r = traffic.agg(
+        F.count(F.lit(1)).alias("n"), F.min("sample").alias("lo"), F.max("sample").alias("hi"), *figures
+    ).first()
+    used = {k: (int(r[f"r_{USAGE[k].column}"]), int(r[f"s_{USAGE[k].column}"] or 0)) for k in MODEL_KEYS}
+    return int(r["n"]), r["lo"], r["hi"], used
+
+
+def _unlimited(table: list[dict[str, Any]], used: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
+    """:func:`aggregate`'s rows for the usage with no limit (one per key, level 0), as the totals less the limited
+    usage :func:`replay` replayed (it is given only that)."""
+    limited = {k: [0, 0] for k in MODEL_KEYS}
+    for r in table:
+        limited[MODEL_KEYS[r["k"]]][0] += r["rows"]
+        limited[MODEL_KEYS[r["k"]]][1] += r["units"]
+    out = []
+    for index, key in enumerate(MODEL_KEYS):
+        rows, units = used[key][0] - limited[key][0], used[key][1] - limited[key][1]
+        if rows:
+            out.append(
+                {
+                    "k": index,
+                    "level": 0,
+                    "qu": None,
+                    "qc": None,
+                    "qip": None,
+                    "seconds_throttled": 0,
+                    "max_rate": 0.0,
+                    "total_throttle_ms": 0,
+                    "max_throttle_ms": 0,
+                    "rows": rows,
+                    "units": units,
+                    "units_throttled": 0,
+                }
+            )
+    return out
 
 
 def run(
@@ -1010,14 +1134,18 @@ def run(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    nrows, first, last = bounds(traffic)
+    nrows, first, last, used = bounds(traffic)
     if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
-    usage = resolved_usage(traffic, rows)
-    swept = throttle_rows(usage, window, int(last))
+    if window.windowed:
+        swept = sweep(resolved_usage(traffic, rows), window, int(last))
+    else:
+        swept = replay(replay_rows(traffic, rows), window)
     if timeline_top:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
     table = aggregate(swept, window).toArrow().to_pylist()
+    if not window.windowed:
+        table += _unlimited(table, used)
     limited = [r for r in table if r["level"] > 0]
     names = _names(traffic, limited)
     stats: list[QidStats] = []
@@ -1251,10 +1379,10 @@ def sample_bounds(traffic: Any) -> tuple[int, int, int]:
 
 
 #: the figures of :class:`kquotactl.core.recommend.Distribution` in a row :func:`recommend_distributions` collects
-#: (the percentiles as one array, in ``qs`` order), after the group's identity
-DISTRIBUTION_FIGURES = "samples long, peak double, total double, ps array<double>, over array<long>"
-#: a group's identity: its names, the key's index in the keys asked for, the broker
-GROUP_COLUMNS = ("gu", "gc", "gip", "k", BROKER_COLUMN)
+#: (the percentiles as one array, in ``qs`` order), after the group's identity and the key's index
+DISTRIBUTION_FIGURES = "k byte, samples long, peak double, total double, ps array<double>, over array<long>"
+#: a group's identity: its names and the broker
+GROUP_COLUMNS = ("gu", "gc", "gip", BROKER_COLUMN)
 
 
 def recommend_distributions(
@@ -1264,8 +1392,8 @@ def recommend_distributions(
     (group, broker, ms), each group's rows replayed in time order through the same
     :func:`~kquotactl.impact.replay.replay_quota_id` (``mapInArrow`` over partitions sorted by group), and the
     distribution built as :meth:`~kquotactl.core.recommend.Distribution.of` builds it
-    (:func:`~kquotactl.impact.recommend.column_distributions`); only one row per group comes back. ``traffic``:
-    :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
+    (:func:`~kquotactl.impact.recommend.column_distributions`); only one row per group and key comes back.
+    ``traffic``: :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
     from kquotactl.core.recommend import REPORTED, Distribution, GroupId, Level
 
     qs = sorted({*REPORTED, percentile})
@@ -1286,43 +1414,56 @@ def recommend_distributions(
 
 
 def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
-    """One row per (row of ``traffic``, key in ``keys`` it has usage of), in one pass over it: the group's
-    :data:`GROUP_COLUMNS` at ``level`` (an ip for connection keys; ``k`` the key's index in ``keys``: a byte, not
-    its name, through the shuffle and Arrow; no broker column when the traffic has none), ms and the usage u; and
-    the group's columns."""
+    """The rows of ``traffic`` as its groups at ``level`` see them, in one pass: a row's client keys share one
+    group (its user and/or client-id), so they share one row, ``u0``, ``u1``... its usage of each key in ``keys``
+    (0 for the other scope's); the connection keys' group is the ip, a second row where the row has such usage.
+    Each row holds :data:`GROUP_COLUMNS` (no broker column when the traffic has none), ms and the usage columns.
+    One row per request, not per (request, key): the shuffle and the sort after it move a third as many rows."""
     from pyspark.sql import functions as F
 
     from kquotactl.core.keys import KeyScope
     from kquotactl.core.recommend import Level
 
     none = F.lit(None).cast("string")
+    zero = F.lit(0).cast("long")
+    scopes = {
+        KeyScope.CLIENT: [
+            none if level is Level.CLIENT else F.col("user"),
+            none if level is Level.USER else F.col("client_id"),
+            none,
+        ],
+        KeyScope.IP: [none, none, F.col("ip")],
+    }
     structs = []
-    for index, key in enumerate(keys):
-        if KEYS[key].kind is KeyScope.IP:
-            names = [none, none, F.col("ip")]
-        else:
-            names = [
-                none if level is Level.CLIENT else F.col("user"),
-                none if level is Level.USER else F.col("client_id"),
-                none,
-            ]
+    for scope, names in scopes.items():
+        mine = [i for i, key in enumerate(keys) if KEYS[key].kind is scope]
+        if not mine:
+            continue
+        units = [F.col("u_" + USAGE[key].column) if i in mine else zero for i, key in enumerate(keys)]
+        any_use = reduce(operator.or_, (F.col("u_" + USAGE[keys[i]].column) > 0 for i in mine))
         structs.append(
-            F.struct(
-                *(c.alias(n) for c, n in zip(names, ("gu", "gc", "gip"), strict=True)),
-                F.lit(index).cast("byte").alias("k"),
-                F.col("u_" + USAGE[key].column).alias("u"),
+            F.when(
+                any_use,
+                F.struct(
+                    *(c.alias(n) for c, n in zip(names, ("gu", "gc", "gip"), strict=True)),
+                    *(u.alias(f"u{i}") for i, u in enumerate(units)),
+                ),
             )
         )
     broker = [BROKER_COLUMN] if BROKER_COLUMN in traffic.columns else []
     group_cols = tuple(c for c in GROUP_COLUMNS if c != BROKER_COLUMN or broker)
-    return traffic.select(*broker, "ms", F.inline(F.array(*structs))).where(F.col("u") > 0), group_cols
+    rows = traffic.select(*broker, "ms", F.inline(F.array(*structs)) if len(structs) > 1 else structs[0].alias("_g"))
+    if len(structs) == 1:
+        rows = rows.select(*broker, "ms", "_g.*")
+    return rows.where(F.col("gu").isNotNull() | F.col("gc").isNotNull() | F.col("gip").isNotNull()), group_cols
 
 
 def _sorted_distributions(
     usage: Any, group_cols: Sequence[str], window: Window, qs: Sequence[float], keys: Sequence[str]
 ) -> Any:
-    """One shuffle: ``usage`` (``group_cols``, ms, u) partitioned by group, each partition sorted by group then
-    time, each group's distribution computed in Python (:func:`_distribution_partition`); the rows collected."""
+    """One shuffle: ``usage`` (``group_cols``, ms, u0...) partitioned by group, each partition sorted by group then
+    time, each group's distribution per key computed in Python (:func:`_distribution_partition`); the rows
+    collected."""
     ident = ", ".join(f"{c} {usage.schema[c].dataType.simpleString()}" for c in group_cols)
     return (
         usage.repartition(*group_cols)
@@ -1354,9 +1495,9 @@ def _distribution_partition(
     window: Window, qs: Sequence[float], group_cols: Sequence[str], keys: Sequence[str]
 ) -> Callable[[Any], Any]:
     """The Arrow function of :func:`recommend_distributions`: a partition's rows sorted by group (``group_cols``)
-    then time, ``k`` the key's index in ``keys``; each group's rates replayed column-wise
+    then time, ``u{i}`` the usage of ``keys[i]``; each group's rates of each key replayed column-wise
     (:func:`kquotactl.impact.columnrate.replay_groups`, no limit), its
-    :class:`~kquotactl.core.recommend.Distribution` one output row after the group's columns."""
+    :class:`~kquotactl.core.recommend.Distribution` one output row after the group's columns and the key's index."""
     key_of = list(keys)
 
     def go(batches: Any) -> Any:
@@ -1369,6 +1510,7 @@ def _distribution_partition(
         from kquotactl.impact.recommend import column_distributions
 
         figures = [
+            ("k", pa.int8()),
             ("samples", pa.int64()),
             ("peak", pa.float64()),
             ("total", pa.float64()),
@@ -1378,14 +1520,14 @@ def _distribution_partition(
         width = len(qs)
         for table, group in _whole_groups(batches, group_cols):
             schema = pa.schema([table.schema.field(c) for c in group_cols] + figures)
-            keys = np.asarray(table.column("k"))
-            ms, units = np.asarray(table.column("ms")), np.asarray(table.column("u"))
-            for k in np.unique(keys).tolist():
-                chosen = np.flatnonzero((keys == k) & (units != 0))
+            ms = np.asarray(table.column("ms"))
+            for k, key in enumerate(key_of):
+                units = np.asarray(table.column(f"u{k}"))
+                chosen = np.flatnonzero(units > 0)
                 if not len(chosen):
                     continue
                 got = replay_groups(
-                    *per_ms(group[chosen], ms[chosen], units[chosen], in_order=True), key_of[k], math.inf, window
+                    *per_ms(group[chosen], ms[chosen], units[chosen], in_order=True), key, math.inf, window
                 )
                 d = column_distributions(got.group, got.max_rate, qs)
                 firsts = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1]])
@@ -1395,6 +1537,7 @@ def _distribution_partition(
                 yield pa.RecordBatch.from_arrays(
                     [
                         *(column.combine_chunks() for column in ident.columns),
+                        pa.array(np.full(len(firsts), k, dtype=np.int8)),
                         pa.array(d["samples"], pa.int64()),
                         pa.array(d["peak"], pa.float64()),
                         pa.array(d["total"], pa.float64()),

@@ -944,10 +944,11 @@ def _replay_partition(window: Window) -> Callable[[Any], Any]:
                 if not len(chosen):
                     continue
                 # one recording per (quota-id, millisecond): the units summed, the input rows counted
-                firsts = chosen[runs(row_group[chosen], ms[chosen])]
+                starts = runs(row_group[chosen], ms[chosen])
+                firsts = chosen[starts]
                 group, at_ms = row_group[firsts], ms[firsts]
-                summed = np.add.reduceat(units[chosen], np.searchsorted(chosen, firsts))
-                counted = np.diff(np.r_[np.searchsorted(chosen, firsts), len(chosen)])
+                summed = np.add.reduceat(units[chosen], starts)
+                counted = np.diff(np.r_[starts, len(chosen)])
                 limits = np.asarray(rows.column(f"lim{k}"))[firsts]
                 sample = at_ms // window.sample_ms
                 # input rows per (quota-id, sample)
@@ -1452,9 +1453,7 @@ def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> tuple[Any, tup
         )
     broker = [BROKER_COLUMN] if BROKER_COLUMN in traffic.columns else []
     group_cols = tuple(c for c in GROUP_COLUMNS if c != BROKER_COLUMN or broker)
-    rows = traffic.select(*broker, "ms", F.inline(F.array(*structs)) if len(structs) > 1 else structs[0].alias("_g"))
-    if len(structs) == 1:
-        rows = rows.select(*broker, "ms", "_g.*")
+    rows = traffic.select(*broker, "ms", F.inline(F.array(*structs)))
     return rows.where(F.col("gu").isNotNull() | F.col("gc").isNotNull() | F.col("gip").isNotNull()), group_cols
 
 

@@ -80,7 +80,11 @@ def child(engine: str, path: str) -> None:
         doc = recommendation_json(found.recommendation, found.distributions)
         out["quota_ids"] = len(doc["distributions"])
         out["limits"] = len(doc["limits"])
-        out["digest"] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+        # the replay of the recommendation too: Spark leaves the quota-ids the distributions settle out of it
+        both = {"recommendation": doc, "replayed": found.replayed}
+        out["digest"] = hashlib.sha256(json.dumps(both, sort_keys=True).encode()).hexdigest()[:16]
+        summary = found.replayed["summary"]
+        out["replayed"] = (summary["throttled_quota_ids"], summary["quota_ids"])
     out["total_s"] = time.perf_counter() - t0
     print("RESULT " + json.dumps(out), flush=True)
 
@@ -103,10 +107,18 @@ def main() -> None:
                 f"  {n:>11,} lines  {engine:<7} {r['wall_s']:7.1f}s end to end{ratio}  {r['quota_ids']:,} quota-ids",
                 flush=True,
             )
+            if "replayed" in r:
+                throttled, replayed = r["replayed"]
+                print(f"{'':22}replay: {throttled:,} of {replayed:,} quota-ids throttled", flush=True)
         digests = {e: r["digest"] for e, r in results.items() if "digest" in r}
         if len(digests) > 1:
             same = len(set(digests.values())) == 1
-            print(f"  identical recommendations across {', '.join(digests)}: {'yes' if same else 'NO ' + str(digests)}")
+            print(
+                f"  identical recommendations and replays across {', '.join(digests)}:"
+                f" {'yes' if same else 'NO ' + str(digests)}"
+            )
+            if not same:
+                sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -77,3 +77,33 @@ def test_per_broker_request_logs_give_identical_recommendations(tmp_path: Path, 
     local, on_spark = both(source, Policy(percentile=95.0))
     assert {lim["brokers"] for lim in local["limits"]} == {2}, f"seed {SEED}"
     assert on_spark == local, f"seed {SEED}"
+
+
+def test_the_quota_ids_spark_leaves_out_of_the_replay_are_never_throttled(tmp_path: Path, spark: Any) -> None:
+    """Spark does not replay the quota-ids their distributions settle (a pair's own, its peak rate at most its
+    limit); the local engine replays every one. A policy at the 90th percentile with no headroom settles some and
+    throttles others: the reports stay identical, and the local replay finds each settled quota-id never throttled,
+    at the settled peak."""
+    from collections import defaultdict
+
+    from kquotactl.impact.recommend import settled_quota_ids
+    from kquotactl.services.recommend import proposed_index
+
+    traffic = random_traffic(tmp_path / "t.csv", random.Random(SEED))
+    policy = Policy(percentile=90.0, headroom=0.0, tail_share=0.05)
+    local, on_spark = both(Replay(Window(), [str(traffic)]), policy)
+    assert on_spark == local, f"seed {SEED}"
+    found = recommend_from_traffic(Replay(Window(), [str(traffic)], engine="local"), policy)
+    index = proposed_index(found.recommendation, [])
+    settled = settled_quota_ids(index, found.distributions, defaultdict(lambda: (0, 0)))
+    replayed = {
+        (r["broker"], r["key"], r["quota_id"].get("user"), r["quota_id"].get("client-id")): r
+        for r in local["replayed"]["quota_ids"]
+    }
+    pairs = [(b, s) for b, found_here in settled.items() for s in found_here]
+    assert pairs, f"seed {SEED}: nothing settled"
+    for broker, s in pairs:
+        r = replayed[(broker, s.key, s.user, s.client_id)]
+        assert (r["seconds_throttled"], r["max_rate"]) == (0, s.peak), f"seed {SEED}: {broker} {s}"
+    throttled = [r for r in replayed.values() if r["seconds_throttled"] and r["level"] in (1, 2, 4, 5)]
+    assert throttled, f"seed {SEED}: no pair's quota-id throttled, so nothing was left to replay"

@@ -167,3 +167,43 @@ def test_levels_group_and_default_as_the_broker_would() -> None:
 def test_a_bad_policy_is_refused(kw: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Policy(**kw)
+
+
+def _peaked(peak: float) -> Distribution:
+    return Distribution(3, {99.0: peak}, peak, {99.0: 0}, peak * 3)
+
+
+def test_a_quota_id_is_settled_only_when_it_is_its_pairs_own_and_its_peak_fits_under_its_limit() -> None:
+    """What the Spark engine may leave out of a replay: a (user, client-id) group whose pair resolves at a pair
+    level (1, 2, 4, 5), with both names set, whose peak on that broker is at most the limit (``Rate`` throttles
+    only above it). A user's or client-id's quota, an empty name, an ip, no limit: replayed."""
+    from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.impact.recommend import settled_quota_ids
+
+    index = QuotaIndex(
+        {
+            Entity(user="a", client_id="x"): {PRODUCE_KEY: 1000},  # level 1
+            Entity(user=DEFAULT, client_id=DEFAULT): {PRODUCE_KEY: 500},  # level 5
+            Entity(user="shared"): {PRODUCE_KEY: 5000},  # level 3: the user's clients share it
+            Entity(ip="10.0.0.1"): {"connection_creation_rate": 10},
+        }
+    )
+    dists = {
+        (GroupId("a", "x"), PRODUCE_KEY): {"b1": _peaked(1000.0), "b2": _peaked(1000.5)},
+        (GroupId("b", "y"), PRODUCE_KEY): {"": _peaked(499.0)},
+        (GroupId("shared", "z"), PRODUCE_KEY): {"": _peaked(1.0)},
+        (GroupId("", "y"), PRODUCE_KEY): {"": _peaked(1.0)},
+        (GroupId("c", ""), PRODUCE_KEY): {"": _peaked(1.0)},
+        (GroupId("a", "x"), CONSUMER_KEY): {"b1": _peaked(1.0)},  # no limit
+        (GroupId(ip="10.0.0.1"), "connection_creation_rate"): {"": _peaked(1.0)},
+        (GroupId("a", None), PRODUCE_KEY): {"": _peaked(1.0)},  # a user-level group
+    }
+    volumes = {(g, k, b): (7, 70) for (g, k), per in dists.items() for b in per}
+    settled = settled_quota_ids(index, dists, volumes)
+    found = {
+        b: [(s.key, s.level, s.user, s.client_id, s.peak, s.rows, s.units) for s in ss] for b, ss in settled.items()
+    }
+    assert found == {
+        "b1": [(PRODUCE_KEY, 1, "a", "x", 1000.0, 7, 70)],
+        "": [(PRODUCE_KEY, 5, "b", "y", 499.0, 7, 70)],
+    }

@@ -13,14 +13,56 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kquotactl.core.keys import KEYS, KeyScope
+from kquotactl.core.precedence import QuotaIndex, Sharing
 from kquotactl.core.recommend import Distribution, GroupId, Level, group_of
 from kquotactl.impact.replay import BROKER_COLUMN, MODEL_KEYS, USAGE, Window, replay_quota_id
 
 #: (group, key) -> broker -> that broker's per-sample rates
 SampleRates = dict[tuple[GroupId, str], dict[str, list[float]]]
+#: (group, key, broker) -> the rows with the key's usage and that usage summed, beside its distribution
+Volumes = dict[tuple[GroupId, str, str], tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A quota-id whose replay its distribution already tells: never throttled, at ``peak`` at most.
+
+    Its recordings are exactly one group's (a (user, client-id) pair resolving at a pair level), so the replay
+    would measure the very rates the distribution was built from; its limit is at least their peak, and ``Rate``
+    throttles only a rate above the limit. The replay can leave its rows out."""
+
+    key: str
+    level: int
+    user: str
+    client_id: str
+    peak: float
+    rows: int
+    units: int
+
+
+def settled_quota_ids(
+    index: QuotaIndex, dists: Mapping[tuple[GroupId, str], Mapping[str, Distribution]], volumes: Volumes
+) -> dict[str, list[Settled]]:
+    """Per broker, the quota-ids of ``index`` whose replay ``dists`` (a (user, client-id) level's) settle.
+
+    Only pairs with both names set: an empty name resolves by the broker's own rules for it, not the pairs'."""
+    out: dict[str, list[Settled]] = {}
+    for (group, key), per_broker in dists.items():
+        user, client_id = group.user, group.client_id
+        if group.ip is not None or not user or not client_id:
+            continue
+        r = index.resolve(key, user, client_id)
+        if r.sharing is not Sharing.PAIR or r.limit is None or r.level is None:
+            continue
+        for broker, d in per_broker.items():
+            if d.peak <= float(r.limit):  # the replay compares the rate with the limit as a double
+                rows, units = volumes[(group, key, broker)]
+                out.setdefault(broker, []).append(Settled(key, r.level, user, client_id, d.peak, rows, units))
+    return out
 
 
 def sample_rates(

@@ -24,15 +24,16 @@ a time (``mapInArrow``, partitions sorted by quota-id), so the executors need kq
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import reduce
 from typing import Any
 
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, PRODUCE_KEY
-from kquotactl.core.precedence import QuotaIndex
+from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing
 from kquotactl.impact.readers import compression_of, detect_format, first_malformed_line, request_log_files
+from kquotactl.impact.recommend import Settled, Volumes
 from kquotactl.impact.replay import (
     BROKER_COLUMN,
     CLIENT_MODEL_KEYS,
@@ -667,18 +668,26 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow], carry: Sequence[str] 
 
 #: the levels whose quota-id is the request's own (user, client-id): a (user, client-id) pair's requests are all
 #: its rows, whichever of these levels a key resolves at
-PAIR_LEVELS = (1, 2, 4, 5)
+PAIR_LEVELS = tuple(level.number for level in LEVELS if level.sharing is Sharing.PAIR)
 
 
-def replay_rows(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
+def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settled: Sequence[Settled] = ()) -> Any:
     """The rows :func:`replay` takes (grouped by :data:`REPLAY_GROUP`), in one pass over ``traffic``: a request
     whose client keys all resolve to its own (user, client-id) pair (:data:`PAIR_LEVELS`), or to no limit, is one
     row for all of them (``kx`` and ``lvx`` -1, qu and qc the pair); any other request is one row per key it has limited
     usage of (``kx`` the key's index in ``MODEL_KEYS``, ``lvx`` its level, qu/qc/qip that key's quota-id), as
-    :func:`resolved_usage` gives. Usage with no limit is left out (:func:`run` counts it from the totals)."""
+    :func:`resolved_usage` gives. Usage with no limit is left out (:func:`run` counts it from the totals), and so is
+    the usage of the ``settled`` quota-ids (their outcome is known)."""
     from pyspark.sql import functions as F
 
     df, quota_ids = _resolution(traffic, rows)
+    replayed = {key: quota_ids[key][0] > 0 for key in MODEL_KEYS}
+    if settled:  # a bit per key, on its pair's rows: the settled table is one row per pair, joined by its names
+        df = df.join(F.broadcast(_settled_pairs(traffic.sparkSession, settled)), ["user", "client_id"], "left")
+        known = F.coalesce(F.col("_settled"), F.lit(0))
+        for i, key in enumerate(MODEL_KEYS):
+            if any(s.key == key for s in settled):
+                replayed[key] &= known.bitwiseAND(F.lit(1 << i)) == 0
     # the client keys some quota sets at a level that is not the pair's: only they can make a request not a pair's
     elsewhere = {r.key for r in rows if r.ip is None and r.key in CLIENT_MODEL_KEYS and r.level not in PAIR_LEVELS}
     # Each as a column of its own, computed once a request: inlined into every struct below, the expressions grow
@@ -688,7 +697,7 @@ def replay_rows(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
             **{f"_lim{i}": quota_ids[key][1].cast("double") for i, key in enumerate(MODEL_KEYS)},
             **{
                 f"_u{i}": F.when(
-                    (quota_ids[key][0] > 0) & (F.col("u_" + USAGE[key].column) > 0), F.col("u_" + USAGE[key].column)
+                    replayed[key] & (F.col("u_" + USAGE[key].column) > 0), F.col("u_" + USAGE[key].column)
                 ).otherwise(F.lit(0).cast("long"))
                 for i, key in enumerate(MODEL_KEYS)
             },
@@ -730,6 +739,25 @@ def replay_rows(traffic: Any, rows: Sequence[QuotaRow]) -> Any:
         alone = used[key] if key not in CLIENT_MODEL_KEYS else ~pair & used[key]
         structs.append(F.when(alone, row(index, level, qu, qc, qip, (key,))))
     return df.select("ms", F.inline(F.array(*structs))).where(F.col("kx").isNotNull())
+
+
+def _settled_pairs(spark: Any, settled: Sequence[Settled]) -> Any:
+    """The ``settled`` quota-ids as a table of their pairs (user, client_id) and ``_settled``, a bit per key (its
+    index in ``MODEL_KEYS``)."""
+    import pyarrow as pa
+
+    bits: dict[tuple[str, str], int] = {}
+    for s in settled:
+        bits[(s.user, s.client_id)] = bits.get((s.user, s.client_id), 0) | 1 << MODEL_KEYS.index(s.key)
+    return spark.createDataFrame(
+        pa.table(
+            {
+                "user": pa.array([u for u, _ in bits], pa.string()),
+                "client_id": pa.array([c for _, c in bits], pa.string()),
+                "_settled": pa.array(list(bits.values()), pa.int32()),
+            }
+        )
+    )
 
 
 def _resolution(traffic: Any, rows: Sequence[QuotaRow]) -> tuple[Any, dict[str, tuple[Any, Any, Any, Any, Any]]]:
@@ -1097,13 +1125,18 @@ def bounds(traffic: Any) -> tuple[int, int | None, int | None, dict[str, tuple[i
     return int(r["n"]), r["lo"], r["hi"], used
 
 
-def _unlimited(table: list[dict[str, Any]], used: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
+def _unlimited(
+    table: list[dict[str, Any]], used: dict[str, tuple[int, int]], settled: Sequence[Settled]
+) -> list[dict[str, Any]]:
     """:func:`aggregate`'s rows for the usage with no limit (one per key, level 0), as the totals less the limited
-    usage :func:`replay` replayed (it is given only that)."""
+    usage :func:`replay` replayed (it is given only that) and the ``settled`` quota-ids' usage."""
     limited = {k: [0, 0] for k in MODEL_KEYS}
     for r in table:
         limited[MODEL_KEYS[r["k"]]][0] += r["rows"]
         limited[MODEL_KEYS[r["k"]]][1] += r["units"]
+    for s in settled:
+        limited[s.key][0] += s.rows
+        limited[s.key][1] += s.units
     out = []
     for index, key in enumerate(MODEL_KEYS):
         rows, units = used[key][0] - limited[key][0], used[key][1] - limited[key][1]
@@ -1128,10 +1161,11 @@ def _unlimited(table: list[dict[str, Any]], used: dict[str, tuple[int, int]]) ->
 
 
 def run(
-    traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0
+    traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0, settled: Sequence[Settled] = ()
 ) -> tuple[EngineResult, Timeline, Rates]:
     """Compute the model; with ``timeline_top`` also the throttle intervals of that many top quota-ids and their
-    rate on every interval (the local engine's ``timelines``)."""
+    rate on every interval (the local engine's ``timelines``). ``settled``: quota-ids not to replay (never
+    throttled; replayed traffic only), their outcome taken as given."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -1139,14 +1173,15 @@ def run(
     if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
     if window.windowed:
+        settled = ()
         swept = sweep(resolved_usage(traffic, rows), window, int(last))
     else:
-        swept = replay(replay_rows(traffic, rows), window)
+        swept = replay(replay_rows(traffic, rows, settled), window)
     if timeline_top:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
     table = aggregate(swept, window).toArrow().to_pylist()
     if not window.windowed:
-        table += _unlimited(table, used)
+        table += _unlimited(table, used, settled)
     limited = [r for r in table if r["level"] > 0]
     names = _names(traffic, limited)
     stats: list[QidStats] = []
@@ -1159,6 +1194,10 @@ def run(
         if r["level"] == 0:
             t.rows_unlimited += r["rows"]
             t.units_unlimited += r["units"]
+    for s in settled:
+        totals[s.key].rows += s.rows
+        totals[s.key].units += s.units
+        stats.append(QidStats(s.key, s.level, s.user, s.client_id, None, 0, s.peak, 0, 0))
     for r in limited:
         totals[MODEL_KEYS[r["k"]]].units_throttled += r["units_throttled"]
         qu, qc, qip = (None if r[part] is None else names[(i, r[part])] for i, part in enumerate(QID_PARTS))
@@ -1381,37 +1420,44 @@ def sample_bounds(traffic: Any) -> tuple[int, int, int]:
 
 #: the figures of :class:`kquotactl.core.recommend.Distribution` in a row :func:`recommend_distributions` collects
 #: (the percentiles as one array, in ``qs`` order), after the group's identity and the key's index
-DISTRIBUTION_FIGURES = "k byte, samples long, peak double, total double, ps array<double>, over array<long>"
+DISTRIBUTION_FIGURES = (
+    "k byte, samples long, peak double, total double, ps array<double>, over array<long>, rows long, units long"
+)
 #: a group's identity: its names and the broker
 GROUP_COLUMNS = ("gu", "gc", "gip", BROKER_COLUMN)
 
 
 def recommend_distributions(
     traffic: Any, level: str, window: Window, keys: Sequence[str], percentile: float
-) -> dict[tuple[Any, str], dict[str, Any]]:
+) -> tuple[dict[tuple[Any, str], dict[str, Any]], Volumes]:
     """What :func:`kquotactl.impact.recommend.distributions` computes, on Spark: per key, the usage summed per
     (group, broker, ms), each group's rows replayed in time order through the same
     :func:`~kquotactl.impact.replay.replay_quota_id` (``mapInArrow`` over partitions sorted by group), and the
     distribution built as :meth:`~kquotactl.core.recommend.Distribution.of` builds it
-    (:func:`~kquotactl.impact.recommend.column_distributions`); only one row per group and key comes back.
+    (:func:`~kquotactl.impact.recommend.column_distributions`); only one row per group and key comes back. Besides
+    the distributions, each one's rows and units (what :func:`~kquotactl.impact.recommend.settled_quota_ids` needs).
     ``traffic``: :func:`engine_frame`'s DataFrame (with a ``broker`` column, or one broker's)."""
     from kquotactl.core.recommend import REPORTED, Distribution, GroupId, Level
 
     qs = sorted({*REPORTED, percentile})
     if not keys:
-        return {}
+        return {}, {}
     out: dict[tuple[Any, str], dict[str, Any]] = {}
+    volumes: Volumes = {}
     usage, group_cols = _group_rows(traffic, Level(level), keys)
     for r in _sorted_distributions(usage, group_cols, window, qs, keys):
-        out.setdefault((GroupId(r["gu"], r["gc"], r["gip"]), keys[r["k"]]), {})[r.get("broker", "")] = Distribution(
+        group, key, broker = GroupId(r["gu"], r["gc"], r["gip"]), keys[r["k"]], r.get("broker", "")
+        out.setdefault((group, key), {})[broker] = Distribution(
             r["samples"],
             dict(zip(qs, r["ps"], strict=True)),
             r["peak"],
             dict(zip(qs, r["over"], strict=True)),
             r["total"],
         )
+        volumes[(group, key, broker)] = (r["rows"], r["units"])
     # in one order whatever the partitioning (the local engine's: by group, key, broker)
-    return {gk: dict(sorted(out[gk].items())) for gk in sorted(out, key=lambda gk: (gk[0].sort_key(), gk[1]))}
+    ordered = {gk: dict(sorted(out[gk].items())) for gk in sorted(out, key=lambda gk: (gk[0].sort_key(), gk[1]))}
+    return ordered, volumes
 
 
 def _group_rows(traffic: Any, level: Any, keys: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
@@ -1473,20 +1519,29 @@ def _sorted_distributions(
     )
 
 
-def replay_per_broker(traffic: Any, index: QuotaIndex, window: Window) -> dict[str, Any]:
+def replay_per_broker(
+    traffic: Any, index: QuotaIndex, window: Window, settled: Mapping[str, Sequence[Settled]] | None = None
+) -> dict[str, Any]:
     """The ``impact`` report of ``index`` on :func:`engine_frame`'s DataFrame, each broker's rows replayed on their
     own (a ``broker`` column) and the reports merged (:func:`~kquotactl.impact.replay.merge_broker_reports`), as the
-    local engine does."""
+    local engine does. ``settled``: per broker (``""``: the traffic's only one), quota-ids not replayed
+    (:func:`~kquotactl.impact.recommend.settled_quota_ids`)."""
     from pyspark.sql import functions as F
 
     from kquotactl.impact.replay import merge_broker_reports, quota_table, report
 
     rows = quota_table(index)
+    known = settled or {}
     if BROKER_COLUMN not in traffic.columns:
-        return report(run(traffic, rows, window)[0], index, window)
+        return report(run(traffic, rows, window, settled=known.get("", ()))[0], index, window)
     brokers = sorted(r[0] for r in traffic.select(BROKER_COLUMN).distinct().collect())
     return merge_broker_reports(
-        {b: report(run(traffic.where(F.col(BROKER_COLUMN) == b), rows, window)[0], index, window) for b in brokers}
+        {
+            b: report(
+                run(traffic.where(F.col(BROKER_COLUMN) == b), rows, window, settled=known.get(b, ()))[0], index, window
+            )
+            for b in brokers
+        }
     )
 
 
@@ -1515,6 +1570,8 @@ def _distribution_partition(
             ("total", pa.float64()),
             ("ps", pa.list_(pa.float64())),
             ("over", pa.list_(pa.int64())),
+            ("rows", pa.int64()),
+            ("units", pa.int64()),
         ]
         width = len(qs)
         for table, group in _whole_groups(batches, group_cols):
@@ -1530,7 +1587,8 @@ def _distribution_partition(
                 )
                 d = column_distributions(got.group, got.max_rate, qs)
                 firsts = np.flatnonzero(np.r_[True, got.group[1:] != got.group[:-1]])
-                first_rows = chosen[np.searchsorted(group[chosen], got.group[firsts])]
+                starts = np.searchsorted(group[chosen], got.group[firsts])  # each group's first row with the key
+                first_rows = chosen[starts]
                 ident = table.select(list(group_cols)).take(pa.array(first_rows))
                 offsets = pa.array(np.arange(len(firsts) + 1, dtype=np.int32) * width)
                 yield pa.RecordBatch.from_arrays(
@@ -1542,6 +1600,8 @@ def _distribution_partition(
                         pa.array(d["total"], pa.float64()),
                         pa.ListArray.from_arrays(offsets, pa.array(d["ps"].ravel(), pa.float64())),
                         pa.ListArray.from_arrays(offsets, pa.array(d["over"].ravel(), pa.int64())),
+                        pa.array(np.diff(np.r_[starts, len(chosen)]), pa.int64()),
+                        pa.array(np.add.reduceat(units[chosen], starts), pa.int64()),
                     ],
                     schema=schema,
                 )

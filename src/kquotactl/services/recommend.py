@@ -24,6 +24,7 @@ from kquotactl.impact.replay import MODEL_KEYS, Window
 if TYPE_CHECKING:
     from kquotactl.backends.base import QuotaBackend
     from kquotactl.core.precedence import QuotaIndex
+    from kquotactl.impact.recommend import Volumes
     from kquotactl.impact.replay import EngineResult
     from kquotactl.impact.spill import RateSpill
     from kquotactl.services.impact import Replay
@@ -67,12 +68,16 @@ def recommend_from_traffic(
     engine = choose_engine(source.engine, paths[0], source.input_format, paths)
     if engine == "spark":
         from kquotactl.impact import spark
+        from kquotactl.impact.recommend import settled_quota_ids
 
         source = dataclasses.replace(source, engine="spark")
         try:
-            traffic, dists, span_s, rows = _spark_distributions(source, policy, keys, warn)
+            traffic, dists, volumes, span_s, rows = _spark_distributions(source, policy, keys, warn)
             rec = recommend(dists, policy, span_s, defaults)
-            replayed = spark.replay_per_broker(traffic, proposed_index(rec, current), source.window)
+            index = proposed_index(rec, current)
+            # the quota-ids the distributions show never throttled are not replayed again (the same outcome)
+            settled = settled_quota_ids(index, dists, volumes)
+            replayed = spark.replay_per_broker(traffic, index, source.window, settled)
         except Exception as e:  # a Java error: one line naming its cause and Spark's log
             raise spark.failure(e) from None
         return Recommended(rec, dists, list(current), rows, replayed)
@@ -205,8 +210,8 @@ def traffic_source(
 
 def _spark_distributions(
     source: Replay, policy: Policy, keys: Sequence[str], warn: Callable[[str], None]
-) -> tuple[Any, dict[tuple[GroupId, str], dict[str, Distribution]], float, int]:
-    """The traffic as one Spark frame, read once, and the distributions computed on it."""
+) -> tuple[Any, dict[tuple[GroupId, str], dict[str, Distribution]], Volumes, float, int]:
+    """The traffic as one Spark frame, read once, and the distributions (and their volumes) computed on it."""
     from kquotactl.impact import spark
 
     window, paths = source.window, list(source.traffic)
@@ -219,8 +224,8 @@ def _spark_distributions(
         warn(skipped)
     lo, hi, rows = spark.sample_bounds(traffic)
     span_s = float((hi - lo + 1) * window.size_s) if rows else 0.0
-    dists = spark.recommend_distributions(traffic, policy.level.value, window, keys, policy.percentile)
-    return traffic, dists, span_s, rows
+    dists, volumes = spark.recommend_distributions(traffic, policy.level.value, window, keys, policy.percentile)
+    return traffic, dists, volumes, span_s, rows
 
 
 def proposed_index(rec: Recommendation, current: Sequence[QuotaRecord]) -> QuotaIndex:

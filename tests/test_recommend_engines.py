@@ -95,15 +95,16 @@ def test_the_quota_ids_spark_leaves_out_of_the_replay_are_never_throttled(tmp_pa
     assert on_spark == local, f"seed {SEED}"
     found = recommend_from_traffic(Replay(Window(), [str(traffic)], engine="local"), policy)
     index = proposed_index(found.recommendation, [])
-    settled = settled_quota_ids(index, found.distributions, defaultdict(lambda: (0, 0)))
+    keys = sorted({key for _, key in found.distributions})
+    settled = settled_quota_ids(index, found.distributions, defaultdict(lambda: (0, 0)), keys)
     replayed = {
-        (r["broker"], r["key"], r["quota_id"].get("user"), r["quota_id"].get("client-id")): r
+        (r["broker"], r["key"], *(r["quota_id"].get(part) for part in ("user", "client-id", "ip"))): r
         for r in local["replayed"]["quota_ids"]
     }
-    pairs = [(b, s) for b, found_here in settled.items() for s in found_here]
+    pairs = [(b, s) for b, here in settled.items() for s in here.settled]
     assert pairs, f"seed {SEED}: nothing settled"
     for broker, s in pairs:
-        r = replayed[(broker, s.key, s.user, s.client_id)]
+        r = replayed[(broker, s.key, s.user, s.client_id, s.ip)]
         assert (r["seconds_throttled"], r["max_rate"]) == (0, s.peak), f"seed {SEED}: {broker} {s}"
     throttled = [r for r in replayed.values() if r["seconds_throttled"] and r["level"] in (1, 2, 4, 5)]
     assert throttled, f"seed {SEED}: no pair's quota-id throttled, so nothing was left to replay"

@@ -173,37 +173,54 @@ def _peaked(peak: float) -> Distribution:
     return Distribution(3, {99.0: peak}, peak, {99.0: 0}, peak * 3)
 
 
-def test_a_quota_id_is_settled_only_when_it_is_its_pairs_own_and_its_peak_fits_under_its_limit() -> None:
+def test_a_quota_id_is_settled_only_when_it_is_its_groups_own_and_its_peak_fits_under_its_limit() -> None:
     """What the Spark engine may leave out of a replay: a (user, client-id) group whose pair resolves at a pair
-    level (1, 2, 4, 5), with both names set, whose peak on that broker is at most the limit (``Rate`` throttles
-    only above it). A user's or client-id's quota, an empty name, an ip, no limit: replayed."""
+    level (1, 2, 4, 5), with both names set, or an ip spelled as its quota spells it, whose peak on that broker is at
+    most the limit (``Rate`` throttles only above it). A user's quota, an empty name, an ip spelled otherwise,
+    a user-level group: replayed. A key is settled whole on a broker when nothing of it is left to replay there."""
     from kquotactl.core.precedence import QuotaIndex
     from kquotactl.impact.recommend import settled_quota_ids
 
+    conn = "connection_creation_rate"
     index = QuotaIndex(
         {
             Entity(user="a", client_id="x"): {PRODUCE_KEY: 1000},  # level 1
             Entity(user=DEFAULT, client_id=DEFAULT): {PRODUCE_KEY: 500},  # level 5
             Entity(user="shared"): {PRODUCE_KEY: 5000},  # level 3: the user's clients share it
-            Entity(ip="10.0.0.1"): {"connection_creation_rate": 10},
+            Entity(ip="10.0.0.1"): {conn: 10},
+            Entity(ip="2001:db8::1"): {conn: 10},
         }
     )
     dists = {
         (GroupId("a", "x"), PRODUCE_KEY): {"b1": _peaked(1000.0), "b2": _peaked(1000.5)},
-        (GroupId("b", "y"), PRODUCE_KEY): {"": _peaked(499.0)},
-        (GroupId("shared", "z"), PRODUCE_KEY): {"": _peaked(1.0)},
-        (GroupId("", "y"), PRODUCE_KEY): {"": _peaked(1.0)},
-        (GroupId("c", ""), PRODUCE_KEY): {"": _peaked(1.0)},
-        (GroupId("a", "x"), CONSUMER_KEY): {"b1": _peaked(1.0)},  # no limit
-        (GroupId(ip="10.0.0.1"), "connection_creation_rate"): {"": _peaked(1.0)},
-        (GroupId("a", None), PRODUCE_KEY): {"": _peaked(1.0)},  # a user-level group
+        (GroupId("b", "y"), PRODUCE_KEY): {"b1": _peaked(499.0)},
+        (GroupId("a", "x"), CONSUMER_KEY): {"b1": _peaked(1.0), "b3": _peaked(1.0)},  # no limit
+        (GroupId(ip="10.0.0.1"), conn): {"b1": _peaked(10.0)},
+        (GroupId(ip="2001:DB8::1"), conn): {"b2": _peaked(1.0)},  # another spelling of a quota's ip
+        (GroupId("shared", "z"), PRODUCE_KEY): {"b3": _peaked(1.0)},
+        (GroupId("", "y"), CONSUMER_KEY): {"b4": _peaked(1.0)},
+        (GroupId("c", ""), CONSUMER_KEY): {"b4": _peaked(1.0)},
+        (GroupId("a", None), CONSUMER_KEY): {"b5": _peaked(1.0)},  # a user-level group
     }
     volumes = {(g, k, b): (7, 70) for (g, k), per in dists.items() for b in per}
-    settled = settled_quota_ids(index, dists, volumes)
+    keys = [PRODUCE_KEY, CONSUMER_KEY, conn]
     found = {
-        b: [(s.key, s.level, s.user, s.client_id, s.peak, s.rows, s.units) for s in ss] for b, ss in settled.items()
+        b: ([(s.key, s.level, s.user, s.client_id, s.ip, s.peak, s.rows) for s in st.settled], sorted(st.keys))
+        for b, st in settled_quota_ids(index, dists, volumes, keys).items()
     }
     assert found == {
-        "b1": [(PRODUCE_KEY, 1, "a", "x", 1000.0, 7, 70)],
-        "": [(PRODUCE_KEY, 5, "b", "y", 499.0, 7, 70)],
+        "b1": (
+            [
+                (PRODUCE_KEY, 1, "a", "x", None, 1000.0, 7),
+                (PRODUCE_KEY, 5, "b", "y", None, 499.0, 7),
+                (conn, 1, None, None, "10.0.0.1", 10.0, 7),
+            ],
+            sorted(keys),
+        ),
+        "b2": ([], [CONSUMER_KEY]),
+        "b3": ([], sorted([CONSUMER_KEY, conn])),
+        "b4": ([], sorted([PRODUCE_KEY, conn])),
+        "b5": ([], sorted([PRODUCE_KEY, conn])),
     }
+    # a key the distributions were not computed for is never settled whole
+    assert settled_quota_ids(index, dists, volumes, [PRODUCE_KEY])["b2"].keys == frozenset()

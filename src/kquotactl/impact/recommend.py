@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kquotactl.core.keys import KEYS, KeyScope
-from kquotactl.core.precedence import QuotaIndex, Sharing
+from kquotactl.core.precedence import QuotaIndex, Resolution, Sharing
 from kquotactl.core.recommend import Distribution, GroupId, Level, group_of
 from kquotactl.impact.replay import BROKER_COLUMN, MODEL_KEYS, USAGE, Window, replay_quota_id
 
@@ -31,38 +31,75 @@ Volumes = dict[tuple[GroupId, str, str], tuple[int, int]]
 class Settled:
     """A quota-id whose replay its distribution already tells: never throttled, at ``peak`` at most.
 
-    Its recordings are exactly one group's (a (user, client-id) pair resolving at a pair level), so the replay
-    would measure the very rates the distribution was built from; its limit is at least their peak, and ``Rate``
-    throttles only a rate above the limit. The replay can leave its rows out."""
+    Its recordings are exactly one group's (a (user, client-id) pair resolving at a pair level, or an ip), so the
+    replay would measure the very rates the distribution was built from; its limit is at least their peak, and
+    ``Rate`` throttles only a rate above the limit. The replay can leave its rows out."""
 
     key: str
     level: int
-    user: str
-    client_id: str
+    user: str | None
+    client_id: str | None
+    ip: str | None
     peak: float
     rows: int
     units: int
 
 
-def settled_quota_ids(
-    index: QuotaIndex, dists: Mapping[tuple[GroupId, str], Mapping[str, Distribution]], volumes: Volumes
-) -> dict[str, list[Settled]]:
-    """Per broker, the quota-ids of ``index`` whose replay ``dists`` (a (user, client-id) level's) settle.
+@dataclass(frozen=True)
+class Settlement:
+    """What one broker's replay can leave out: the ``settled`` quota-ids, and the ``keys`` none of whose limited
+    usage is left to replay (each of their quota-ids settled, or no limit at all)."""
 
-    Only pairs with both names set: an empty name resolves by the broker's own rules for it, not the pairs'."""
-    out: dict[str, list[Settled]] = {}
+    settled: tuple[Settled, ...] = ()
+    keys: frozenset[str] = frozenset()
+
+
+#: a replay with nothing settled
+NOTHING_SETTLED = Settlement()
+
+
+def settled_quota_ids(
+    index: QuotaIndex,
+    dists: Mapping[tuple[GroupId, str], Mapping[str, Distribution]],
+    volumes: Volumes,
+    keys: Sequence[str],
+) -> dict[str, Settlement]:
+    """Per broker, what ``dists`` (of every group with usage of ``keys``, at a (user, client-id) level) settle
+    of the replay of ``index``.
+
+    Only pairs with both names set: an empty name resolves by the broker's own rules for it, not the pairs'. Only
+    ips spelled as the quotas spell them: the replay matches an ip's quota by its spelling."""
+    settled: dict[str, list[Settled]] = {}
+    open_keys: dict[str, set[str]] = {}  # broker -> keys with usage some quota-id of which is still to replay
     for (group, key), per_broker in dists.items():
-        user, client_id = group.user, group.client_id
-        if group.ip is not None or not user or not client_id:
-            continue
-        r = index.resolve(key, user, client_id)
-        if r.sharing is not Sharing.PAIR or r.limit is None or r.level is None:
-            continue
+        r = _settling(index, group, key)
         for broker, d in per_broker.items():
-            if d.peak <= float(r.limit):  # the replay compares the rate with the limit as a double
-                rows, units = volumes[(group, key, broker)]
-                out.setdefault(broker, []).append(Settled(key, r.level, user, client_id, d.peak, rows, units))
-    return out
+            if r is None or r.level is None or r.limit is None:
+                if r is None or r.limit is not None:
+                    open_keys.setdefault(broker, set()).add(key)
+                continue  # (no limit: the replay leaves it out anyway)
+            if not d.peak <= float(r.limit):  # compared as the replay compares, as a double
+                open_keys.setdefault(broker, set()).add(key)
+                continue
+            rows, units = volumes[(group, key, broker)]
+            settled.setdefault(broker, []).append(
+                Settled(key, r.level, group.user, group.client_id, group.ip, d.peak, rows, units)
+            )
+    brokers = {b for per_broker in dists.values() for b in per_broker}
+    return {
+        b: Settlement(tuple(settled.get(b, ())), frozenset(keys) - open_keys.get(b, set())) for b in sorted(brokers)
+    }
+
+
+def _settling(index: QuotaIndex, group: GroupId, key: str) -> Resolution | None:
+    """How ``group``'s usage of ``key`` resolves when the group is its quota-id's only traffic, else None."""
+    if group.ip is not None:
+        spelled = index.ip_spellings(group.ip)
+        return index.resolve_ip(group.ip, key) if all(e.ip == group.ip for e in spelled) else None
+    if not group.user or not group.client_id:
+        return None
+    r = index.resolve(key, group.user, group.client_id)
+    return r if r.sharing in (Sharing.PAIR, Sharing.NONE) else None
 
 
 def sample_rates(

@@ -33,7 +33,7 @@ from kquotactl.core.errors import UsageError
 from kquotactl.core.keys import KEYS, PRODUCE_KEY
 from kquotactl.core.precedence import LEVELS, QuotaIndex, Sharing
 from kquotactl.impact.readers import compression_of, detect_format, first_malformed_line, request_log_files
-from kquotactl.impact.recommend import Settled, Volumes
+from kquotactl.impact.recommend import NOTHING_SETTLED, Settled, Settlement, Volumes
 from kquotactl.impact.replay import (
     BROKER_COLUMN,
     CLIENT_MODEL_KEYS,
@@ -671,25 +671,26 @@ def resolved_usage(traffic: Any, rows: Sequence[QuotaRow], carry: Sequence[str] 
 PAIR_LEVELS = tuple(level.number for level in LEVELS if level.sharing is Sharing.PAIR)
 
 
-def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settled: Sequence[Settled] = ()) -> Any:
+def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settlement: Settlement = NOTHING_SETTLED) -> Any:
     """The rows :func:`replay` takes (grouped by :data:`REPLAY_GROUP`), in one pass over ``traffic``: a request
     whose client keys all resolve to its own (user, client-id) pair (:data:`PAIR_LEVELS`), or to no limit, is one
     row for all of them (``kx`` and ``lvx`` -1, qu and qc the pair); any other request is one row per key it has limited
     usage of (``kx`` the key's index in ``MODEL_KEYS``, ``lvx`` its level, qu/qc/qip that key's quota-id), as
     :func:`resolved_usage` gives. Usage with no limit is left out (:func:`run` counts it from the totals), and so is
-    the usage of the ``settled`` quota-ids (their outcome is known)."""
+    the usage the ``settlement`` settles (its quota-ids' outcome is known)."""
     from pyspark.sql import functions as F
 
     df, quota_ids = _resolution(traffic, rows)
-    replayed = {key: quota_ids[key][0] > 0 for key in MODEL_KEYS}
-    if settled:  # a bit per key, on its pair's rows: the settled table is one row per pair, joined by its names
-        df = df.join(F.broadcast(_settled_pairs(traffic.sparkSession, settled)), ["user", "client_id"], "left")
-        known = F.coalesce(F.col("_settled"), F.lit(0))
-        for i, key in enumerate(MODEL_KEYS):
-            if any(s.key == key for s in settled):
-                replayed[key] &= known.bitwiseAND(F.lit(1 << i)) == 0
+    whole_keys = settlement.keys  # no usage of these keys is left to replay
+    df, settled = _settled_bits(df, settlement)
+    replayed = {
+        key: F.lit(False) if key in whole_keys else (quota_ids[key][0] > 0) & ~settled.get(key, F.lit(False))
+        for key in MODEL_KEYS
+    }
     # the client keys some quota sets at a level that is not the pair's: only they can make a request not a pair's
-    elsewhere = {r.key for r in rows if r.ip is None and r.key in CLIENT_MODEL_KEYS and r.level not in PAIR_LEVELS}
+    elsewhere = {
+        r.key for r in rows if r.ip is None and r.key in CLIENT_MODEL_KEYS and r.level not in PAIR_LEVELS
+    } - whole_keys
     # Each as a column of its own, computed once a request: inlined into every struct below, the expressions grow
     # past what the JVM compiles, and the stage runs six times slower.
     df = df.withColumns(
@@ -734,30 +735,41 @@ def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settled: Sequence[Settle
     structs = [F.when(pair & reduce(operator.or_, (used[k] for k in CLIENT_MODEL_KEYS)), whole)]
     for index, key in enumerate(MODEL_KEYS):
         level, _, qu, qc, qip = quota_ids[key]
-        if key in CLIENT_MODEL_KEYS and not elsewhere:
-            continue  # every request is a pair's (or has no limit)
+        if key in whole_keys or (key in CLIENT_MODEL_KEYS and not elsewhere):
+            continue  # nothing to replay, or every request is a pair's (or has no limit)
         alone = used[key] if key not in CLIENT_MODEL_KEYS else ~pair & used[key]
         structs.append(F.when(alone, row(index, level, qu, qc, qip, (key,))))
     return df.select("ms", F.inline(F.array(*structs))).where(F.col("kx").isNotNull())
 
 
-def _settled_pairs(spark: Any, settled: Sequence[Settled]) -> Any:
-    """The ``settled`` quota-ids as a table of their pairs (user, client_id) and ``_settled``, a bit per key (its
-    index in ``MODEL_KEYS``)."""
+def _settled_bits(df: Any, settlement: Settlement) -> tuple[Any, dict[str, Any]]:
+    """``df`` joined with the settled quota-ids of the keys not settled whole (a small broadcast table of their
+    pairs, one of their ips, each with a bit per key), and per such key whether a row's usage of it is settled."""
     import pyarrow as pa
+    from pyspark.sql import functions as F
 
-    bits: dict[tuple[str, str], int] = {}
-    for s in settled:
-        bits[(s.user, s.client_id)] = bits.get((s.user, s.client_id), 0) | 1 << MODEL_KEYS.index(s.key)
-    return spark.createDataFrame(
-        pa.table(
+    by_pair: dict[tuple[str | None, ...], int] = {}
+    by_ip: dict[tuple[str | None, ...], int] = {}
+    for s in settlement.settled:
+        if s.key not in settlement.keys:
+            names, bits = ((s.ip,), by_ip) if s.ip is not None else ((s.user, s.client_id), by_pair)
+            bits[names] = bits.get(names, 0) | 1 << MODEL_KEYS.index(s.key)
+    settled: dict[str, Any] = {}
+    for on, bits in ((("user", "client_id"), by_pair), (("ip",), by_ip)):
+        if not bits:
+            continue
+        column = "_settled_" + on[-1]
+        table = pa.table(
             {
-                "user": pa.array([u for u, _ in bits], pa.string()),
-                "client_id": pa.array([c for _, c in bits], pa.string()),
-                "_settled": pa.array(list(bits.values()), pa.int32()),
+                **{c: pa.array([names[i] for names in bits], pa.string()) for i, c in enumerate(on)},
+                column: pa.array(list(bits.values()), pa.int32()),
             }
         )
-    )
+        df = df.join(F.broadcast(df.sparkSession.createDataFrame(table)), list(on), "left")
+        for index, key in enumerate(MODEL_KEYS):
+            if any(b >> index & 1 for b in bits.values()):
+                settled[key] = F.coalesce(F.col(column), F.lit(0)).bitwiseAND(1 << index) != 0
+    return df, settled
 
 
 def _resolution(traffic: Any, rows: Sequence[QuotaRow]) -> tuple[Any, dict[str, tuple[Any, Any, Any, Any, Any]]]:
@@ -1161,27 +1173,32 @@ def _unlimited(
 
 
 def run(
-    traffic: Any, rows: Sequence[QuotaRow], window: Window, timeline_top: int = 0, settled: Sequence[Settled] = ()
+    traffic: Any,
+    rows: Sequence[QuotaRow],
+    window: Window,
+    timeline_top: int = 0,
+    settlement: Settlement = NOTHING_SETTLED,
 ) -> tuple[EngineResult, Timeline, Rates]:
     """Compute the model; with ``timeline_top`` also the throttle intervals of that many top quota-ids and their
-    rate on every interval (the local engine's ``timelines``). ``settled``: quota-ids not to replay (never
-    throttled; replayed traffic only), their outcome taken as given."""
+    rate on every interval (the local engine's ``timelines``). ``settlement``: what the replay leaves out, its
+    outcome taken as given (replayed traffic only: windowed input is swept whole)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     nrows, first, last, used = bounds(traffic)
     if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
+    swept = None
     if window.windowed:
-        settled = ()
+        settlement = NOTHING_SETTLED
         swept = sweep(resolved_usage(traffic, rows), window, int(last))
-    else:
-        swept = replay(replay_rows(traffic, rows, settled), window)
-    if timeline_top:
+    elif not {r.key for r in rows} <= settlement.keys:  # else every limited usage is settled: nothing to replay
+        swept = replay(replay_rows(traffic, rows, settlement), window)
+    if timeline_top and swept is not None:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
-    table = aggregate(swept, window).toArrow().to_pylist()
+    table = [] if swept is None else aggregate(swept, window).toArrow().to_pylist()
     if not window.windowed:
-        table += _unlimited(table, used, settled)
+        table += _unlimited(table, used, settlement.settled)
     limited = [r for r in table if r["level"] > 0]
     names = _names(traffic, limited)
     stats: list[QidStats] = []
@@ -1194,10 +1211,10 @@ def run(
         if r["level"] == 0:
             t.rows_unlimited += r["rows"]
             t.units_unlimited += r["units"]
-    for s in settled:
+    for s in settlement.settled:
         totals[s.key].rows += s.rows
         totals[s.key].units += s.units
-        stats.append(QidStats(s.key, s.level, s.user, s.client_id, None, 0, s.peak, 0, 0))
+        stats.append(QidStats(s.key, s.level, s.user, s.client_id, s.ip, 0, s.peak, 0, 0))
     for r in limited:
         totals[MODEL_KEYS[r["k"]]].units_throttled += r["units_throttled"]
         qu, qc, qip = (None if r[part] is None else names[(i, r[part])] for i, part in enumerate(QID_PARTS))
@@ -1217,7 +1234,7 @@ def run(
     result = EngineResult(nrows, int(first), int(last), stats, totals)
     timeline: Timeline = {}
     rates: Rates = {}
-    if timeline_top:
+    if timeline_top and swept is not None:
         top = sorted((s for s in stats if s.total_throttle_ms > 0), key=lambda s: -s.total_throttle_ms)[:timeline_top]
         if top:
             by_hash = {hashed[sid]: sid for sid in ((s.key, s.level, s.qid_user, s.qid_client, s.qid_ip) for s in top)}
@@ -1520,11 +1537,11 @@ def _sorted_distributions(
 
 
 def replay_per_broker(
-    traffic: Any, index: QuotaIndex, window: Window, settled: Mapping[str, Sequence[Settled]] | None = None
+    traffic: Any, index: QuotaIndex, window: Window, settled: Mapping[str, Settlement] | None = None
 ) -> dict[str, Any]:
     """The ``impact`` report of ``index`` on :func:`engine_frame`'s DataFrame, each broker's rows replayed on their
     own (a ``broker`` column) and the reports merged (:func:`~kquotactl.impact.replay.merge_broker_reports`), as the
-    local engine does. ``settled``: per broker (``""``: the traffic's only one), quota-ids not replayed
+    local engine does. ``settled``: per broker (``""``: the traffic's only one), what its replay leaves out
     (:func:`~kquotactl.impact.recommend.settled_quota_ids`)."""
     from pyspark.sql import functions as F
 
@@ -1532,17 +1549,14 @@ def replay_per_broker(
 
     rows = quota_table(index)
     known = settled or {}
+
+    def replayed(frame: Any, broker: str) -> dict[str, Any]:
+        return report(run(frame, rows, window, settlement=known.get(broker, NOTHING_SETTLED))[0], index, window)
+
     if BROKER_COLUMN not in traffic.columns:
-        return report(run(traffic, rows, window, settled=known.get("", ()))[0], index, window)
+        return replayed(traffic, "")
     brokers = sorted(r[0] for r in traffic.select(BROKER_COLUMN).distinct().collect())
-    return merge_broker_reports(
-        {
-            b: report(
-                run(traffic.where(F.col(BROKER_COLUMN) == b), rows, window, settled=known.get(b, ()))[0], index, window
-            )
-            for b in brokers
-        }
-    )
+    return merge_broker_reports({b: replayed(traffic.where(F.col(BROKER_COLUMN) == b), b) for b in brokers})
 
 
 def _distribution_partition(

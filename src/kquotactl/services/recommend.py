@@ -76,7 +76,7 @@ def recommend_from_traffic(
             rec = recommend(dists, policy, span_s, defaults)
             index = proposed_index(rec, current)
             # the quota-ids the distributions show never throttled are not replayed again (the same outcome)
-            settled = settled_quota_ids(index, dists, volumes)
+            settled = settled_quota_ids(index, dists, volumes, keys)
             replayed = spark.replay_per_broker(traffic, index, source.window, settled)
         except Exception as e:  # a Java error: one line naming its cause and Spark's log
             raise spark.failure(e) from None

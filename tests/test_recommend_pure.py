@@ -224,3 +224,9 @@ def test_a_quota_id_is_settled_only_when_it_is_its_groups_own_and_its_peak_fits_
     }
     # a key the distributions were not computed for is never settled whole
     assert settled_quota_ids(index, dists, volumes, [PRODUCE_KEY])["b2"].keys == frozenset()
+    # the names of each broker's groups; the keys whose rows they all name: with a user-level group among them,
+    # not the client keys (its rows' client-ids are not known)
+    b1 = settled_quota_ids(index, dists, volumes, keys)["b1"]
+    assert b1.names == ({"a", "b"}, {"x", "y"}, {"10.0.0.1"}) and b1.named == {conn}
+    pairs_only = {gk: per for gk, per in dists.items() if gk[0].user is None or gk[0].client_id is not None}
+    assert settled_quota_ids(index, pairs_only, volumes, keys)["b1"].named == set(keys)

@@ -48,10 +48,13 @@ class Settled:
 @dataclass(frozen=True)
 class Settlement:
     """What one broker's replay can leave out: the ``settled`` quota-ids, and the ``keys`` none of whose limited
-    usage is left to replay (each of their quota-ids settled, or no limit at all)."""
+    usage is left to replay (each of their quota-ids settled, or no limit at all). Besides, what names its
+    quota-ids can have: every user, client-id and ip (``names``) of the rows with usage of the ``named`` keys."""
 
     settled: tuple[Settled, ...] = ()
     keys: frozenset[str] = frozenset()
+    names: tuple[frozenset[str], frozenset[str], frozenset[str]] = (frozenset(), frozenset(), frozenset())
+    named: frozenset[str] = frozenset()
 
 
 #: a replay with nothing settled
@@ -85,9 +88,23 @@ def settled_quota_ids(
             settled.setdefault(broker, []).append(
                 Settled(key, r.level, group.user, group.client_id, group.ip, d.peak, rows, units)
             )
-    brokers = {b for per_broker in dists.values() for b in per_broker}
+    names: dict[str, tuple[set[str], set[str], set[str]]] = {}
+    for (group, _), per_broker in dists.items():  # a group names its rows (a pair both names, an ip its own)
+        for broker in per_broker:
+            found = names.setdefault(broker, (set(), set(), set()))
+            for part, name in enumerate((group.user, group.client_id, group.ip)):
+                if name is not None:
+                    found[part].add(name)
+    pairs = all(g.ip is not None or (g.user is not None and g.client_id is not None) for g, _ in dists)
+    named = frozenset(k for k in keys if pairs or KEYS[k].kind is KeyScope.IP)
     return {
-        b: Settlement(tuple(settled.get(b, ())), frozenset(keys) - open_keys.get(b, set())) for b in sorted(brokers)
+        b: Settlement(
+            tuple(settled.get(b, ())),
+            frozenset(keys) - open_keys.get(b, set()),
+            (frozenset(names[b][0]), frozenset(names[b][1]), frozenset(names[b][2])),
+            named,
+        )
+        for b in sorted(names)
     }
 
 

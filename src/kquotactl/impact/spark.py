@@ -680,9 +680,21 @@ def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settlement: Settlement =
     the usage the ``settlement`` settles (its quota-ids' outcome is known)."""
     from pyspark.sql import functions as F
 
-    df, quota_ids = _resolution(traffic, rows)
     whole_keys = settlement.keys  # no usage of these keys is left to replay
-    df, settled = _settled_bits(df, settlement)
+    df, settled = _settled_bits(traffic, settlement)
+    if settlement.settled or whole_keys:  # only the requests with usage left to replay are resolved
+        df = df.where(
+            reduce(
+                operator.or_,
+                (
+                    (F.col("u_" + USAGE[key].column) > 0) & ~settled.get(key, F.lit(False))
+                    for key in MODEL_KEYS
+                    if key not in whole_keys
+                ),
+                F.lit(False),
+            )
+        )
+    df, quota_ids = _resolution(df, rows)
     replayed = {
         key: F.lit(False) if key in whole_keys else (quota_ids[key][0] > 0) & ~settled.get(key, F.lit(False))
         for key in MODEL_KEYS
@@ -1200,7 +1212,8 @@ def run(
     if not window.windowed:
         table += _unlimited(table, used, settlement.settled)
     limited = [r for r in table if r["level"] > 0]
-    names = _names(traffic, limited)
+    named = {r.key for r in rows} - settlement.keys <= settlement.named  # the replayed rows' names are known
+    names = _names(traffic, limited, settlement.names if named else None)
     stats: list[QidStats] = []
     hashed: dict[Sid, tuple[Any, ...]] = {}  # quota-id as the report names it -> as the Spark rows spell it
     totals = {k: KeyTotals() for k in MODEL_KEYS}
@@ -1264,12 +1277,15 @@ def run(
     return result, timeline, rates
 
 
-def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
+def _names(
+    traffic: Any, limited: list[dict[str, Any]], known: Sequence[Iterable[str]] | None = None
+) -> dict[tuple[int, int], str]:
     """(part index in ``QID_PARTS``, hash) -> the name, for every hash the report holds.
 
-    One pass over the traffic's name columns, their distinct values semi-joined with the (small) set of wanted
-    hashes. A hash that two
-    different names share would have merged their quota-ids, so it is refused rather than reported.
+    The names hashed are ``known``'s (per column of ``NAME_COLUMNS``: every name of the rows replayed), else
+    the traffic's, in one pass over its name columns; either way their hashes semi-joined with the (small) set of
+    wanted hashes. A hash that two different names share would have merged their quota-ids, so it is refused
+    rather than reported.
     """
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -1286,31 +1302,45 @@ def _names(traffic: Any, limited: list[dict[str, Any]]) -> dict[tuple[int, int],
             }
         )
     )
-    # the distinct names first (one aggregation of the rows), then only those hashed and looked up
-    candidates = (
-        traffic.select(*NAME_COLUMNS)
-        .distinct()
-        .select(
-            F.inline(
-                F.array(
-                    *[
-                        F.struct(F.lit(i).cast("byte").alias("part"), F.xxhash64(c).alias("h"), F.col(c).alias("name"))
-                        for i, c in enumerate(NAME_COLUMNS)
-                    ]
+    if known is not None:
+        parts = [(i, name) for i, names in enumerate(known) for name in names]
+        candidates = spark.createDataFrame(
+            pa.table(
+                {
+                    "part": pa.array([i for i, _ in parts], pa.int8()),
+                    "name": pa.array([name for _, name in parts], pa.string()),
+                }
+            )
+        ).select("part", F.xxhash64("name").alias("h"), "name")
+    else:  # the distinct names first (one aggregation of the rows), then only those hashed and looked up
+        candidates = (
+            traffic.select(*NAME_COLUMNS)
+            .distinct()
+            .select(
+                F.inline(
+                    F.array(
+                        *[
+                            F.struct(
+                                F.lit(i).cast("byte").alias("part"), F.xxhash64(c).alias("h"), F.col(c).alias("name")
+                            )
+                            for i, c in enumerate(NAME_COLUMNS)
+                        ]
+                    )
                 )
             )
         )
-    )
     found = candidates.join(F.broadcast(wanted_df), ["part", "h"], "left_semi").distinct().toArrow().to_pylist()
     # Levels 3, 6, 7 and 8 put an empty name in the quota-id whether or not any row has one.
     empty = spark.range(1).select(F.xxhash64(F.lit("")).alias("h")).first()["h"]
     names: dict[tuple[int, int], str] = {(i, empty): "" for i in range(len(NAME_COLUMNS))}
+    if known is not None and not wanted <= {(r["part"], r["h"]) for r in found} | set(names):
+        return _names(traffic, limited)  # (not all: look in the traffic)
     for r in found:
         ident = (r["part"], r["h"])
-        known = names.get(ident)
-        if known is not None and known != r["name"]:
+        seen = names.get(ident)
+        if seen is not None and seen != r["name"]:
             raise UsageError(
-                f"the {NAME_COLUMNS[r['part']]} names {known!r} and {r['name']!r} share a 64-bit hash, so the"
+                f"the {NAME_COLUMNS[r['part']]} names {seen!r} and {r['name']!r} share a 64-bit hash, so the"
                 " Spark engine cannot tell their quota-ids apart; run this traffic with --engine local"
             )
         names[ident] = r["name"]

@@ -35,6 +35,7 @@ def duckdb_recommend(path: str) -> int:
     """The baseline: parse, then per (user, client-id, key) the per-sample window rates and their percentiles."""
     import duckdb
 
+    from kquotactl.core.keys import KEYS
     from kquotactl.core.recommend import REPORTED
     from kquotactl.impact.replay import CLIENT_MODEL_KEYS, USAGE, Window
 
@@ -49,6 +50,7 @@ def duckdb_recommend(path: str) -> int:
                    {USAGE[k].column} / {USAGE[k].divisor} AS u
             FROM read_parquet('{parquet}') WHERE {USAGE[k].column} > 0"""
         for k in CLIENT_MODEL_KEYS
+        if not KEYS[k].draft  # the keys a recommendation covers by default (services.recommend._keys)
     )
     rows = con.execute(
         f"""WITH s AS (SELECT "user", client_id, key, sample, sum(u) AS u FROM ({parts}) GROUP BY ALL),

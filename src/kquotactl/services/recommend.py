@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kquotactl.core.changes import QuotaRecord
 from kquotactl.core.entities import DEFAULT, Entity
 from kquotactl.core.errors import UsageError
-from kquotactl.core.keys import Number
+from kquotactl.core.keys import KEYS, Number
 from kquotactl.core.recommend import Distribution, GroupId, Policy, Recommendation, recommend
 from kquotactl.impact.replay import MODEL_KEYS, Window
 
@@ -169,8 +169,11 @@ def _spill_rates(
 
 
 def _keys(policy: Policy) -> list[str]:
-    """The keys a recommendation covers: the policy's (every modelled key by default), less those it keeps."""
-    return [k for k in (policy.keys or MODEL_KEYS) if k not in policy.keep and k in MODEL_KEYS]
+    """The keys a recommendation covers, and so the keys whose distributions are computed: the policy's, by
+    default every modelled key but a draft one (KIP-124's ``request_rate``, as :func:`recommend` decides), less
+    those it keeps."""
+    wanted = policy.keys or tuple(k for k in MODEL_KEYS if not KEYS[k].draft)
+    return [k for k in wanted if k not in policy.keep and k in MODEL_KEYS]
 
 
 def _default_keys(current: Sequence[QuotaRecord]) -> set[str]:

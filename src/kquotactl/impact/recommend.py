@@ -74,27 +74,24 @@ def settled_quota_ids(
     ips spelled as the quotas spell them: the replay matches an ip's quota by its spelling."""
     settled: dict[str, list[Settled]] = {}
     open_keys: dict[str, set[str]] = {}  # broker -> keys with usage some quota-id of which is still to replay
+    names: dict[str, tuple[set[str], set[str], set[str]]] = {}  # broker -> the names its groups hold
     for (group, key), per_broker in dists.items():
         r = _settling(index, group, key)
         for broker, d in per_broker.items():
-            if r is None or r.level is None or r.limit is None:
-                if r is None or r.limit is not None:
-                    open_keys.setdefault(broker, set()).add(key)
-                continue  # (no limit: the replay leaves it out anyway)
-            if not d.peak <= float(r.limit):  # compared as the replay compares, as a double
+            found = names.setdefault(broker, (set(), set(), set()))
+            for part, name in enumerate((group.user, group.client_id, group.ip)):
+                if name is not None:  # a group names its rows (a pair both names, an ip its own)
+                    found[part].add(name)
+            if r is not None and r.limit is None:
+                continue  # no limit: the replay leaves it out anyway
+            # the peak compared with the limit as the replay compares them, as doubles
+            if r is None or r.level is None or r.limit is None or not d.peak <= float(r.limit):
                 open_keys.setdefault(broker, set()).add(key)
                 continue
             rows, units = volumes[(group, key, broker)]
             settled.setdefault(broker, []).append(
                 Settled(key, r.level, group.user, group.client_id, group.ip, d.peak, rows, units)
             )
-    names: dict[str, tuple[set[str], set[str], set[str]]] = {}
-    for (group, _), per_broker in dists.items():  # a group names its rows (a pair both names, an ip its own)
-        for broker in per_broker:
-            found = names.setdefault(broker, (set(), set(), set()))
-            for part, name in enumerate((group.user, group.client_id, group.ip)):
-                if name is not None:
-                    found[part].add(name)
     pairs = all(g.ip is not None or (g.user is not None and g.client_id is not None) for g, _ in dists)
     named = frozenset(k for k in keys if pairs or KEYS[k].kind is KeyScope.IP)
     return {

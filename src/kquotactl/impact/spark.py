@@ -682,23 +682,13 @@ def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settlement: Settlement =
 
     whole_keys = settlement.keys  # no usage of these keys is left to replay
     df, settled = _settled_bits(traffic, settlement)
+    usage = {key: F.col("u_" + USAGE[key].column) for key in MODEL_KEYS}
+    # a request's usage of a key still to replay, whatever limit it resolves to
+    pending = {key: (usage[key] > 0) & ~settled.get(key, F.lit(False)) for key in MODEL_KEYS if key not in whole_keys}
     if settlement.settled or whole_keys:  # only the requests with usage left to replay are resolved
-        df = df.where(
-            reduce(
-                operator.or_,
-                (
-                    (F.col("u_" + USAGE[key].column) > 0) & ~settled.get(key, F.lit(False))
-                    for key in MODEL_KEYS
-                    if key not in whole_keys
-                ),
-                F.lit(False),
-            )
-        )
+        df = df.where(reduce(operator.or_, pending.values(), F.lit(False)))
     df, quota_ids = _resolution(df, rows)
-    replayed = {
-        key: F.lit(False) if key in whole_keys else (quota_ids[key][0] > 0) & ~settled.get(key, F.lit(False))
-        for key in MODEL_KEYS
-    }
+    zero = F.lit(0).cast("long")
     # the client keys some quota sets at a level that is not the pair's: only they can make a request not a pair's
     elsewhere = {
         r.key for r in rows if r.ip is None and r.key in CLIENT_MODEL_KEYS and r.level not in PAIR_LEVELS
@@ -709,9 +699,11 @@ def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settlement: Settlement =
         {
             **{f"_lim{i}": quota_ids[key][1].cast("double") for i, key in enumerate(MODEL_KEYS)},
             **{
-                f"_u{i}": F.when(
-                    replayed[key] & (F.col("u_" + USAGE[key].column) > 0), F.col("u_" + USAGE[key].column)
-                ).otherwise(F.lit(0).cast("long"))
+                f"_u{i}": (
+                    F.when(pending[key] & (quota_ids[key][0] > 0), usage[key]).otherwise(zero)
+                    if key in pending
+                    else zero
+                )
                 for i, key in enumerate(MODEL_KEYS)
             },
             "_pair": reduce(
@@ -721,7 +713,7 @@ def replay_rows(traffic: Any, rows: Sequence[QuotaRow], settlement: Settlement =
             ),
         }
     )
-    zero, nothing = F.lit(0).cast("long"), F.lit(None).cast("double")
+    nothing = F.lit(None).cast("double")
     pair = F.col("_pair")
 
     def row(kx: int, lvx: Any, qu: Any, qc: Any, qip: Any, keys: Sequence[str]) -> Any:
@@ -1200,11 +1192,12 @@ def run(
     nrows, first, last, used = bounds(traffic)
     if first is None or last is None:  # both None, or neither
         return EngineResult(0, None, None, [], {k: KeyTotals() for k in MODEL_KEYS}), {}, {}
+    settlement = NOTHING_SETTLED if window.windowed else settlement  # windowed input is swept whole
+    replayed_keys = {r.key for r in rows} - settlement.keys  # empty: every limited usage is settled
     swept = None
     if window.windowed:
-        settlement = NOTHING_SETTLED
         swept = sweep(resolved_usage(traffic, rows), window, int(last))
-    elif not {r.key for r in rows} <= settlement.keys:  # else every limited usage is settled: nothing to replay
+    elif replayed_keys:
         swept = replay(replay_rows(traffic, rows, settlement), window)
     if timeline_top and swept is not None:
         swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
@@ -1212,8 +1205,8 @@ def run(
     if not window.windowed:
         table += _unlimited(table, used, settlement.settled)
     limited = [r for r in table if r["level"] > 0]
-    named = {r.key for r in rows} - settlement.keys <= settlement.named  # the replayed rows' names are known
-    names = _names(traffic, limited, settlement.names if named else None)
+    # the replayed rows' names are known when each of their keys is named
+    names = _names(traffic, limited, settlement.names if replayed_keys <= settlement.named else None)
     stats: list[QidStats] = []
     hashed: dict[Sid, tuple[Any, ...]] = {}  # quota-id as the report names it -> as the Spark rows spell it
     totals = {k: KeyTotals() for k in MODEL_KEYS}
